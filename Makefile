@@ -1,0 +1,56 @@
+# Thin wrapper over scripts and CMake presets; see README.md.
+SHELL := /bin/bash
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps kube-local build asan tsan test unit integration demo demo-down bench fuzz format clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+kube-local: deps
+	@scripts/build-kube-local.sh
+
+# Release build: the binary users run and the benchmarks.
+build: deps
+	@cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	@ninja -C build/release -j $(JOBS)
+
+# ASan+UBSan build: unit and integration tests.
+asan: deps
+	@cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGPUFLEET_SANITIZE=address $(CMAKE_FLAGS) >/dev/null
+	@ninja -C build/asan -j $(JOBS)
+
+# ThreadSanitizer build of the concurrent code's tests only.
+tsan: deps
+	@cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGPUFLEET_SANITIZE=thread $(CMAKE_FLAGS) >/dev/null
+	@ninja -C build/tsan -j $(JOBS) tsan_tests
+
+# Everything: TSan tests first, then every unit and integration test under ASan+UBSan, so
+# the last line printed is CTest's summary of the full run.
+test: kube-local tsan asan
+	@ctest --test-dir build/tsan -L tsan --output-on-failure -j $(JOBS)
+	@ctest --test-dir build/asan --output-on-failure -j $(JOBS)
+
+unit: asan
+	@ctest --test-dir build/asan -L unit --output-on-failure -j $(JOBS)
+
+integration: kube-local asan
+	@ctest --test-dir build/asan -L integration --output-on-failure
+
+demo: kube-local build
+	@scripts/demo.sh
+
+demo-down:
+	@scripts/demo.sh down
+
+bench: build
+	@scripts/bench.sh
+
+format:
+	@clang-format -i $$(git ls-files 'src/*.cc' 'src/*.h' 'tests/*.cc' 'tests/*.h' 'bench/*.cc')
+
+clean:
+	rm -rf build

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the exact Debian packages gpufleet builds and tests with. Idempotent: it only
+# calls apt-get when a package is missing. The README explains why each one is here.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config   # toolchain
+  clang libclang-rt-14-dev libfuzzer-14-dev              # fuzzers and sanitizer runtimes
+  libsimdjson-dev                                        # JSON parsing (core)
+  libyaml-dev                                            # YAML parsing and emitting (core)
+  libre2-dev                                             # CEL matches()
+  libcurl4-openssl-dev                                   # HTTP/1.1 + HTTP/2 client (kube)
+  libssl-dev                                             # hashing, TLS material (kube, recipe)
+  libmicrohttpd-dev                                      # /metrics, /healthz server (core)
+  libcli11-dev                                           # command-line parsing (cli)
+  libgtest-dev libgmock-dev                              # unit and integration tests
+  libbenchmark-dev                                       # make bench
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
