@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Runs every benchmark binary of the release build. Extra arguments go to each binary
+# (for example --benchmark_filter=Cel).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+shopt -s nullglob
+benches=(build/release/bench/*_bench)
+if ((${#benches[@]} == 0)); then
+  echo "bench: no benchmark binaries in build/release/bench (run 'make build' first)" >&2
+  exit 1
+fi
+for b in "${benches[@]}"; do
+  echo "== $(basename "$b")"
+  "$b" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true "$@"
+done
