@@ -1,0 +1,607 @@
+#include "kube/client.h"
+
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "core/errors.h"
+#include "kube/credentials.h"
+#include "kube/http.h"
+#include "kube/rate_limit.h"
+#include "kube/watch_decoder.h"
+
+namespace gpufleet::kube {
+
+using core::InvalidInput;
+using core::Value;
+
+namespace resources {
+ResourceId nodes() { return {"", "v1", "nodes", false}; }
+ResourceId pods() { return {"", "v1", "pods", true}; }
+ResourceId namespaces() { return {"", "v1", "namespaces", false}; }
+ResourceId config_maps() { return {"", "v1", "configmaps", true}; }
+ResourceId events() { return {"events.k8s.io", "v1", "events", true}; }
+ResourceId leases() { return {"coordination.k8s.io", "v1", "leases", true}; }
+ResourceId jobs() { return {"batch", "v1", "jobs", true}; }
+ResourceId deployments() { return {"apps", "v1", "deployments", true}; }
+ResourceId pod_disruption_budgets() { return {"policy", "v1", "poddisruptionbudgets", true}; }
+ResourceId service_accounts() { return {"", "v1", "serviceaccounts", true}; }
+ResourceId custom_resource_definitions() {
+  return {"apiextensions.k8s.io", "v1", "customresourcedefinitions", false};
+}
+}  // namespace resources
+
+std::string_view name_of(const Value& obj) noexcept { return obj.get_string({"metadata", "name"}); }
+std::string_view namespace_of(const Value& obj) noexcept {
+  return obj.get_string({"metadata", "namespace"});
+}
+std::string_view resource_version_of(const Value& obj) noexcept {
+  return obj.get_string({"metadata", "resourceVersion"});
+}
+std::string_view uid_of(const Value& obj) noexcept { return obj.get_string({"metadata", "uid"}); }
+
+std::string object_key(std::string_view ns, std::string_view name) {
+  if (ns.empty()) return std::string(name);
+  std::string k;
+  k.reserve(ns.size() + name.size() + 1);
+  k.append(ns).append("/").append(name);
+  return k;
+}
+
+std::string object_key(const Value& obj) { return object_key(namespace_of(obj), name_of(obj)); }
+
+namespace {
+
+constexpr std::string_view kJson = "application/json";
+constexpr std::string_view kMetaObject =
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+constexpr std::string_view kMetaList =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+
+bool is_loopback_url(std::string_view url) {
+  std::size_t scheme = url.find("://");
+  if (scheme == std::string_view::npos) return false;
+  std::string_view rest = url.substr(scheme + 3);
+  return rest.starts_with("127.") || rest.starts_with("localhost") || rest.starts_with("[::1]");
+}
+
+class Query {
+ public:
+  Query& add(std::string_view key, std::string_view value) {
+    if (value.empty()) return *this;
+    text_ += text_.empty() ? '?' : '&';
+    text_.append(key).append("=").append(url_encode(value));
+    return *this;
+  }
+  [[nodiscard]] const std::string& str() const { return text_; }
+
+ private:
+  std::string text_;
+};
+
+struct DiscoveredResource {
+  std::string kind;
+  ResourceId id;
+};
+
+}  // namespace
+
+class Client::Impl {
+ public:
+  explicit Impl(ClientConfig c)
+      : config(std::move(c)), credentials(config), limiter(config.qps, config.burst) {
+    if (config.server.starts_with("http://")) {
+      if (!config.allow_plain_http_loopback || !is_loopback_url(config.server)) {
+        throw InvalidInput("server \"" + config.server +
+                           "\": plain http is refused; use https (plain http is only allowed for "
+                           "loopback test servers with allow_plain_http_loopback)");
+      }
+    } else if (!config.server.starts_with("https://")) {
+      throw InvalidInput("server \"" + config.server + "\": must be an https:// URL");
+    }
+  }
+
+  ClientConfig config;
+  Credentials credentials;
+  TokenBucket limiter;
+  HttpTransport transport;
+  std::mutex discovery_mu;
+  std::map<std::string, std::vector<DiscoveredResource>> discovery;  // by group version
+
+  std::string path(const ResourceId& r, std::string_view ns, std::string_view name,
+                   std::string_view sub) const {
+    if (r.resource.empty() || r.version.empty()) {
+      throw InvalidInput("resource id is incomplete: version and resource are required");
+    }
+    std::string p = r.group.empty() ? "/api/" + r.version : "/apis/" + r.group + "/" + r.version;
+    if (r.namespaced && !ns.empty()) p.append("/namespaces/").append(url_encode(ns));
+    if (r.namespaced && ns.empty() && !name.empty()) {
+      throw InvalidInput(r.qualified_name() + " is namespaced: give the namespace of \"" +
+                         std::string(name) + "\"");
+    }
+    p.append("/").append(r.resource);
+    if (!name.empty()) p.append("/").append(url_encode(name));
+    if (!sub.empty()) p.append("/").append(sub);
+    return p;
+  }
+
+  HttpRequest make_request(std::string method, const std::string& path_and_query,
+                           std::string_view accept, std::string_view content_type,
+                           std::string body) {
+    HttpRequest req;
+    req.method = std::move(method);
+    req.url = config.server + path_and_query;
+    req.body = std::move(body);
+    req.timeout = config.request_timeout;
+    req.headers.push_back("Accept: " + std::string(accept));
+    if (!content_type.empty()) req.headers.push_back("Content-Type: " + std::string(content_type));
+    req.headers.push_back("User-Agent: " + config.user_agent);
+    CurrentCredentials c = credentials.current();
+    if (!c.bearer_token.empty()) req.headers.push_back("Authorization: Bearer " + c.bearer_token);
+    req.tls.ca_pem = config.ca_pem;
+    req.tls.client_cert_pem = std::move(c.client_cert_pem);
+    req.tls.client_key_pem = std::move(c.client_key_pem);
+    req.tls.server_name = config.tls_server_name;
+    req.tls.allow_plain_http = config.allow_plain_http_loopback;
+    return req;
+  }
+
+  // Sends a request with rate limiting and the retry policy:
+  //  - 429 with Retry-After (API Priority and Fairness rejected it before running it): retried
+  //    for any verb after the advised pause;
+  //  - 5xx/timeouts and broken connections: retried only for reads (`safe`), with backoff and
+  //    jitter, or for any verb when the connection failed before the request left;
+  //  - 401 once after refreshing a rotating token or exec credential.
+  HttpResponse execute(const std::string& method, const std::string& path_and_query,
+                       std::string_view accept, std::string_view content_type,
+                       const std::string& body, const RequestInfo& info, bool safe) {
+    Backoff backoff(std::chrono::milliseconds(200), std::chrono::seconds(10));
+    bool refreshed = false;
+    constexpr int kMaxAttempts = 10;
+    for (int attempt = 1;; ++attempt) {
+      limiter.acquire();
+      HttpResponse resp;
+      try {
+        resp = transport.perform(make_request(method, path_and_query, accept, content_type, body));
+      } catch (const TransportError& e) {
+        if ((safe || !e.request_sent()) && attempt < kMaxAttempts) {
+          std::this_thread::sleep_for(backoff.next());
+          continue;
+        }
+        throw;
+      }
+      if (resp.status >= 200 && resp.status < 300) return resp;
+      ApiError err =
+          decode_status_error(static_cast<int>(resp.status), resp.body, info, resp.retry_after);
+      if (err.reason() == Reason::Unauthorized && !refreshed && credentials.invalidate()) {
+        refreshed = true;
+        continue;
+      }
+      if (attempt < kMaxAttempts) {
+        bool apf_throttled = err.reason() == Reason::TooManyRequests && err.retry_after_seconds();
+        if (apf_throttled || (safe && is_retryable(err))) {
+          auto pause = backoff.next();
+          if (err.retry_after_seconds()) {
+            pause = std::max<Clock::duration>(
+                pause, std::chrono::seconds(std::min(*err.retry_after_seconds(), 60)));
+          }
+          std::this_thread::sleep_for(pause);
+          continue;
+        }
+      }
+      throw err;
+    }
+  }
+
+  Value decode(const HttpResponse& resp, const RequestInfo& info, const core::JsonPrune* prune) {
+    if (resp.body.empty()) return Value();
+    return core::parse_json(resp.body, info.verb + " " + info.resource, prune);
+  }
+
+  std::vector<DiscoveredResource> fetch_group_version(const std::string& gv) {
+    std::string p = gv.find('/') == std::string::npos ? "/api/" + gv : "/apis/" + gv;
+    RequestInfo info{"get", "discovery " + gv, "", ""};
+    HttpResponse resp = execute("GET", p, kJson, {}, {}, info, true);
+    Value list = decode(resp, info, nullptr);
+    std::string group;
+    std::string version = gv;
+    if (auto slash = gv.find('/'); slash != std::string::npos) {
+      group = gv.substr(0, slash);
+      version = gv.substr(slash + 1);
+    }
+    std::vector<DiscoveredResource> out;
+    if (const Value* rs = list.find("resources"); rs && rs->is_list()) {
+      for (const Value& r : rs->as_list()) {
+        std::string name(r.get_string({"name"}));
+        if (name.empty() || name.find('/') != std::string::npos) continue;  // subresource
+        const Value* ns = r.find("namespaced");
+        out.push_back({std::string(r.get_string({"kind"})),
+                       ResourceId{group, version, name, ns && ns->is_bool() && ns->as_bool()}});
+      }
+    }
+    return out;
+  }
+};
+
+// ---- WatchStream ------------------------------------------------------------------------
+
+struct WatchStream::State {
+  std::shared_ptr<HttpStream> stream;
+  RequestInfo info;
+  core::JsonPrune prune;
+  LineSplitter lines;
+  bool checked_status = false;
+  std::string chunk;
+};
+
+WatchStream::WatchStream(std::shared_ptr<HttpStream> stream, RequestInfo info,
+                         const std::vector<std::string>& prune)
+    : state_(std::make_unique<State>()) {
+  state_->stream = std::move(stream);
+  state_->info = std::move(info);
+  state_->prune = watch_event_prune(prune);
+}
+
+WatchStream::~WatchStream() { state_->stream->cancel(); }
+
+void WatchStream::cancel() { state_->stream->cancel(); }
+
+std::optional<WatchEvent> WatchStream::next() {
+  State& s = *state_;
+  if (!s.checked_status) {
+    long status = s.stream->wait_status();
+    s.checked_status = true;
+    if (status != 200) {
+      std::string body;
+      while (s.stream->read(body)) {
+      }
+      if (s.stream->cancelled()) return std::nullopt;
+      if (status == 0) {
+        if (auto e = s.stream->error()) throw *e;
+        throw TransportError("watch " + s.info.resource + ": no response", false);
+      }
+      throw decode_status_error(static_cast<int>(status), body, s.info);
+    }
+  }
+  for (;;) {
+    if (auto line = s.lines.next_line()) return decode_watch_event(*line, &s.prune, s.info);
+    s.chunk.clear();
+    if (!s.stream->read(s.chunk)) {
+      if (s.stream->cancelled()) return std::nullopt;
+      if (auto e = s.stream->error()) throw *e;
+      if (s.lines.pending() > 0) {
+        throw TransportError("watch " + s.info.resource + ": stream ended inside an event", true);
+      }
+      return std::nullopt;  // the server closed the watch (timeoutSeconds)
+    }
+    s.lines.feed(s.chunk);
+  }
+}
+
+// ---- Client -----------------------------------------------------------------------------
+
+Client::Client(ClientConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+Client::~Client() = default;
+
+const ClientConfig& Client::config() const noexcept { return impl_->config; }
+const std::string& Client::default_namespace() const noexcept { return impl_->config.namespace_; }
+
+Value Client::get(const ResourceId& r, std::string_view ns, std::string_view name,
+                  const ObjectShape& shape) {
+  RequestInfo info{"get", r.qualified_name(), std::string(ns), std::string(name)};
+  core::JsonPrune prune;
+  for (const auto& p : shape.prune) prune.add(p);
+  HttpResponse resp = impl_->execute("GET", impl_->path(r, ns, name, {}),
+                                     shape.metadata_only ? kMetaObject : kJson, {}, {}, info, true);
+  return impl_->decode(resp, info, &prune);
+}
+
+std::optional<Value> Client::try_get(const ResourceId& r, std::string_view ns,
+                                     std::string_view name) {
+  try {
+    return get(r, ns, name);
+  } catch (const ApiError& e) {
+    if (e.is(Reason::NotFound)) return std::nullopt;
+    throw;
+  }
+}
+
+ListResult Client::list_page(const ResourceId& r, std::string_view ns, const ListOptions& o,
+                             const ObjectShape& shape) {
+  RequestInfo info{"list", r.qualified_name(), std::string(ns), ""};
+  Query q;
+  q.add("labelSelector", o.label_selector)
+      .add("fieldSelector", o.field_selector)
+      .add("limit", o.limit > 0 ? std::to_string(o.limit) : std::string())
+      .add("continue", o.continue_token)
+      .add("resourceVersion", o.resource_version)
+      .add("resourceVersionMatch", o.resource_version_match);
+  core::JsonPrune prune = list_prune(shape.prune);
+  HttpResponse resp = impl_->execute("GET", impl_->path(r, ns, {}, {}) + q.str(),
+                                     shape.metadata_only ? kMetaList : kJson, {}, {}, info, true);
+  Value list = impl_->decode(resp, info, &prune);
+  ListResult out;
+  out.resource_version = std::string(list.get_string({"metadata", "resourceVersion"}));
+  out.continue_token = std::string(list.get_string({"metadata", "continue"}));
+  if (Value* items = list.find("items"); items && items->is_list()) {
+    out.items = std::move(items->as_list());
+  }
+  // PartialObjectMetadataList items carry no kind; lists never do for built-ins. Nothing to add.
+  return out;
+}
+
+ListResult Client::list(const ResourceId& r, std::string_view ns, ListOptions options,
+                        const ObjectShape& shape) {
+  ListResult all;
+  bool restarted = false;
+  options.continue_token.clear();
+  for (;;) {
+    ListResult page;
+    try {
+      page = list_page(r, ns, options, shape);
+    } catch (const ApiError& e) {
+      // The continue token's snapshot was compacted away: start over once, from now.
+      if (e.is(Reason::Gone) && !options.continue_token.empty() && !restarted) {
+        restarted = true;
+        all = ListResult{};
+        options.continue_token.clear();
+        continue;
+      }
+      throw;
+    }
+    if (all.resource_version.empty()) all.resource_version = page.resource_version;
+    if (all.items.empty()) {
+      all.items = std::move(page.items);
+    } else {
+      all.items.insert(all.items.end(), std::make_move_iterator(page.items.begin()),
+                       std::make_move_iterator(page.items.end()));
+    }
+    if (page.continue_token.empty()) return all;
+    options.continue_token = page.continue_token;
+    // Later pages come from the first page's snapshot; resourceVersion must not be set.
+    options.resource_version.clear();
+    options.resource_version_match.clear();
+  }
+}
+
+namespace {
+std::string require_name(const ResourceId& r, const Value& obj, std::string_view verb) {
+  std::string_view name = name_of(obj);
+  if (name.empty()) {
+    throw InvalidInput("cannot " + std::string(verb) + " " + r.qualified_name() +
+                       ": metadata.name is missing in the object");
+  }
+  return std::string(name);
+}
+}  // namespace
+
+Value Client::create(const ResourceId& r, const Value& obj, std::string_view field_manager) {
+  std::string ns(namespace_of(obj));
+  if (r.namespaced && ns.empty()) ns = default_namespace();
+  std::string name(name_of(obj));
+  RequestInfo info{"create", r.qualified_name(), r.namespaced ? ns : "", name};
+  Query q;
+  q.add("fieldManager", field_manager);
+  HttpResponse resp =
+      impl_->execute("POST", impl_->path(r, r.namespaced ? ns : "", {}, {}) + q.str(), kJson, kJson,
+                     core::to_json(obj), info, false);
+  return impl_->decode(resp, info, nullptr);
+}
+
+Value Client::update(const ResourceId& r, const Value& obj, std::string_view field_manager) {
+  std::string name = require_name(r, obj, "update");
+  std::string ns(namespace_of(obj));
+  if (r.namespaced && ns.empty()) ns = default_namespace();
+  RequestInfo info{"update", r.qualified_name(), r.namespaced ? ns : "", name};
+  Query q;
+  q.add("fieldManager", field_manager);
+  HttpResponse resp =
+      impl_->execute("PUT", impl_->path(r, r.namespaced ? ns : "", name, {}) + q.str(), kJson,
+                     kJson, core::to_json(obj), info, false);
+  return impl_->decode(resp, info, nullptr);
+}
+
+Value Client::update_status(const ResourceId& r, const Value& obj) {
+  std::string name = require_name(r, obj, "update status of");
+  std::string ns(namespace_of(obj));
+  if (r.namespaced && ns.empty()) ns = default_namespace();
+  RequestInfo info{"update", r.qualified_name() + "/status", r.namespaced ? ns : "", name};
+  HttpResponse resp = impl_->execute("PUT", impl_->path(r, r.namespaced ? ns : "", name, "status"),
+                                     kJson, kJson, core::to_json(obj), info, false);
+  return impl_->decode(resp, info, nullptr);
+}
+
+namespace {
+Value delete_options_body(const DeleteOptions& o) {
+  Value body;
+  body["apiVersion"] = "v1";
+  body["kind"] = "DeleteOptions";
+  if (!o.propagation_policy.empty()) body["propagationPolicy"] = o.propagation_policy;
+  if (o.grace_period_seconds) body["gracePeriodSeconds"] = *o.grace_period_seconds;
+  if (!o.precondition_uid.empty()) body["preconditions"]["uid"] = o.precondition_uid;
+  if (!o.precondition_resource_version.empty()) {
+    body["preconditions"]["resourceVersion"] = o.precondition_resource_version;
+  }
+  if (o.dry_run) body["dryRun"].push_back("All");
+  return body;
+}
+}  // namespace
+
+Value Client::remove(const ResourceId& r, std::string_view ns, std::string_view name,
+                     const DeleteOptions& options) {
+  if (name.empty()) throw InvalidInput("cannot delete " + r.qualified_name() + ": name is empty");
+  RequestInfo info{"delete", r.qualified_name(), std::string(ns), std::string(name)};
+  HttpResponse resp = impl_->execute("DELETE", impl_->path(r, ns, name, {}), kJson, kJson,
+                                     core::to_json(delete_options_body(options)), info, false);
+  return impl_->decode(resp, info, nullptr);
+}
+
+Value Client::patch(const ResourceId& r, std::string_view ns, std::string_view name, PatchType type,
+                    const Value& patch, std::string_view subresource,
+                    std::string_view field_manager) {
+  std::string_view content_type = type == PatchType::Merge ? "application/merge-patch+json"
+                                  : type == PatchType::Json
+                                      ? "application/json-patch+json"
+                                      : "application/strategic-merge-patch+json";
+  if (type == PatchType::Json && !patch.is_list()) {
+    throw InvalidInput("JSON patch for " + r.qualified_name() + " " + std::string(name) +
+                       ": must be a list of operations ({\"op\":...,\"path\":...})");
+  }
+  std::string resource = r.qualified_name();
+  if (!subresource.empty()) resource += "/" + std::string(subresource);
+  RequestInfo info{"patch", resource, std::string(ns), std::string(name)};
+  Query q;
+  q.add("fieldManager", field_manager);
+  HttpResponse resp = impl_->execute("PATCH", impl_->path(r, ns, name, subresource) + q.str(),
+                                     kJson, content_type, core::to_json(patch), info, false);
+  return impl_->decode(resp, info, nullptr);
+}
+
+Value Client::apply(const ResourceId& r, const Value& obj, const ApplyOptions& options,
+                    std::string_view subresource) {
+  if (options.field_manager.empty()) {
+    throw InvalidInput(
+        "server-side apply needs a field manager (ApplyOptions::field_manager), "
+        "e.g. the controller's name");
+  }
+  std::string name = require_name(r, obj, "apply");
+  std::string ns(namespace_of(obj));
+  if (r.namespaced && ns.empty()) ns = default_namespace();
+  if (obj.get_string({"apiVersion"}).empty() || obj.get_string({"kind"}).empty()) {
+    throw InvalidInput("cannot apply " + r.qualified_name() + " " + name +
+                       ": apiVersion and kind must be set in the applied object");
+  }
+  std::string resource = r.qualified_name();
+  if (!subresource.empty()) resource += "/" + std::string(subresource);
+  RequestInfo info{"apply", resource, r.namespaced ? ns : "", name};
+  Query q;
+  q.add("fieldManager", options.field_manager)
+      .add("force", options.force ? "true" : "")
+      .add("dryRun", options.dry_run ? "All" : "");
+  // JSON is YAML, and the apply content type takes either.
+  HttpResponse resp =
+      impl_->execute("PATCH", impl_->path(r, r.namespaced ? ns : "", name, subresource) + q.str(),
+                     kJson, "application/apply-patch+yaml", core::to_json(obj), info, false);
+  return impl_->decode(resp, info, nullptr);
+}
+
+void Client::evict(std::string_view ns, std::string_view pod, const DeleteOptions& options) {
+  Value body;
+  body["apiVersion"] = "policy/v1";
+  body["kind"] = "Eviction";
+  body["metadata"]["name"] = pod;
+  body["metadata"]["namespace"] = ns;
+  Value del = delete_options_body(options);
+  if (del.as_map().size() > 2) body["deleteOptions"] = std::move(del);
+  RequestInfo info{"evict", "pods/eviction", std::string(ns), std::string(pod)};
+  // Not retried here on 429: that is a PodDisruptionBudget saying "not now"
+  // (EvictionBlocked), and the caller decides when to try again.
+  impl_->execute("POST", impl_->path(resources::pods(), ns, pod, "eviction"), kJson, kJson,
+                 core::to_json(body), info, false);
+}
+
+Value Client::get_scale(const ResourceId& r, std::string_view ns, std::string_view name) {
+  RequestInfo info{"get", r.qualified_name() + "/scale", std::string(ns), std::string(name)};
+  HttpResponse resp =
+      impl_->execute("GET", impl_->path(r, ns, name, "scale"), kJson, {}, {}, info, true);
+  return impl_->decode(resp, info, nullptr);
+}
+
+Value Client::set_scale(const ResourceId& r, std::string_view ns, std::string_view name,
+                        std::int64_t replicas) {
+  Value p;
+  p["spec"]["replicas"] = replicas;
+  return patch(r, ns, name, PatchType::Merge, p, "scale");
+}
+
+std::unique_ptr<WatchStream> Client::watch(const ResourceId& r, std::string_view ns,
+                                           const WatchOptions& o, const ObjectShape& shape) {
+  RequestInfo info{"watch", r.qualified_name(), std::string(ns), ""};
+  Query q;
+  q.add("watch", "1")
+      .add("resourceVersion", o.resource_version)
+      .add("labelSelector", o.label_selector)
+      .add("fieldSelector", o.field_selector)
+      .add("allowWatchBookmarks", o.allow_bookmarks ? "true" : "")
+      .add("timeoutSeconds", o.timeout_seconds > 0 ? std::to_string(o.timeout_seconds) : "");
+  impl_->limiter.acquire();
+  HttpRequest req = impl_->make_request("GET", impl_->path(r, ns, {}, {}) + q.str(),
+                                        shape.metadata_only ? kMetaObject : kJson, {}, {});
+  // The server ends the watch after timeoutSeconds; a connection silent for much longer than
+  // that is dead (the server went away without a FIN), so bound the transfer too.
+  req.timeout = o.timeout_seconds > 0 ? std::chrono::seconds(o.timeout_seconds + 30)
+                                      : std::chrono::milliseconds(0);
+  return std::make_unique<WatchStream>(impl_->transport.stream(std::move(req)), std::move(info),
+                                       shape.prune);
+}
+
+ResourceId Client::resource_for(std::string_view api_version, std::string_view kind) {
+  std::string gv(api_version);
+  for (int round = 0; round < 2; ++round) {
+    {
+      std::lock_guard lock(impl_->discovery_mu);
+      auto it = impl_->discovery.find(gv);
+      if (it != impl_->discovery.end() && round == 0) {
+        for (const auto& d : it->second) {
+          if (d.kind == kind) return d.id;
+        }
+      }
+    }
+    // Miss: refresh this group version (a CRD may have been added since).
+    std::vector<DiscoveredResource> fresh;
+    try {
+      fresh = impl_->fetch_group_version(gv);
+    } catch (const ApiError& e) {
+      if (!e.is(Reason::NotFound)) throw;
+    }
+    std::lock_guard lock(impl_->discovery_mu);
+    impl_->discovery[gv] = fresh;
+    for (const auto& d : fresh) {
+      if (d.kind == kind) return d.id;
+    }
+    break;
+  }
+  throw ApiError(404, Reason::NotFound,
+                 "the server has no resource for kind " + std::string(kind) + " in " + gv +
+                     " (is the CRD installed? is the apiVersion right?)",
+                 RequestInfo{"discover", gv, "", std::string(kind)});
+}
+
+std::vector<std::string> Client::server_group_versions() {
+  std::vector<std::string> out;
+  RequestInfo info{"get", "discovery", "", ""};
+  Value core_api =
+      impl_->decode(impl_->execute("GET", "/api", kJson, {}, {}, info, true), info, nullptr);
+  if (const Value* vs = core_api.find("versions"); vs && vs->is_list()) {
+    for (const Value& v : vs->as_list()) {
+      if (v.is_string()) out.push_back(v.as_string());
+    }
+  }
+  Value groups =
+      impl_->decode(impl_->execute("GET", "/apis", kJson, {}, {}, info, true), info, nullptr);
+  if (const Value* gs = groups.find("groups"); gs && gs->is_list()) {
+    for (const Value& g : gs->as_list()) {
+      std::string_view preferred = g.get_string({"preferredVersion", "groupVersion"});
+      if (!preferred.empty()) out.emplace_back(preferred);
+      if (const Value* vs = g.find("versions"); vs && vs->is_list()) {
+        for (const Value& v : vs->as_list()) {
+          std::string_view gv = v.get_string({"groupVersion"});
+          if (!gv.empty() && gv != preferred) out.emplace_back(gv);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+void Client::invalidate_discovery() {
+  std::lock_guard lock(impl_->discovery_mu);
+  impl_->discovery.clear();
+}
+
+std::string Client::get_raw(std::string_view path) {
+  RequestInfo info{"get", std::string(path), "", ""};
+  return impl_->execute("GET", std::string(path), "application/json, */*", {}, {}, info, true).body;
+}
+
+}  // namespace gpufleet::kube

@@ -1,0 +1,209 @@
+// The Kubernetes REST client: typed verbs over core::Value objects, server-side apply,
+// subresources, discovery and watches. One Client is shared by a whole process (thread-safe);
+// all its requests travel over one HTTP/2 connection where the server offers it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/json.h"
+#include "core/value.h"
+#include "kube/config.h"
+#include "kube/errors.h"
+
+namespace gpufleet::kube {
+
+// A resource collection: {"", "v1", "pods"}, {"coordination.k8s.io", "v1", "leases"}.
+struct ResourceId {
+  std::string group;  // "" for the core group
+  std::string version;
+  std::string resource;  // lower-case plural
+  bool namespaced = true;
+
+  [[nodiscard]] std::string api_version() const {
+    return group.empty() ? version : group + "/" + version;
+  }
+  // "pods", "leases.coordination.k8s.io": the spelling RBAC and kubectl use.
+  [[nodiscard]] std::string qualified_name() const {
+    return group.empty() ? resource : resource + "." + group;
+  }
+  friend bool operator==(const ResourceId&, const ResourceId&) = default;
+};
+
+// The built-in resources gpufleet acts on.
+namespace resources {
+ResourceId nodes();
+ResourceId pods();
+ResourceId namespaces();
+ResourceId config_maps();
+ResourceId events();  // events.k8s.io/v1
+ResourceId leases();
+ResourceId jobs();
+ResourceId deployments();
+ResourceId pod_disruption_budgets();
+ResourceId service_accounts();
+ResourceId custom_resource_definitions();
+}  // namespace resources
+
+struct ListOptions {
+  std::string label_selector;          // "app=x,tier!=db"
+  std::string field_selector;          // "spec.nodeName=n1"
+  std::int64_t limit = 500;            // page size; 0: everything in one answer
+  std::string continue_token;          // list_page only
+  std::string resource_version;        // "" (most recent, quorum read) or "0" (any cached)
+  std::string resource_version_match;  // "", "NotOlderThan", "Exact"
+};
+
+struct ListResult {
+  std::vector<core::Value> items;
+  std::string resource_version;  // of the list, to start a watch from
+  std::string continue_token;    // non-empty when more pages remain (list_page)
+};
+
+// Shapes the objects the server returns: metadata-only (PartialObjectMetadata) and/or with
+// paths pruned while decoding (e.g. "status.images", "metadata.managedFields"), so that large
+// fields never reach memory.
+struct ObjectShape {
+  bool metadata_only = false;
+  std::vector<std::string> prune;  // dotted paths inside each object
+};
+
+struct DeleteOptions {
+  std::string precondition_uid;
+  std::string precondition_resource_version;
+  std::string propagation_policy;  // "", "Orphan", "Background", "Foreground"
+  std::optional<std::int64_t> grace_period_seconds;
+  bool dry_run = false;
+};
+
+enum class PatchType { Merge, Json, StrategicMerge };
+
+struct ApplyOptions {
+  std::string field_manager;  // required
+  bool force = false;         // take ownership of fields another manager owns
+  bool dry_run = false;
+};
+
+struct WatchOptions {
+  std::string resource_version;  // start after this version ("" = now, with no initial state)
+  std::string label_selector;
+  std::string field_selector;
+  bool allow_bookmarks = true;
+  int timeout_seconds = 300;  // the server ends the watch after this long (randomize per call)
+};
+
+struct WatchEvent {
+  enum class Type { Added, Modified, Deleted, Bookmark };
+  Type type;
+  core::Value object;
+};
+
+std::string_view watch_event_type_name(WatchEvent::Type t) noexcept;
+
+class HttpStream;
+
+// One watch request. next() blocks for the next event; it returns nullopt when the stream
+// ends normally (server timeout, cancel()) and throws TransportError when the connection breaks
+// and ApiError for an error answer or an ERROR event (410 Gone: resourceVersion too old).
+class WatchStream {
+ public:
+  WatchStream(std::shared_ptr<HttpStream> stream, RequestInfo info,
+              const std::vector<std::string>& prune);
+  ~WatchStream();
+  WatchStream(const WatchStream&) = delete;
+  WatchStream& operator=(const WatchStream&) = delete;
+
+  std::optional<WatchEvent> next();
+  // Thread-safe: ends the stream; a blocked next() returns nullopt.
+  void cancel();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+class Client {
+ public:
+  explicit Client(ClientConfig config);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  [[nodiscard]] const ClientConfig& config() const noexcept;
+  [[nodiscard]] const std::string& default_namespace() const noexcept;
+
+  // ---- reads ----
+  core::Value get(const ResourceId& r, std::string_view ns, std::string_view name,
+                  const ObjectShape& shape = {});
+  // nullopt on NotFound.
+  std::optional<core::Value> try_get(const ResourceId& r, std::string_view ns,
+                                     std::string_view name);
+  // One page (follow continue_token yourself).
+  ListResult list_page(const ResourceId& r, std::string_view ns, const ListOptions& options,
+                       const ObjectShape& shape = {});
+  // Every page; the result's resource_version is the first page's (consistent snapshot).
+  // A 410 on a continue token (snapshot compacted) restarts the list once from scratch.
+  ListResult list(const ResourceId& r, std::string_view ns, ListOptions options = {},
+                  const ObjectShape& shape = {});
+
+  // ---- writes ---- (namespace and name come from obj.metadata where not passed)
+  core::Value create(const ResourceId& r, const core::Value& obj,
+                     std::string_view field_manager = {});
+  // Optimistic concurrency: fails with Conflict when obj.metadata.resourceVersion is stale.
+  core::Value update(const ResourceId& r, const core::Value& obj,
+                     std::string_view field_manager = {});
+  core::Value update_status(const ResourceId& r, const core::Value& obj);
+  // Returns the server's answer (the object when it is deleted asynchronously, else Status).
+  core::Value remove(const ResourceId& r, std::string_view ns, std::string_view name,
+                     const DeleteOptions& options = {});
+  core::Value patch(const ResourceId& r, std::string_view ns, std::string_view name, PatchType type,
+                    const core::Value& patch, std::string_view subresource = {},
+                    std::string_view field_manager = {});
+  // Server-side apply of a (partial) object; conflicts throw ApiError Conflict whose causes()
+  // name each conflicting field and its manager.
+  core::Value apply(const ResourceId& r, const core::Value& obj, const ApplyOptions& options,
+                    std::string_view subresource = {});
+
+  // ---- subresources ----
+  // policy/v1 Eviction. Throws ApiError with Reason::EvictionBlocked when a
+  // PodDisruptionBudget forbids it (the caller retries later; this call never does).
+  void evict(std::string_view ns, std::string_view pod, const DeleteOptions& options = {});
+  core::Value get_scale(const ResourceId& r, std::string_view ns, std::string_view name);
+  core::Value set_scale(const ResourceId& r, std::string_view ns, std::string_view name,
+                        std::int64_t replicas);
+
+  // ---- watch ----
+  std::unique_ptr<WatchStream> watch(const ResourceId& r, std::string_view ns,
+                                     const WatchOptions& options, const ObjectShape& shape = {});
+
+  // ---- discovery ----
+  // The resource serving `kind` in `api_version` ("apps/v1", "Deployment"), CRDs included.
+  // Cached; a miss refreshes that group version once before failing with NotFound.
+  ResourceId resource_for(std::string_view api_version, std::string_view kind);
+  // Every group version the server offers ("v1", "apps/v1", ...), preferred first per group.
+  std::vector<std::string> server_group_versions();
+  void invalidate_discovery();
+
+  // A raw GET of a path ("/version", "/readyz"), returning the body.
+  std::string get_raw(std::string_view path);
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// metadata.* accessors used everywhere.
+std::string_view name_of(const core::Value& obj) noexcept;
+std::string_view namespace_of(const core::Value& obj) noexcept;
+std::string_view resource_version_of(const core::Value& obj) noexcept;
+std::string_view uid_of(const core::Value& obj) noexcept;
+// "ns/name" or "name": the key stores and work queues use.
+std::string object_key(const core::Value& obj);
+std::string object_key(std::string_view ns, std::string_view name);
+
+}  // namespace gpufleet::kube

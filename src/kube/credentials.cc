@@ -1,0 +1,251 @@
+#include "kube/credentials.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "core/errors.h"
+#include "core/json.h"
+
+extern char** environ;
+
+namespace gpufleet::kube {
+
+using core::InvalidInput;
+
+namespace {
+
+std::string strip(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// Runs argv with extra environment, returns stdout. stderr passes through (plugins prompt or
+// explain failures there).
+std::string run_plugin(const ExecConfig& x, const std::string& exec_info) {
+  std::string command = x.command;
+  if (command.find('/') != std::string::npos && !std::filesystem::path(command).is_absolute()) {
+    command = (std::filesystem::path(x.working_dir) / command).string();
+  }
+  std::vector<std::string> args{command};
+  args.insert(args.end(), x.args.begin(), x.args.end());
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
+  for (const auto& [k, v] : x.env) env.push_back(k + "=" + v);
+  env.push_back("KUBERNETES_EXEC_INFO=" + exec_info);
+  std::vector<char*> argv, envp;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0)
+    throw InvalidInput("exec plugin: pipe: " + std::string(std::strerror(errno)));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, command.c_str(), &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    std::string hint = x.install_hint.empty() ? "" : " (" + x.install_hint + ")";
+    throw InvalidInput("exec credential plugin \"" + x.command +
+                       "\" cannot be started: " + std::strerror(rc) + hint);
+  }
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    throw InvalidInput("exec credential plugin \"" + x.command + "\" failed (exit status " +
+                       std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
+                       "); see its messages above");
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view s) {
+  int y, mo, d, h, mi, sec;
+  char tail[64] = {};
+  std::string str(s.substr(0, 63));
+  if (std::sscanf(str.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%63s", &y, &mo, &d, &h, &mi, &sec, tail) <
+      6) {
+    return std::nullopt;
+  }
+  std::tm tm{};
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = sec;
+  std::time_t t = timegm(&tm);
+  auto tp = std::chrono::system_clock::from_time_t(t);
+  std::string_view rest(tail);
+  if (!rest.empty() && rest.front() == '.') {
+    rest.remove_prefix(1);
+    long long frac = 0;
+    int digits = 0;
+    while (!rest.empty() && rest.front() >= '0' && rest.front() <= '9') {
+      if (digits < 9) {
+        frac = frac * 10 + (rest.front() - '0');
+        ++digits;
+      }
+      rest.remove_prefix(1);
+    }
+    while (digits < 9) {
+      frac *= 10;
+      ++digits;
+    }
+    tp += std::chrono::duration_cast<std::chrono::system_clock::duration>(
+        std::chrono::nanoseconds(frac));
+  }
+  if (rest == "Z" || rest == "z" || rest.empty()) return tp;
+  int oh = 0, om = 0;
+  char sign = rest.front();
+  if ((sign == '+' || sign == '-') &&
+      std::sscanf(std::string(rest.substr(1)).c_str(), "%2d:%2d", &oh, &om) == 2) {
+    auto offset = std::chrono::hours(oh) + std::chrono::minutes(om);
+    return sign == '+' ? tp - offset : tp + offset;
+  }
+  return std::nullopt;
+}
+
+std::string format_micro_time(std::chrono::system_clock::time_point t) {
+  auto us = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+  std::time_t secs = static_cast<std::time_t>(us / 1000000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<long long>(us % 1000000));
+  return buf;
+}
+
+Credentials::Credentials(const ClientConfig& config) : config_(config) {}
+
+CurrentCredentials Credentials::current() {
+  std::lock_guard lock(mu_);
+  CurrentCredentials c;
+  c.client_cert_pem = config_.client_cert_pem;
+  c.client_key_pem = config_.client_key_pem;
+  c.bearer_token = config_.token;
+  if (!config_.token_file.empty()) {
+    struct stat st {};
+    if (::stat(config_.token_file.c_str(), &st) == 0) {
+      auto mtime = std::chrono::system_clock::from_time_t(st.st_mtim.tv_sec) +
+                   std::chrono::nanoseconds(st.st_mtim.tv_nsec);
+      if (!file_loaded_ || mtime != file_mtime_) {
+        std::ifstream in(config_.token_file);
+        std::ostringstream ss;
+        ss << in.rdbuf();
+        if (in) {
+          file_token_ = strip(ss.str());
+          file_mtime_ = mtime;
+          file_loaded_ = true;
+        }
+      }
+    } else if (!file_loaded_) {
+      throw InvalidInput("token file \"" + config_.token_file +
+                         "\" cannot be read: " + std::strerror(errno));
+    }
+    // A rotated file that vanished for a moment keeps the last token.
+    c.bearer_token = file_token_;
+  }
+  if (config_.exec) {
+    bool expired = exec_expiry_ && std::chrono::system_clock::now() >= *exec_expiry_;
+    if (!exec_cache_ || expired) exec_cache_ = run_exec();
+    if (!exec_cache_->bearer_token.empty()) c.bearer_token = exec_cache_->bearer_token;
+    if (!exec_cache_->client_cert_pem.empty()) {
+      c.client_cert_pem = exec_cache_->client_cert_pem;
+      c.client_key_pem = exec_cache_->client_key_pem;
+    }
+  }
+  return c;
+}
+
+bool Credentials::invalidate() {
+  std::lock_guard lock(mu_);
+  if (config_.exec) {
+    exec_cache_.reset();
+    exec_expiry_.reset();
+    return true;
+  }
+  if (!config_.token_file.empty()) {
+    file_loaded_ = false;
+    return true;
+  }
+  return false;
+}
+
+CurrentCredentials Credentials::run_exec() {
+  const ExecConfig& x = *config_.exec;
+  core::Value info;
+  info["apiVersion"] = x.api_version;
+  info["kind"] = "ExecCredential";
+  info["spec"]["interactive"] = false;
+  if (x.provide_cluster_info) {
+    info["spec"]["cluster"]["server"] = config_.server;
+    if (!config_.ca_pem.empty()) {
+      info["spec"]["cluster"]["certificate-authority-data"] = core::Bytes{config_.ca_pem};
+    }
+  }
+  std::string out = run_plugin(x, core::to_json(info));
+  const std::string where = "exec credential plugin \"" + x.command + "\" output";
+  core::Value cred = core::parse_json(out, where);
+  if (cred.get_string({"kind"}) != "ExecCredential") {
+    throw InvalidInput(where + ": kind must be ExecCredential");
+  }
+  if (cred.get_string({"apiVersion"}) != x.api_version) {
+    throw InvalidInput(where + ": apiVersion \"" + std::string(cred.get_string({"apiVersion"})) +
+                       "\" differs from the kubeconfig's \"" + x.api_version + "\"");
+  }
+  CurrentCredentials c;
+  c.bearer_token = std::string(cred.get_string({"status", "token"}));
+  c.client_cert_pem = std::string(cred.get_string({"status", "clientCertificateData"}));
+  c.client_key_pem = std::string(cred.get_string({"status", "clientKeyData"}));
+  if (c.bearer_token.empty() && c.client_cert_pem.empty()) {
+    throw InvalidInput(where + ": status has neither token nor clientCertificateData");
+  }
+  if (c.client_cert_pem.empty() != c.client_key_pem.empty()) {
+    throw InvalidInput(where + ": clientCertificateData and clientKeyData must come together");
+  }
+  exec_expiry_.reset();
+  if (auto exp = cred.get_string({"status", "expirationTimestamp"}); !exp.empty()) {
+    auto t = parse_rfc3339(exp);
+    if (!t) {
+      throw InvalidInput(where + ": status.expirationTimestamp \"" + std::string(exp) +
+                         "\" is not an RFC 3339 time");
+    }
+    exec_expiry_ = *t;
+  }
+  return c;
+}
+
+}  // namespace gpufleet::kube

@@ -1,0 +1,387 @@
+#include "kube/http.h"
+
+#include <curl/curl.h>
+
+#include <atomic>
+#include <future>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace gpufleet::kube {
+
+// ---- HttpStream -------------------------------------------------------------------------
+
+long HttpStream::wait_status() {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return status_known_ || done_; });
+  return status_;
+}
+
+bool HttpStream::read(std::string& out) {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return !buffer_.empty() || done_; });
+  if (!buffer_.empty()) {
+    out.append(buffer_);
+    buffer_.clear();
+    return true;
+  }
+  return false;
+}
+
+std::optional<TransportError> HttpStream::error() {
+  std::lock_guard lock(mu_);
+  return error_;
+}
+
+void HttpStream::cancel() {
+  std::function<void()> canceller;
+  {
+    std::lock_guard lock(mu_);
+    if (cancelled_) return;
+    cancelled_ = true;
+    canceller = canceller_;
+  }
+  cv_.notify_all();
+  if (canceller) canceller();
+}
+
+bool HttpStream::cancelled() {
+  std::lock_guard lock(mu_);
+  return cancelled_;
+}
+
+void HttpStream::on_status(long status) {
+  {
+    std::lock_guard lock(mu_);
+    status_ = status;
+    status_known_ = true;
+  }
+  cv_.notify_all();
+}
+
+void HttpStream::on_data(const char* p, std::size_t n) {
+  {
+    std::lock_guard lock(mu_);
+    buffer_.append(p, n);
+  }
+  cv_.notify_all();
+}
+
+void HttpStream::on_done(std::optional<TransportError> error) {
+  {
+    std::lock_guard lock(mu_);
+    done_ = true;
+    if (!cancelled_) error_ = std::move(error);
+    canceller_ = nullptr;
+  }
+  cv_.notify_all();
+}
+
+// ---- transport ---------------------------------------------------------------------------
+
+namespace {
+
+std::once_flag g_curl_init;
+
+bool iequals_prefix(std::string_view line, std::string_view name) {
+  if (line.size() < name.size()) return false;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    char a = line[i];
+    if (a >= 'A' && a <= 'Z') a = static_cast<char>(a - 'A' + 'a');
+    if (a != name[i]) return false;
+  }
+  return true;
+}
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == '\r' || s.back() == '\n' || s.back() == ' '))
+    s.remove_suffix(1);
+  return std::string(s);
+}
+
+// Errors that happen before any request byte leaves: the server cannot have acted on it.
+bool before_send(CURLcode code) {
+  switch (code) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM: return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+struct Transfer {
+  CURL* easy = nullptr;
+  curl_slist* headers = nullptr;
+  HttpRequest request;
+  HttpResponse response;
+  std::shared_ptr<HttpStream> stream;  // set for streaming transfers
+  std::promise<HttpResponse> promise;  // set for plain transfers
+  bool status_reported = false;
+  char error_buffer[CURL_ERROR_SIZE] = {};
+
+  ~Transfer() {
+    if (headers) curl_slist_free_all(headers);
+    if (easy) curl_easy_cleanup(easy);
+  }
+
+  void report_status() {
+    if (status_reported) return;
+    status_reported = true;
+    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &response.status);
+    if (stream) stream->on_status(response.status);
+  }
+};
+
+struct HttpTransport::Impl {
+  CURLM* multi = nullptr;
+  std::thread thread;
+  std::mutex mu;
+  std::deque<std::unique_ptr<Transfer>> pending;
+  std::vector<std::shared_ptr<HttpStream>> to_cancel;
+  bool stopping = false;
+  std::map<CURL*, std::unique_ptr<Transfer>> running;
+
+  Impl() {
+    std::call_once(g_curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+    multi = curl_multi_init();
+    // One connection, many streams: HTTP/2 multiplexing for every request and watch.
+    curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 16L);
+    thread = std::thread([this] { loop(); });
+  }
+
+  ~Impl() {
+    {
+      std::lock_guard lock(mu);
+      stopping = true;
+    }
+    curl_multi_wakeup(multi);
+    thread.join();
+    for (auto& [easy, t] : running) {
+      curl_multi_remove_handle(multi, easy);
+      finish(*t, CURLE_ABORTED_BY_CALLBACK, "client closed");
+    }
+    running.clear();
+    for (auto& t : pending) finish(*t, CURLE_ABORTED_BY_CALLBACK, "client closed");
+    pending.clear();
+    curl_multi_cleanup(multi);
+  }
+
+  static size_t on_header(char* data, size_t size, size_t n, void* user) {
+    auto* t = static_cast<Transfer*>(user);
+    std::string_view line(data, size * n);
+    if (iequals_prefix(line, "http/")) {
+      // A new status line (after a 100 Continue, say): reset what belongs to a response.
+      t->response.content_type.clear();
+      t->response.retry_after.clear();
+    } else if (iequals_prefix(line, "content-type:")) {
+      t->response.content_type = trim(line.substr(13));
+    } else if (iequals_prefix(line, "retry-after:")) {
+      t->response.retry_after = trim(line.substr(12));
+    }
+    return size * n;
+  }
+
+  static size_t on_body(char* data, size_t size, size_t n, void* user) {
+    auto* t = static_cast<Transfer*>(user);
+    if (t->stream) {
+      t->report_status();
+      if (t->stream->cancelled()) return 0;  // aborts the transfer
+      t->stream->on_data(data, size * n);
+    } else {
+      t->response.body.append(data, size * n);
+    }
+    return size * n;
+  }
+
+  void setup(Transfer& t) {
+    CURL* e = curl_easy_init();
+    t.easy = e;
+    const HttpRequest& r = t.request;
+    curl_easy_setopt(e, CURLOPT_URL, r.url.c_str());
+    curl_easy_setopt(e, CURLOPT_PRIVATE, &t);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t.error_buffer);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);  // prefer multiplexing over a new connection
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, r.tls.allow_plain_http ? "http,https" : "https");
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
+    if (r.timeout.count() > 0)
+      curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeout.count()));
+    // TLS verification is never turned off.
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (!r.tls.ca_pem.empty()) {
+      curl_blob ca{const_cast<char*>(r.tls.ca_pem.data()), r.tls.ca_pem.size(), CURL_BLOB_COPY};
+      curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &ca);
+    }
+    if (!r.tls.client_cert_pem.empty()) {
+      curl_blob cert{const_cast<char*>(r.tls.client_cert_pem.data()), r.tls.client_cert_pem.size(),
+                     CURL_BLOB_COPY};
+      curl_blob key{const_cast<char*>(r.tls.client_key_pem.data()), r.tls.client_key_pem.size(),
+                    CURL_BLOB_COPY};
+      curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
+      curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &cert);
+      curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
+      curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &key);
+    }
+    for (const std::string& h : r.headers) t.headers = curl_slist_append(t.headers, h.c_str());
+    // libcurl would otherwise add "Expect: 100-continue" to large bodies and wait for it.
+    t.headers = curl_slist_append(t.headers, "Expect:");
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t.headers);
+    if (r.method == "GET") {
+      curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    } else {
+      curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r.method.c_str());
+      if (r.method != "DELETE" || !r.body.empty()) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, r.body.data());
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
+      }
+    }
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Impl::on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, &t);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Impl::on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
+  }
+
+  // Completes a transfer: fulfils the promise or closes the stream.
+  void finish(Transfer& t, CURLcode code, const char* override_message = nullptr) {
+    std::optional<TransportError> error;
+    if (code != CURLE_OK) {
+      long sent = 0;
+      if (t.easy) curl_easy_getinfo(t.easy, CURLINFO_REQUEST_SIZE, &sent);
+      bool request_sent = sent > 0 && !before_send(code);
+      std::string what = override_message    ? override_message
+                         : t.error_buffer[0] ? t.error_buffer
+                                             : curl_easy_strerror(code);
+      error = TransportError(t.request.method + " " + t.request.url + ": " + what, request_sent,
+                             code == CURLE_OPERATION_TIMEDOUT);
+    } else {
+      t.report_status();
+      long version = 0;
+      curl_easy_getinfo(t.easy, CURLINFO_HTTP_VERSION, &version);
+      t.response.http_version = version == CURL_HTTP_VERSION_2_0 ? "2" : "1.1";
+    }
+    if (t.stream) {
+      if (!t.status_reported) t.stream->on_status(0);
+      t.stream->on_done(std::move(error));
+    } else if (error) {
+      t.promise.set_exception(std::make_exception_ptr(*error));
+    } else {
+      t.promise.set_value(std::move(t.response));
+    }
+  }
+
+  void loop() {
+    for (;;) {
+      std::deque<std::unique_ptr<Transfer>> starting;
+      std::vector<std::shared_ptr<HttpStream>> cancelling;
+      {
+        std::lock_guard lock(mu);
+        if (stopping) return;
+        starting.swap(pending);
+        cancelling.swap(to_cancel);
+      }
+      for (auto& t : starting) {
+        setup(*t);
+        CURL* easy = t->easy;
+        curl_multi_add_handle(multi, easy);
+        running.emplace(easy, std::move(t));
+      }
+      for (auto& s : cancelling) {
+        for (auto it = running.begin(); it != running.end(); ++it) {
+          if (it->second->stream == s) {
+            curl_multi_remove_handle(multi, it->first);
+            finish(*it->second, CURLE_ABORTED_BY_CALLBACK, "cancelled");
+            running.erase(it);
+            break;
+          }
+        }
+      }
+      int still_running = 0;
+      curl_multi_perform(multi, &still_running);
+      int queued = 0;
+      while (CURLMsg* msg = curl_multi_info_read(multi, &queued)) {
+        if (msg->msg != CURLMSG_DONE) continue;
+        CURL* easy = msg->easy_handle;
+        CURLcode code = msg->data.result;
+        curl_multi_remove_handle(multi, easy);
+        auto it = running.find(easy);
+        if (it == running.end()) continue;
+        finish(*it->second, code);
+        running.erase(it);
+      }
+      curl_multi_poll(multi, nullptr, 0, 1000, nullptr);
+    }
+  }
+
+  void submit(std::unique_ptr<Transfer> t) {
+    {
+      std::lock_guard lock(mu);
+      if (stopping) throw TransportError("HTTP transport is shut down", false);
+      pending.push_back(std::move(t));
+    }
+    curl_multi_wakeup(multi);
+  }
+};
+
+HttpTransport::HttpTransport() : impl_(std::make_unique<Impl>()) {}
+HttpTransport::~HttpTransport() = default;
+
+HttpResponse HttpTransport::perform(HttpRequest request) {
+  auto t = std::make_unique<Transfer>();
+  t->request = std::move(request);
+  std::future<HttpResponse> result = t->promise.get_future();
+  impl_->submit(std::move(t));
+  return result.get();
+}
+
+std::shared_ptr<HttpStream> HttpTransport::stream(HttpRequest request) {
+  auto t = std::make_unique<Transfer>();
+  t->request = std::move(request);
+  auto s = std::make_shared<HttpStream>();
+  t->stream = s;
+  Impl* impl = impl_.get();
+  std::weak_ptr<HttpStream> weak = s;
+  s->canceller_ = [impl, weak] {
+    if (auto strong = weak.lock()) {
+      {
+        std::lock_guard lock(impl->mu);
+        impl->to_cancel.push_back(strong);
+      }
+      curl_multi_wakeup(impl->multi);
+    }
+  };
+  impl_->submit(std::move(t));
+  return s;
+}
+
+std::string url_encode(std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+        c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+}  // namespace gpufleet::kube

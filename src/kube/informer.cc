@@ -1,0 +1,233 @@
+#include "kube/informer.h"
+
+#include <cstdio>
+
+#include "core/errors.h"
+#include "kube/rate_limit.h"
+
+namespace gpufleet::kube {
+
+Informer::Informer(Client& client, InformerOptions options)
+    : client_(client), options_(std::move(options)) {}
+
+Informer::~Informer() { stop(); }
+
+void Informer::add_index(const std::string& name, IndexFunc func) {
+  store_.add_index(name, std::move(func));
+}
+
+void Informer::add_handlers(EventHandlers handlers) {
+  if (thread_.joinable()) {
+    throw core::InvalidInput("Informer::add_handlers: add handlers before start()");
+  }
+  handlers_.push_back(std::move(handlers));
+}
+
+void Informer::start() {
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] { run(); });
+}
+
+void Informer::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    if (current_watch_ != nullptr) current_watch_->cancel();
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Informer::wait_for_sync(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] { return synced_.load() || stopping_.load(); }) &&
+         synced_.load();
+}
+
+std::string Informer::resource_version() const {
+  std::lock_guard lock(mu_);
+  return resource_version_;
+}
+
+Informer::Stats Informer::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+std::string Informer::last_error() const {
+  std::lock_guard lock(mu_);
+  return last_error_;
+}
+
+void Informer::set_error(const std::string& e) {
+  std::lock_guard lock(mu_);
+  last_error_ = e;
+  ++stats_.failures;
+}
+
+bool Informer::sleep_for(std::chrono::milliseconds d) {
+  std::unique_lock lock(mu_);
+  return !cv_.wait_for(lock, d, [&] { return stopping_.load(); });
+}
+
+ObjectPtr Informer::prepare(core::Value obj) {
+  if (options_.transform) options_.transform(obj);
+  return std::make_shared<const core::Value>(std::move(obj));
+}
+
+bool Informer::list_and_replace() {
+  ListOptions lo;
+  lo.label_selector = options_.label_selector;
+  lo.field_selector = options_.field_selector;
+  lo.limit = options_.page_size;
+  ListResult list = client_.list(options_.resource, options_.namespace_, lo, options_.shape);
+  std::vector<ObjectPtr> objects;
+  objects.reserve(list.items.size());
+  for (auto& item : list.items) objects.push_back(prepare(std::move(item)));
+  list.items.clear();
+  Store::ReplaceResult diff = store_.replace(std::move(objects));
+  // Handlers first for removals (objects deleted while no watch was running), then changes.
+  for (const auto& h : handlers_) {
+    if (h.on_delete) {
+      for (const auto& gone : diff.removed) h.on_delete(*gone, true);
+    }
+    for (const auto& [old_obj, new_obj] : diff.changed) {
+      if (old_obj) {
+        if (h.on_update) h.on_update(*old_obj, *new_obj);
+      } else if (h.on_add) {
+        h.on_add(*new_obj);
+      }
+    }
+  }
+  {
+    std::lock_guard lock(mu_);
+    resource_version_ = list.resource_version;
+    ++stats_.lists;
+    last_error_.clear();
+  }
+  if (!synced_.exchange(true)) cv_.notify_all();
+  return true;
+}
+
+void Informer::apply_event(WatchEvent& ev) {
+  std::string rv(resource_version_of(ev.object));
+  if (ev.type == WatchEvent::Type::Bookmark) {
+    std::lock_guard lock(mu_);
+    if (!rv.empty()) resource_version_ = rv;
+    return;
+  }
+  if (ev.type == WatchEvent::Type::Deleted) {
+    ObjectPtr removed = store_.erase(object_key(ev.object));
+    ObjectPtr final_state = prepare(std::move(ev.object));
+    for (const auto& h : handlers_) {
+      if (h.on_delete) h.on_delete(*final_state, false);
+    }
+    (void)removed;
+  } else {
+    ObjectPtr obj = prepare(std::move(ev.object));
+    ObjectPtr old = store_.upsert(obj);
+    for (const auto& h : handlers_) {
+      if (old) {
+        if (h.on_update) h.on_update(*old, *obj);
+      } else if (h.on_add) {
+        h.on_add(*obj);
+      }
+    }
+  }
+  std::lock_guard lock(mu_);
+  if (!rv.empty()) resource_version_ = rv;
+  ++stats_.events;
+  last_error_.clear();
+}
+
+void Informer::maybe_resync() {
+  if (options_.resync_period.count() <= 0) return;
+  auto now = std::chrono::steady_clock::now();
+  if (now < next_resync_) return;
+  next_resync_ = now + options_.resync_period;
+  for (const auto& obj : store_.list()) {
+    for (const auto& h : handlers_) {
+      if (h.on_update) h.on_update(*obj, *obj);
+    }
+  }
+}
+
+// One watch request from the current resourceVersion. Returns true when the watch ended
+// normally (server timeout: watch again), false when the cache must be relisted (410 Gone).
+// Throws on other failures (the caller backs off and resumes from the same version).
+bool Informer::watch_once() {
+  WatchOptions wo;
+  wo.label_selector = options_.label_selector;
+  wo.field_selector = options_.field_selector;
+  wo.resource_version = resource_version();
+  wo.allow_bookmarks = true;
+  wo.timeout_seconds = options_.watch_timeout_seconds +
+                       static_cast<int>(options_.watch_timeout_seconds * random_fraction());
+  std::unique_ptr<WatchStream> stream =
+      client_.watch(options_.resource, options_.namespace_, wo, options_.shape);
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.watches;
+    if (stopping_) return true;
+    current_watch_ = stream.get();
+  }
+  struct Detach {
+    Informer* self;
+    ~Detach() {
+      std::lock_guard lock(self->mu_);
+      self->current_watch_ = nullptr;
+    }
+  } detach{this};
+  try {
+    while (auto ev = stream->next()) {
+      apply_event(*ev);
+      maybe_resync();
+      if (stopping_) break;
+    }
+  } catch (const ApiError& e) {
+    if (e.is(Reason::Gone) || e.is(Reason::Expired)) {
+      std::lock_guard lock(mu_);
+      ++stats_.gone;
+      return false;
+    }
+    throw;
+  }
+  return true;
+}
+
+void Informer::run() {
+  Backoff backoff(options_.backoff_base, options_.backoff_max);
+  next_resync_ = std::chrono::steady_clock::now() + options_.resync_period;
+  bool need_list = true;
+  while (!stopping_) {
+    try {
+      if (need_list) {
+        list_and_replace();
+        need_list = false;
+        backoff.reset();
+      }
+      auto before = stats().events;
+      auto started = std::chrono::steady_clock::now();
+      need_list = !watch_once();
+      if (need_list) continue;  // 410: relist at once
+      if (stats().events != before) {
+        backoff.reset();
+      } else if (std::chrono::steady_clock::now() - started < std::chrono::seconds(1)) {
+        // A watch that ends at once without events (a server shutting down) must not spin.
+        if (!sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(backoff.next())))
+          break;
+      }
+      maybe_resync();
+    } catch (const std::exception& e) {
+      if (stopping_) break;
+      // The watch broke (server restart, network) or the list failed: back off and resume from
+      // the last resourceVersion seen, so that no event is skipped; a version that is too old
+      // by then comes back as 410 and triggers a relist.
+      set_error(e.what());
+      if (!sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(backoff.next()))) break;
+    }
+  }
+}
+
+}  // namespace gpufleet::kube

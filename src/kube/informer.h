@@ -1,0 +1,114 @@
+// An informer keeps a local cache of one resource in step with the server: it lists, then
+// watches from the list's resourceVersion, resumes the watch from the last version it saw
+// after a disconnect, relists after 410 Gone, and calls handlers for every change. Objects can
+// be trimmed (pruned paths, a transform, metadata only) before they are cached.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kube/client.h"
+#include "kube/store.h"
+
+namespace gpufleet::kube {
+
+struct InformerOptions {
+  ResourceId resource;
+  std::string namespace_;  // "" = all namespaces
+  std::string label_selector;
+  std::string field_selector;
+  // What is cached: metadata_only uses PartialObjectMetadata; prune drops paths while decoding
+  // (e.g. {"status.images", "metadata.managedFields"} for Nodes).
+  ObjectShape shape;
+  // Runs on each object after decoding and before caching (drop more, normalise). Optional.
+  std::function<void(core::Value&)> transform;
+  // Every resync period handlers get on_update(obj, obj) for each cached object; 0 = never.
+  std::chrono::milliseconds resync_period{0};
+  std::int64_t page_size = 500;
+  // Watches last a random time in [t, 2t) so that many informers do not reconnect at once.
+  int watch_timeout_seconds = 300;
+  // Backoff between failed attempts (list or watch); reset after a successful event.
+  std::chrono::milliseconds backoff_base{800};
+  std::chrono::milliseconds backoff_max{30000};
+};
+
+// Handlers run on the informer's own thread, one at a time, in event order; keep them short
+// (enqueue a key into a WorkQueue and return).
+struct EventHandlers {
+  std::function<void(const core::Value& obj)> on_add;
+  std::function<void(const core::Value& old_obj, const core::Value& new_obj)> on_update;
+  // `final_state_unknown`: the object vanished while the watch was down; `obj` is the last
+  // state the cache knew.
+  std::function<void(const core::Value& obj, bool final_state_unknown)> on_delete;
+};
+
+class Informer {
+ public:
+  Informer(Client& client, InformerOptions options);
+  ~Informer();  // stops
+  Informer(const Informer&) = delete;
+  Informer& operator=(const Informer&) = delete;
+
+  // Before start().
+  void add_index(const std::string& name, IndexFunc func);
+  void add_handlers(EventHandlers handlers);
+
+  void start();
+  // Stops the watch and joins the thread. Idempotent.
+  void stop();
+
+  // True once the first list has been cached and its handlers have run.
+  [[nodiscard]] bool has_synced() const noexcept { return synced_.load(); }
+  // Waits for has_synced(); false on timeout or stop.
+  bool wait_for_sync(std::chrono::milliseconds timeout);
+
+  [[nodiscard]] const Store& store() const noexcept { return store_; }
+  // The resourceVersion of the last event or list applied to the cache.
+  [[nodiscard]] std::string resource_version() const;
+
+  struct Stats {
+    std::uint64_t lists = 0;     // lists done (1 + relists)
+    std::uint64_t watches = 0;   // watch requests started
+    std::uint64_t events = 0;    // watch events applied (bookmarks excluded)
+    std::uint64_t gone = 0;      // 410 Gone answers that forced a relist
+    std::uint64_t failures = 0;  // failed list/watch attempts
+  };
+  [[nodiscard]] Stats stats() const;
+  // The last failure, for health reporting ("" when none since the last success).
+  [[nodiscard]] std::string last_error() const;
+
+ private:
+  void run();
+  bool list_and_replace();
+  bool watch_once();  // returns false to request a relist
+  ObjectPtr prepare(core::Value obj);
+  void apply_event(WatchEvent& ev);
+  void maybe_resync();
+  bool sleep_for(std::chrono::milliseconds d);  // false when stopping
+  void set_error(const std::string& e);
+
+  Client& client_;
+  InformerOptions options_;
+  Store store_;
+  std::vector<EventHandlers> handlers_;
+  std::thread thread_;
+  std::atomic<bool> synced_{false};
+  std::atomic<bool> stopping_{false};
+  mutable std::mutex mu_;  // guards everything below
+  std::condition_variable cv_;
+  std::string resource_version_;
+  WatchStream* current_watch_ = nullptr;
+  Stats stats_;
+  std::string last_error_;
+  std::chrono::steady_clock::time_point next_resync_{};
+};
+
+}  // namespace gpufleet::kube
