@@ -1,0 +1,164 @@
+#include "core/metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/errors.h"
+
+namespace gpufleet::core::metrics {
+namespace {
+
+TEST(Metrics, ExpositionGolden) {
+  Registry r;
+  auto& drains = r.counter("gpufleet_drains_total", "Nodes drained.", {"reason", "pool"});
+  drains.with({"xid", "a"}).inc();
+  drains.with({"xid", "a"}).inc(2);
+  drains.with({"ecc", "b"}).inc(0.5);
+  auto& temp = r.gauge("gpufleet_gpu_temperature_celsius", "GPU temperature.\nSecond \\ line");
+  temp.set(71.25);
+  auto& lat = r.histogram("gpufleet_reconcile_seconds", "Reconcile latency.", {0.1, 1, 2.5},
+                          {"controller"});
+  auto h = lat.with({"sentinel"});
+  h.observe(0.05);
+  h.observe(0.1);  // bounds are inclusive
+  h.observe(2);
+  h.observe(100);
+  auto& idle = r.counter("a_idle_total", "Never incremented.");
+  (void)idle;
+  EXPECT_EQ(r.render(),
+            "# HELP a_idle_total Never incremented.\n"
+            "# TYPE a_idle_total counter\n"
+            "a_idle_total 0\n"
+            "# HELP gpufleet_drains_total Nodes drained.\n"
+            "# TYPE gpufleet_drains_total counter\n"
+            "gpufleet_drains_total{reason=\"ecc\",pool=\"b\"} 0.5\n"
+            "gpufleet_drains_total{reason=\"xid\",pool=\"a\"} 3\n"
+            "# HELP gpufleet_gpu_temperature_celsius GPU temperature.\\nSecond \\\\ line\n"
+            "# TYPE gpufleet_gpu_temperature_celsius gauge\n"
+            "gpufleet_gpu_temperature_celsius 71.25\n"
+            "# HELP gpufleet_reconcile_seconds Reconcile latency.\n"
+            "# TYPE gpufleet_reconcile_seconds histogram\n"
+            "gpufleet_reconcile_seconds_bucket{controller=\"sentinel\",le=\"0.1\"} 2\n"
+            "gpufleet_reconcile_seconds_bucket{controller=\"sentinel\",le=\"1\"} 2\n"
+            "gpufleet_reconcile_seconds_bucket{controller=\"sentinel\",le=\"2.5\"} 3\n"
+            "gpufleet_reconcile_seconds_bucket{controller=\"sentinel\",le=\"+Inf\"} 4\n"
+            "gpufleet_reconcile_seconds_sum{controller=\"sentinel\"} 102.15\n"
+            "gpufleet_reconcile_seconds_count{controller=\"sentinel\"} 4\n");
+  EXPECT_EQ(h.count(), 4u);
+  EXPECT_DOUBLE_EQ(h.sum(), 102.15);
+}
+
+TEST(Metrics, UnlabeledHistogramAndSpecialValues) {
+  Registry r;
+  auto& h = r.histogram("h", "x", {1, std::numeric_limits<double>::infinity()});
+  h.observe(std::nan(""));
+  auto& g = r.gauge("g", "y", {"k"});
+  g.with({"inf"}).set(std::numeric_limits<double>::infinity());
+  g.with({"neg"}).set(-std::numeric_limits<double>::infinity());
+  g.with({"big"}).set(1e20);
+  g.with({"small"}).set(-0.000125);
+  g.with({"nan"}).set(std::nan(""));
+  EXPECT_EQ(r.render(),
+            "# HELP g y\n# TYPE g gauge\n"
+            "g{k=\"big\"} 1e+20\n"
+            "g{k=\"inf\"} +Inf\n"
+            "g{k=\"nan\"} NaN\n"
+            "g{k=\"neg\"} -Inf\n"
+            "g{k=\"small\"} -0.000125\n"
+            "# HELP h x\n# TYPE h histogram\n"
+            "h_bucket{le=\"1\"} 0\n"
+            "h_bucket{le=\"+Inf\"} 1\n"
+            "h_sum NaN\n"
+            "h_count 1\n");
+}
+
+TEST(Metrics, LabelValuesAreEscaped) {
+  Registry r;
+  auto& c = r.counter("c_total", "h", {"path"});
+  c.with({"a\"b\\c\nd"}).inc();
+  c.with({"bad\xff"}).inc();
+  c.with({""}).inc();
+  EXPECT_EQ(r.render(),
+            "# HELP c_total h\n# TYPE c_total counter\n"
+            "c_total{path=\"\"} 1\n"
+            "c_total{path=\"a\\\"b\\\\c\\nd\"} 1\n"
+            "c_total{path=\"bad\xEF\xBF\xBD\"} 1\n");
+}
+
+TEST(Metrics, CardinalityCapOverflowsIntoOther) {
+  Registry r;
+  auto& c = r.counter("errors_total", "h", {"kind", "node"}, MetricOptions{.max_series = 2});
+  c.with({"a", "n1"}).inc();
+  c.with({"b", "n2"}).inc();
+  c.with({"c", "n3"}).inc();
+  c.with({"d", "n4"}).inc(2);
+  c.with({"a", "n1"}).inc();  // existing series still count on their own
+  EXPECT_EQ(c.with({"zzz", "n9"}).value(), 3);
+  EXPECT_EQ(r.render(),
+            "# HELP errors_total h\n# TYPE errors_total counter\n"
+            "errors_total{kind=\"a\",node=\"n1\"} 2\n"
+            "errors_total{kind=\"b\",node=\"n2\"} 1\n"
+            "errors_total{kind=\"other\",node=\"other\"} 3\n");
+}
+
+TEST(Metrics, HandlesAreStableAndCheap) {
+  Registry r;
+  auto& g = r.gauge("queue_depth", "h", {"queue"});
+  const Gauge::Handle q = g.with({"certify"});
+  q.inc();
+  q.inc();
+  q.dec();
+  q.add(10);
+  EXPECT_EQ(q.value(), 11);
+  EXPECT_EQ(g.with({"certify"}).value(), 11);
+  g.with({"other-queue"}).set(1);  // more series do not move existing ones
+  EXPECT_EQ(q.value(), 11);
+}
+
+TEST(Metrics, RegistrationRules) {
+  Registry r;
+  auto& a = r.counter("x_total", "h", {"a"});
+  EXPECT_EQ(&r.counter("x_total", "other help", {"a"}), &a);  // same definition: same metric
+  EXPECT_THROW(r.counter("x_total", "h", {"b"}), InvalidInput);
+  EXPECT_THROW(r.gauge("x_total", "h", {"a"}), InvalidInput);
+  EXPECT_THROW(r.counter("1bad", "h"), InvalidInput);
+  EXPECT_THROW(r.counter("bad-name", "h"), InvalidInput);
+  EXPECT_THROW(r.counter("", "h"), InvalidInput);
+  EXPECT_NO_THROW(r.counter("ns:sub_total", "h"));
+  EXPECT_THROW(r.counter("y", "h", {"a:b"}), InvalidInput);
+  EXPECT_THROW(r.counter("y", "h", {"__x"}), InvalidInput);
+  EXPECT_THROW(r.counter("y", "h", {"a", "a"}), InvalidInput);
+  EXPECT_THROW(r.histogram("y", "h", {1, 2}, {"le"}), InvalidInput);
+  EXPECT_THROW(r.histogram("y", "h", {2, 1}), InvalidInput);
+  EXPECT_THROW(r.histogram("y", "h", {1, 1}), InvalidInput);
+  EXPECT_THROW(r.histogram("y", "h", {std::nan("")}), InvalidInput);
+  auto& h = r.histogram("z", "h", {1, 2});
+  EXPECT_EQ(&r.histogram("z", "h", {1, 2}), &h);
+  EXPECT_THROW(r.histogram("z", "h", {1, 3}), InvalidInput);
+  try {
+    (void)a.with({"1", "2"});
+    FAIL();
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("x_total has 1 label(s) (a) but was given 2"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(a.with({"v"}).inc(-1), InvalidInput);
+  EXPECT_THROW(a.with({"v"}).inc(std::nan("")), InvalidInput);
+}
+
+TEST(Metrics, BucketHelpers) {
+  EXPECT_EQ(exponential_buckets(1, 2, 4), (std::vector<double>{1, 2, 4, 8}));
+  EXPECT_EQ(linear_buckets(0, 5, 3), (std::vector<double>{0, 5, 10}));
+  EXPECT_EQ(default_buckets().size(), 11u);
+  EXPECT_THROW(exponential_buckets(0, 2, 3), InvalidInput);
+  EXPECT_THROW(exponential_buckets(1, 1, 3), InvalidInput);
+  EXPECT_THROW(linear_buckets(0, 0, 3), InvalidInput);
+  EXPECT_THROW(linear_buckets(0, 1, 0), InvalidInput);
+}
+
+}  // namespace
+}  // namespace gpufleet::core::metrics
