@@ -7,8 +7,10 @@
 #include <thread>
 #include <vector>
 
+#include "core/http_server.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "http_test_client.h"
 
 namespace gpufleet::core {
 namespace {
@@ -83,6 +85,43 @@ TEST(LogConcurrency, LinesStayWholeAcrossThreads) {
     ASSERT_EQ(l.find('\n'), l.size() - 1) << l;
     ASSERT_NE(l.find(" text=\"a b c\"\n"), std::string::npos) << l;
   }
+}
+
+TEST(HttpServerConcurrency, ParallelScrapesWhileMetricsChange) {
+  metrics::Registry r;
+  auto& c = r.counter("hits_total", "h", {"worker"});
+  std::atomic<bool> ready{true};
+  HttpServerOptions options;
+  options.registry = &r;
+  options.readyz = [&] {
+    return ready.load() ? HealthStatus::healthy() : HealthStatus::unhealthy("flipping");
+  };
+  HttpServer server(std::move(options));
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    for (int i = 0; !stop.load(); ++i) {
+      c.with({"w" + std::to_string(i % 50)}).inc();
+      ready.store(i % 2 == 0);
+    }
+  });
+  std::atomic<int> good{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 4; ++t) {
+    clients.emplace_back([&] {
+      for (int i = 0; i < 25; ++i) {
+        const auto m = testing::http_request(server.url() + "/metrics");
+        const auto rz = testing::http_request(server.url() + "/readyz");
+        if (m.status == 200 && m.body.rfind("# HELP hits_total h\n", 0) == 0 &&
+            (rz.status == 200 || (rz.status == 503 && rz.body == "flipping"))) {
+          ++good;
+        }
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  stop.store(true);
+  writer.join();
+  EXPECT_EQ(good.load(), 100);
 }
 
 }  // namespace

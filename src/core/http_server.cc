@@ -1,0 +1,218 @@
+#include "core/http_server.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <exception>
+
+#include "core/errors.h"
+
+namespace gpufleet::core {
+
+struct HttpServer::Impl {
+  HttpServerOptions options;
+  MHD_Daemon* daemon = nullptr;
+  std::uint16_t port = 0;
+  bool ipv6 = false;
+};
+
+namespace {
+
+constexpr std::string_view kTextPlain = "text/plain; charset=utf-8";
+
+MHD_Result respond(MHD_Connection* connection, int status, std::string_view content_type,
+                   std::string_view body, const char* allow = nullptr) {
+  MHD_Response* response = MHD_create_response_from_buffer(
+      body.size(), const_cast<char*>(body.data()), MHD_RESPMEM_MUST_COPY);
+  if (response == nullptr) return MHD_NO;
+  MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE,
+                          std::string(content_type).c_str());
+  if (allow != nullptr) MHD_add_response_header(response, MHD_HTTP_HEADER_ALLOW, allow);
+  const MHD_Result result = MHD_queue_response(connection, static_cast<unsigned>(status), response);
+  MHD_destroy_response(response);
+  return result;
+}
+
+MHD_Result send_check(MHD_Connection* connection, const HealthCheck& check, std::string_view what) {
+  HealthStatus status;
+  if (check) {
+    try {
+      status = check();
+    } catch (const std::exception& e) {
+      status = HealthStatus::unhealthy(std::string(what) + " check failed: " + e.what());
+    } catch (...) {
+      status = HealthStatus::unhealthy(std::string(what) + " check failed");
+    }
+  }
+  if (status.ok) return respond(connection, 200, kTextPlain, "ok");
+  return respond(connection, 503, kTextPlain,
+                 status.reason.empty() ? std::string(what) + " failed" : status.reason);
+}
+
+MHD_Result handle(void* cls, MHD_Connection* connection, const char* url, const char* method,
+                  const char* /*version*/, const char* /*upload_data*/,
+                  std::size_t* /*upload_data_size*/, void** /*request_state*/) {
+  const auto& options = static_cast<HttpServer::Impl*>(cls)->options;
+  const std::string_view m = method;
+  if (m != MHD_HTTP_METHOD_GET && m != MHD_HTTP_METHOD_HEAD) {
+    return respond(connection, 405, kTextPlain, "method not allowed: use GET\n", "GET, HEAD");
+  }
+  const std::string_view path = url;
+  try {
+    if (path == "/metrics" && options.registry != nullptr) {
+      return respond(connection, 200, metrics::kExpositionContentType, options.registry->render());
+    }
+    if (path == "/healthz") return send_check(connection, options.healthz, "healthz");
+    if (path == "/readyz") return send_check(connection, options.readyz, "readyz");
+    if (auto it = options.handlers.find(std::string(path)); it != options.handlers.end()) {
+      const HttpResponse r = it->second();
+      return respond(connection, r.status, r.content_type, r.body);
+    }
+  } catch (const std::exception& e) {
+    return respond(connection, 500, kTextPlain, std::string("internal error: ") + e.what() + "\n");
+  } catch (...) {
+    return respond(connection, 500, kTextPlain, "internal error\n");
+  }
+  return respond(connection, 404, kTextPlain, "not found\n");
+}
+
+std::string errno_text(int err) {
+  char buf[256];
+  // GNU strerror_r returns the message, possibly not in buf.
+  return strerror_r(err, buf, sizeof buf);
+}
+
+// A bound, listening socket for the address; throws InvalidInput naming what failed.
+int listen_on(const std::string& address, std::uint16_t port, bool& ipv6, std::uint16_t& bound) {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+  const std::string host = address == "localhost" ? "127.0.0.1" : address;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&storage);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&storage);
+  if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    length = sizeof(sockaddr_in);
+    ipv6 = false;
+  } else if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    length = sizeof(sockaddr_in6);
+    ipv6 = true;
+  } else {
+    throw InvalidInput("invalid listen address \"" + address +
+                       "\": expected an IPv4 or IPv6 address such as 127.0.0.1, 0.0.0.0 or ::1, "
+                       "or localhost");
+  }
+  const std::string where = (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  const int fd = ::socket(storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw InvalidInput("cannot listen on " + where + ": " + errno_text(errno));
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (ipv6) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&storage), length) != 0 || ::listen(fd, 64) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw InvalidInput("cannot listen on " + where + ": " + errno_text(err) +
+                       (err == EADDRINUSE ? "; choose another port, or 0 for a free one" : ""));
+  }
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw InvalidInput("cannot listen on " + where + ": " + errno_text(err));
+  }
+  bound = ntohs(ipv6 ? v6->sin6_port : v4->sin_port);
+  return fd;
+}
+
+}  // namespace
+
+BindAddress parse_bind_address(std::string_view text) {
+  const auto fail = [&](const std::string& why) {
+    return InvalidInput("invalid bind address \"" + std::string(text) + "\": " + why +
+                        "; expected host:port such as 127.0.0.1:8080, [::1]:8080, "
+                        "localhost:0 or :8080 (every interface)");
+  };
+  const std::size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos) throw fail("the port is missing");
+  std::string_view host = text.substr(0, colon);
+  const std::string_view port_text = text.substr(colon + 1);
+  unsigned port = 0;
+  const auto [end, ec] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (port_text.empty() || ec != std::errc() || end != port_text.data() + port_text.size() ||
+      port > 65535) {
+    throw fail("the port must be a number from 0 to 65535");
+  }
+  BindAddress out;
+  out.port = static_cast<std::uint16_t>(port);
+  if (host.empty()) {
+    out.address = "0.0.0.0";
+    return out;
+  }
+  if (host.front() == '[') {
+    if (host.size() < 3 || host.back() != ']') throw fail("an IPv6 address needs [ and ]");
+    host = host.substr(1, host.size() - 2);
+    in6_addr a6{};
+    if (inet_pton(AF_INET6, std::string(host).c_str(), &a6) != 1) {
+      throw fail("'" + std::string(host) + "' is not an IPv6 address");
+    }
+  } else if (host != "localhost") {
+    in_addr a4{};
+    if (inet_pton(AF_INET, std::string(host).c_str(), &a4) != 1) {
+      throw fail("'" + std::string(host) + "' is not an IPv4 address (write IPv6 as [::1])");
+    }
+  }
+  out.address = std::string(host);
+  return out;
+}
+
+HttpServer::HttpServer(HttpServerOptions options) : impl_(std::make_unique<Impl>()) {
+  for (const auto& [path, handler] : options.handlers) {
+    if (path == "/metrics" || path == "/healthz" || path == "/readyz" || path.empty() ||
+        path[0] != '/' || !handler) {
+      throw InvalidInput("invalid extra HTTP handler \"" + path +
+                         "\": it needs a path starting with '/', other than /metrics, /healthz "
+                         "and /readyz, and a function");
+    }
+  }
+  impl_->options = std::move(options);
+  const int fd = listen_on(impl_->options.address, impl_->options.port, impl_->ipv6, impl_->port);
+  unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD;
+  if (impl_->ipv6) flags |= MHD_USE_IPv6;
+  impl_->daemon = MHD_start_daemon(flags, 0, nullptr, nullptr, &handle, impl_.get(),
+                                   MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_TIMEOUT,
+                                   static_cast<unsigned>(impl_->options.connection_timeout.count()),
+                                   MHD_OPTION_CONNECTION_LIMIT, impl_->options.connection_limit,
+                                   MHD_OPTION_END);
+  if (impl_->daemon == nullptr) {
+    ::close(fd);
+    throw InvalidInput("cannot start the HTTP server on " + url() +
+                       ": libmicrohttpd refused to start");
+  }
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+std::uint16_t HttpServer::port() const noexcept { return impl_->port; }
+
+std::string HttpServer::url() const {
+  std::string host = impl_->options.address == "localhost" ? "127.0.0.1" : impl_->options.address;
+  if (impl_->ipv6) host = "[" + host + "]";
+  return "http://" + host + ":" + std::to_string(impl_->port);
+}
+
+void HttpServer::stop() noexcept {
+  if (impl_ && impl_->daemon != nullptr) {
+    MHD_stop_daemon(impl_->daemon);  // also closes the listening socket
+    impl_->daemon = nullptr;
+  }
+}
+
+}  // namespace gpufleet::core

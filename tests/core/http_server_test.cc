@@ -1,0 +1,160 @@
+#include "core/http_server.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "core/errors.h"
+#include "http_test_client.h"
+
+namespace gpufleet::core {
+namespace {
+
+using testing::http_request;
+
+TEST(HttpServer, ServesMetricsHealthAndReadiness) {
+  metrics::Registry registry;
+  registry.counter("requests_total", "Requests.").inc(3);
+  std::atomic<bool> ready{false};
+  HttpServerOptions options;
+  options.registry = &registry;
+  options.readyz = [&] {
+    return ready.load() ? HealthStatus::healthy() : HealthStatus::unhealthy("informers not synced");
+  };
+  HttpServer server(std::move(options));
+  ASSERT_NE(server.port(), 0);
+  EXPECT_EQ(server.url(), "http://127.0.0.1:" + std::to_string(server.port()));
+
+  const auto m = http_request(server.url() + "/metrics");
+  ASSERT_EQ(m.error, "");
+  EXPECT_EQ(m.status, 200);
+  EXPECT_EQ(m.body, registry.render());
+  EXPECT_NE(m.body.find("requests_total 3\n"), std::string::npos);
+  EXPECT_NE(m.headers.find("Content-Type: text/plain; version=0.0.4; charset=utf-8"),
+            std::string::npos)
+      << m.headers;
+
+  const auto h = http_request(server.url() + "/healthz");
+  EXPECT_EQ(h.status, 200);
+  EXPECT_EQ(h.body, "ok");
+
+  auto r = http_request(server.url() + "/readyz");
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.body, "informers not synced");
+  ready = true;
+  r = http_request(server.url() + "/readyz?verbose=1");  // the query string is ignored
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "ok");
+
+  // Metrics update live.
+  registry.counter("requests_total", "Requests.").inc();
+  EXPECT_NE(http_request(server.url() + "/metrics").body.find("requests_total 4\n"),
+            std::string::npos);
+}
+
+TEST(HttpServer, NotFoundAndMethodNotAllowed) {
+  HttpServer server(HttpServerOptions{});
+  const auto nf = http_request(server.url() + "/nope");
+  EXPECT_EQ(nf.status, 404);
+  EXPECT_EQ(http_request(server.url() + "/").status, 404);
+  EXPECT_EQ(http_request(server.url() + "/metrics/extra").status, 404);
+  for (const char* method : {"POST", "PUT", "DELETE", "PATCH"}) {
+    const auto r = http_request(server.url() + "/metrics", method);
+    EXPECT_EQ(r.status, 405) << method;
+    EXPECT_NE(r.headers.find("Allow: GET, HEAD"), std::string::npos) << r.headers;
+  }
+  const auto head = http_request(server.url() + "/healthz", "HEAD");
+  EXPECT_EQ(head.status, 200);
+  EXPECT_EQ(head.body, "");
+}
+
+TEST(HttpServer, FailingChecksAndExtraHandlers) {
+  HttpServerOptions options;
+  options.registry = nullptr;
+  options.healthz = []() -> HealthStatus { throw std::runtime_error("watchdog stuck"); };
+  options.readyz = [] { return HealthStatus::unhealthy(""); };
+  options.handlers["/debug/queues"] = [] { return HttpResponse{200, "application/json", "{}"}; };
+  HttpServer server(std::move(options));
+  const auto h = http_request(server.url() + "/healthz");
+  EXPECT_EQ(h.status, 503);
+  EXPECT_EQ(h.body, "healthz check failed: watchdog stuck");
+  EXPECT_EQ(http_request(server.url() + "/readyz").body, "readyz failed");
+  EXPECT_EQ(http_request(server.url() + "/metrics").status, 404);  // no registry
+  const auto d = http_request(server.url() + "/debug/queues");
+  EXPECT_EQ(d.status, 200);
+  EXPECT_EQ(d.body, "{}");
+
+  HttpServerOptions bad;
+  bad.handlers["/metrics"] = [] { return HttpResponse{}; };
+  EXPECT_THROW(HttpServer{std::move(bad)}, InvalidInput);
+}
+
+TEST(HttpServer, BindErrorsNameTheAddress) {
+  HttpServer first(HttpServerOptions{});
+  HttpServerOptions same;
+  same.port = first.port();
+  try {
+    HttpServer second(std::move(same));
+    FAIL() << "bound the same port twice";
+  } catch (const InvalidInput& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("127.0.0.1:" + std::to_string(first.port())), std::string::npos) << msg;
+    EXPECT_NE(msg.find("choose another port"), std::string::npos) << msg;
+  }
+  HttpServerOptions junk;
+  junk.address = "not-an-ip";
+  EXPECT_THROW(HttpServer{std::move(junk)}, InvalidInput);
+}
+
+TEST(HttpServer, StopsAndRefusesConnections) {
+  HttpServer server(HttpServerOptions{});
+  const std::string url = server.url() + "/healthz";
+  EXPECT_EQ(http_request(url).status, 200);
+  server.stop();
+  server.stop();  // idempotent
+  const auto r = http_request(url);
+  EXPECT_NE(r.error, "");
+}
+
+TEST(HttpServer, Ipv6Loopback) {
+  HttpServerOptions options;
+  options.address = "::1";
+  std::optional<HttpServer> server;
+  try {
+    server.emplace(std::move(options));
+  } catch (const InvalidInput& e) {
+    GTEST_SKIP() << "no IPv6 loopback here: " << e.what();
+  }
+  EXPECT_EQ(server->url(), "http://[::1]:" + std::to_string(server->port()));
+  EXPECT_EQ(http_request(server->url() + "/healthz").body, "ok");
+}
+
+TEST(BindAddress, Parses) {
+  auto a = parse_bind_address("127.0.0.1:8080");
+  EXPECT_EQ(a.address, "127.0.0.1");
+  EXPECT_EQ(a.port, 8080);
+  a = parse_bind_address(":9090");
+  EXPECT_EQ(a.address, "0.0.0.0");
+  EXPECT_EQ(a.port, 9090);
+  a = parse_bind_address("[::1]:0");
+  EXPECT_EQ(a.address, "::1");
+  EXPECT_EQ(a.port, 0);
+  EXPECT_EQ(parse_bind_address("localhost:1").address, "localhost");
+  for (const char* bad :
+       {"", "8080", "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:-1", "127.0.0.1:80x",
+        "::1:80", "[::1:80", "[]:80", "example.com:80", "[127.0.0.1]:80"}) {
+    EXPECT_THROW(parse_bind_address(bad), InvalidInput) << bad;
+  }
+  try {
+    parse_bind_address("host:80");
+    FAIL();
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("\"host:80\""), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace gpufleet::core

@@ -1,0 +1,58 @@
+// A minimal libcurl client for testing core::HttpServer over real loopback sockets.
+#pragma once
+
+#include <curl/curl.h>
+
+#include <string>
+
+namespace gpufleet::core::testing {
+
+struct HttpResult {
+  long status = 0;
+  std::string body;
+  std::string headers;
+  std::string error;  // curl's message when the request failed
+};
+
+inline HttpResult http_request(const std::string& url, const char* method = "GET") {
+  // Global initialisation is not thread-safe everywhere; a function-local static is.
+  static const bool initialised = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+  HttpResult r;
+  if (!initialised) {
+    r.error = "curl_global_init failed";
+    return r;
+  }
+  CURL* curl = curl_easy_init();
+  if (curl == nullptr) {
+    r.error = "curl_easy_init failed";
+    return r;
+  }
+  const auto append = +[](char* data, size_t size, size_t n, void* out) -> size_t {
+    static_cast<std::string*>(out)->append(data, size * n);
+    return size * n;
+  };
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT, 10L);
+  curl_easy_setopt(curl, CURLOPT_PROXY, "");  // never route loopback through a proxy
+  if (std::string(method) == "HEAD") {
+    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+  } else if (std::string(method) != "GET") {
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+    if (std::string(method) == "POST") curl_easy_setopt(curl, CURLOPT_POSTFIELDS, "x=1");
+  }
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r.body);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, append);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &r.headers);
+  const CURLcode rc = curl_easy_perform(curl);
+  if (rc == CURLE_OK) {
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r.status);
+  } else {
+    r.error = curl_easy_strerror(rc);
+  }
+  curl_easy_cleanup(curl);
+  return r;
+}
+
+}  // namespace gpufleet::core::testing
