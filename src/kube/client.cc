@@ -157,7 +157,7 @@ class Client::Impl {
                        const std::string& body, const RequestInfo& info, bool safe) {
     Backoff backoff(std::chrono::milliseconds(200), std::chrono::seconds(10));
     bool refreshed = false;
-    constexpr int kMaxAttempts = 10;
+    const int kMaxAttempts = 1 + std::max(0, config.max_retries);
     for (int attempt = 1;; ++attempt) {
       limiter.acquire();
       HttpResponse resp;

@@ -40,6 +40,8 @@ struct ClientConfig {
   double qps = 50;
   int burst = 100;
   std::chrono::milliseconds request_timeout{30000};
+  // Retries of one request (safe cases only, see Client); 429 Retry-After pauses count too.
+  int max_retries = 5;
   std::string user_agent = "gpufleet-kube/0.1";
 };
 

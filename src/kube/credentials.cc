@@ -105,6 +105,8 @@ std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_v
   tm.tm_min = mi;
   tm.tm_sec = sec;
   std::time_t t = timegm(&tm);
+  // system_clock counts nanoseconds in 64 bits: it ends in 2262. Later times clamp to its end.
+  if (t > 9'000'000'000LL) return std::chrono::system_clock::time_point::max();
   auto tp = std::chrono::system_clock::from_time_t(t);
   std::string_view rest(tail);
   if (!rest.empty() && rest.front() == '.') {

@@ -1,0 +1,91 @@
+#include "kube/watch_decoder.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "core/errors.h"
+
+namespace gpufleet::kube {
+namespace {
+
+std::string fixture(const std::string& name) {
+  std::ifstream in(std::string(GPUFLEET_SOURCE_DIR) + "/tests/kube/testdata/" + name);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Decoded {
+  std::vector<WatchEvent> events;
+  std::optional<ApiError> error;
+};
+
+// Feeds the stream in chunks of `chunk` bytes, as the network would deliver it.
+Decoded decode_in_chunks(const std::string& text, std::size_t chunk, const core::JsonPrune* prune) {
+  Decoded out;
+  LineSplitter lines;
+  RequestInfo info{"watch", "configmaps", "gpufleet", ""};
+  for (std::size_t pos = 0; pos < text.size(); pos += chunk) {
+    lines.feed(std::string_view(text).substr(pos, chunk));
+    while (auto line = lines.next_line()) {
+      try {
+        out.events.push_back(decode_watch_event(*line, prune, info));
+      } catch (const ApiError& e) {
+        out.error = e;
+      }
+    }
+  }
+  EXPECT_EQ(lines.pending(), 0u);
+  return out;
+}
+
+TEST(WatchDecoder, EventsSurviveAnyChunking) {
+  std::string text = fixture("watch-configmaps.jsonl");
+  ASSERT_FALSE(text.empty());
+  core::JsonPrune prune = watch_event_prune({"metadata.managedFields"});
+  for (std::size_t chunk : {1u, 2u, 7u, 64u, 333u, 100000u}) {
+    Decoded d = decode_in_chunks(text, chunk, &prune);
+    ASSERT_EQ(d.events.size(), 4u) << "chunk " << chunk;
+    EXPECT_EQ(d.events[0].type, WatchEvent::Type::Added);
+    EXPECT_EQ(d.events[1].type, WatchEvent::Type::Modified);
+    EXPECT_EQ(d.events[2].type, WatchEvent::Type::Bookmark);
+    EXPECT_EQ(d.events[3].type, WatchEvent::Type::Deleted);
+    EXPECT_EQ(resource_version_of(d.events[1].object), "1057");
+    EXPECT_EQ(d.events[1].object.get_string({"data", "driver"}), "550.127.05");
+    EXPECT_EQ(resource_version_of(d.events[2].object), "1102");
+    // Pruned while decoding.
+    EXPECT_EQ(d.events[0].object.get({"metadata", "managedFields"}), nullptr);
+    EXPECT_EQ(name_of(d.events[0].object), "recipe");
+    ASSERT_TRUE(d.error.has_value());
+    EXPECT_EQ(d.error->code(), 410);
+    EXPECT_TRUE(d.error->is(Reason::Expired));
+    EXPECT_THAT(d.error->server_message(), ::testing::HasSubstr("too old resource version"));
+  }
+}
+
+TEST(WatchDecoder, BadLinesAreParseErrors) {
+  RequestInfo info{"watch", "pods", "", ""};
+  EXPECT_THROW(decode_watch_event(R"({"type":"ADDED"})", nullptr, info), core::ParseError);
+  EXPECT_THROW(decode_watch_event(R"({"type":"RENAMED","object":{}})", nullptr, info),
+               core::ParseError);
+  EXPECT_THROW(decode_watch_event(R"({"type":"ADDED","object":{)", nullptr, info),
+               core::ParseError);
+}
+
+TEST(LineSplitter, HandlesCrLfAndBlankLines) {
+  LineSplitter s;
+  s.feed("a\r\n\nb");
+  EXPECT_EQ(s.next_line(), "a");
+  EXPECT_EQ(s.next_line(), std::nullopt);
+  EXPECT_EQ(s.pending(), 1u);
+  s.feed("c\n");
+  EXPECT_EQ(s.next_line(), "bc");
+  EXPECT_EQ(s.next_line(), std::nullopt);
+  EXPECT_EQ(s.pending(), 0u);
+}
+
+}  // namespace
+}  // namespace gpufleet::kube
