@@ -1,0 +1,182 @@
+#include "sim/field_reader.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "core/errors.h"
+#include "core/json.h"
+
+namespace gpufleet::sim {
+
+std::string describe_value(const core::Value& v) {
+  switch (v.kind()) {
+    case core::Kind::Map: return "a map";
+    case core::Kind::List: return "a list";
+    case core::Kind::Null: return "null";
+    case core::Kind::Bytes: return "binary data";
+    default: break;
+  }
+  std::string text = core::to_json(v);
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return text;
+}
+
+void fail_field(std::string_view source, std::string_view field, std::string_view problem,
+                std::string_view fix) {
+  std::string msg;
+  if (!source.empty()) msg.append(source).append(": ");
+  msg.append(field).append(": ").append(problem);
+  if (!fix.empty()) msg.append(" (").append(fix).append(")");
+  throw core::InvalidInput(msg);
+}
+
+FieldReader::FieldReader(const core::Value& v, std::string source, std::string path)
+    : source_(std::move(source)), path_(std::move(path)) {
+  if (v.is_null()) return;
+  map_ = v.if_map();
+  if (map_ == nullptr) {
+    fail_field(source_, path_, "expected a map, got " + describe_value(v),
+               "write it as key: value lines");
+  }
+}
+
+std::string FieldReader::field(std::string_view key) const {
+  if (path_.empty()) return std::string(key);
+  return path_ + "." + std::string(key);
+}
+
+const core::Value* FieldReader::get(std::string_view key) {
+  known_.emplace(key);
+  if (map_ == nullptr) return nullptr;
+  const core::Value* v = map_->find(key);
+  if (v != nullptr && v->is_null()) return nullptr;
+  return v;
+}
+
+bool FieldReader::has(std::string_view key) const {
+  if (map_ == nullptr) return false;
+  const core::Value* v = map_->find(key);
+  return v != nullptr && !v->is_null();
+}
+
+void FieldReader::fail(std::string_view key, const core::Value& value, std::string_view problem,
+                       std::string_view fix) const {
+  fail_field(source_, field(key), "value " + describe_value(value) + " " + std::string(problem),
+             fix);
+}
+
+std::string FieldReader::required_string(std::string_view key, std::string_view fix) {
+  const core::Value* v = get(key);
+  if (v == nullptr) fail_field(source_, field(key), "is required", fix);
+  if (!v->is_string() || v->as_string().empty()) fail(key, *v, "is not a non-empty string", fix);
+  return v->as_string();
+}
+
+std::string FieldReader::string(std::string_view key, std::string_view fallback) {
+  const core::Value* v = get(key);
+  if (v == nullptr) return std::string(fallback);
+  if (v->is_string()) return v->as_string();
+  // Versions such as 22.04 or 12.8 read as numbers in YAML; the user meant text.
+  if (v->is_int() || v->is_uint()) return describe_value(*v);
+  fail(key, *v, "is not a string", "quote it, e.g. \"22.04\"");
+}
+
+std::int64_t FieldReader::integer(std::string_view key, std::optional<std::int64_t> fallback,
+                                  std::int64_t min, std::int64_t max, std::string_view fix) {
+  const core::Value* v = get(key);
+  if (v == nullptr) {
+    if (!fallback) fail_field(source_, field(key), "is required", fix);
+    return *fallback;
+  }
+  std::int64_t n = 0;
+  if (v->is_int()) {
+    n = v->as_int();
+  } else if (v->is_uint() && v->as_uint() <= static_cast<std::uint64_t>(INT64_MAX)) {
+    n = static_cast<std::int64_t>(v->as_uint());
+  } else {
+    fail(key, *v, "is not an integer", fix);
+  }
+  if (n < min || n > max) {
+    std::ostringstream range;
+    range << "is out of range: must be between " << min << " and " << max;
+    fail(key, *v, range.str(), fix);
+  }
+  return n;
+}
+
+double FieldReader::number(std::string_view key, std::optional<double> fallback, double min,
+                           double max, std::string_view fix) {
+  const core::Value* v = get(key);
+  if (v == nullptr) {
+    if (!fallback) fail_field(source_, field(key), "is required", fix);
+    return *fallback;
+  }
+  if (!v->is_number()) fail(key, *v, "is not a number", fix);
+  double d = v->as_double();
+  if (!std::isfinite(d) || d < min || d > max) {
+    std::ostringstream range;
+    range << "is out of range: must be between " << min << " and " << max;
+    fail(key, *v, range.str(), fix);
+  }
+  return d;
+}
+
+bool FieldReader::boolean(std::string_view key, bool fallback) {
+  const core::Value* v = get(key);
+  if (v == nullptr) return fallback;
+  if (!v->is_bool()) fail(key, *v, "is not a boolean", "write true or false");
+  return v->as_bool();
+}
+
+std::string FieldReader::one_of(std::string_view key, std::optional<std::string_view> fallback,
+                                std::initializer_list<std::string_view> allowed) {
+  std::string list;
+  for (auto a : allowed) {
+    if (!list.empty()) list += ", ";
+    list += a;
+  }
+  const core::Value* v = get(key);
+  if (v == nullptr) {
+    if (!fallback) fail_field(source_, field(key), "is required", "use one of: " + list);
+    return std::string(*fallback);
+  }
+  if (v->is_string()) {
+    for (auto a : allowed) {
+      if (v->as_string() == a) return v->as_string();
+    }
+  }
+  fail(key, *v, "is not supported", "use one of: " + list);
+}
+
+core::Map FieldReader::string_map(std::string_view key) {
+  const core::Value* v = get(key);
+  core::Map out;
+  if (v == nullptr) return out;
+  if (!v->is_map()) fail(key, *v, "is not a map", "write it as key: value lines");
+  for (const auto& e : v->as_map()) {
+    if (e.value.is_string()) {
+      out.set(e.key, e.value);
+    } else if (e.value.is_number() || e.value.is_bool()) {
+      out.set(e.key, describe_value(e.value));
+    } else {
+      fail_field(source_, field(key) + "." + e.key,
+                 "value " + describe_value(e.value) + " is not a string", "quote the value");
+    }
+  }
+  return out;
+}
+
+void FieldReader::done() const {
+  if (map_ == nullptr) return;
+  for (const auto& e : *map_) {
+    if (known_.count(e.key) != 0) continue;
+    std::string list;
+    for (const auto& k : known_) {
+      if (!list.empty()) list += ", ";
+      list += k;
+    }
+    fail_field(source_, field(e.key), "is not a known field", "remove it or use one of: " + list);
+  }
+}
+
+}  // namespace gpufleet::sim

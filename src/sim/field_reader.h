@@ -1,0 +1,64 @@
+// Strict reading of one map of a simulator document (fleet, scenario, behaviours): every
+// error names the field path, the offending value and the fix, and unknown keys are
+// rejected so that a typo never silently falls back to a default.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "core/value.h"
+
+namespace gpufleet::sim {
+
+// A short rendering of a value for error messages ("-3", "\"h1000\"", "a map").
+std::string describe_value(const core::Value& v);
+
+// Throws core::InvalidInput "<source>: <field>: <problem> (<fix>)".
+[[noreturn]] void fail_field(std::string_view source, std::string_view field,
+                             std::string_view problem, std::string_view fix);
+
+class FieldReader {
+ public:
+  // `v` must be a map (null reads as an empty map); `path` is its field path ("spec").
+  FieldReader(const core::Value& v, std::string source, std::string path);
+
+  [[nodiscard]] const std::string& source() const noexcept { return source_; }
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+  // The path of a member: "spec.pools[0]" + "gpu" -> "spec.pools[0].gpu".
+  [[nodiscard]] std::string field(std::string_view key) const;
+
+  // Raw member (nullptr when absent); marks the key as known.
+  const core::Value* get(std::string_view key);
+  [[nodiscard]] bool has(std::string_view key) const;
+
+  std::string required_string(std::string_view key, std::string_view fix);
+  std::string string(std::string_view key, std::string_view fallback);
+  std::int64_t integer(std::string_view key, std::optional<std::int64_t> fallback, std::int64_t min,
+                       std::int64_t max, std::string_view fix);
+  double number(std::string_view key, std::optional<double> fallback, double min, double max,
+                std::string_view fix);
+  bool boolean(std::string_view key, bool fallback);
+  // A string that must be one of `allowed`.
+  std::string one_of(std::string_view key, std::optional<std::string_view> fallback,
+                     std::initializer_list<std::string_view> allowed);
+  // A map of string to string (labels, annotations, sysctls).
+  core::Map string_map(std::string_view key);
+
+  // Throws on the first key never read, naming the keys this map accepts.
+  void done() const;
+
+  [[noreturn]] void fail(std::string_view key, const core::Value& value, std::string_view problem,
+                         std::string_view fix) const;
+
+ private:
+  const core::Map* map_ = nullptr;
+  std::string source_;
+  std::string path_;
+  std::set<std::string, std::less<>> known_;
+};
+
+}  // namespace gpufleet::sim

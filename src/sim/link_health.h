@@ -1,0 +1,18 @@
+// What the bandwidth model needs to know about one node's health.
+#pragma once
+
+#include <string>
+
+namespace gpufleet::sim {
+
+struct LinkHealth {
+  double nvlink_factor = 1.0;   // fraction of NVLink bandwidth left (worst GPU)
+  double network_factor = 1.0;  // fraction of network bandwidth left (ports up x width)
+  double compute_factor = 1.0;  // thermal slowdown slows the reduction kernels
+  bool broken = false;          // any collective using this node's GPUs fails
+  std::string failure;          // nccl-tests failure body: "Test CUDA failure common.cu:..."
+  bool network_broken = false;  // collectives that leave the node fail
+  std::string network_failure;
+};
+
+}  // namespace gpufleet::sim

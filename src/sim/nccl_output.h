@@ -1,0 +1,39 @@
+// nccl-tests all_reduce_perf output from the bandwidth model: the header with one
+// "#  Rank" line per rank, the table (8 B .. 8 GiB by default) with out-of-place and
+// in-place time/algbw/busbw/#wrong, the footer; or the failure lines and a non-zero exit
+// when a member is broken. Math: algbw = size / time (GB = 1e9 bytes), busbw = algbw x
+// 2(n-1)/n; "Avg bus bandwidth" averages busbw over every row, both placements.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/bandwidth_model.h"
+
+namespace gpufleet::sim {
+
+struct NcclTestConfig {
+  std::uint64_t min_bytes = 8;
+  std::uint64_t max_bytes = 8ULL << 30;
+  std::uint64_t step_factor = 2;
+  int warmup_iters = 5;
+  int iters = 20;
+  int check = 1;  // -c: 0 prints #wrong as N/A
+  std::uint64_t seed = 1;
+};
+
+// Reads all_reduce_perf flags (-b -e -f -n -w -c, with K/M/G suffixes, also the long
+// --minbytes forms). Throws core::InvalidInput naming the flag on a bad value.
+NcclTestConfig parse_nccl_test_args(const std::vector<std::string>& args);
+
+struct NcclTestResult {
+  std::string output;
+  int exit_code = 0;
+};
+
+// The run of all_reduce_perf over `members` (one rank per GPU of each member).
+NcclTestResult run_allreduce_test(const std::vector<GroupMember>& members,
+                                  const NcclTestConfig& config);
+
+}  // namespace gpufleet::sim
