@@ -1,0 +1,50 @@
+// Bundles: a recipe rendered for the user's deployment tool. Every bundle carries the
+// recipe (recipe.yaml) and a checksums file (checksums.txt, `sha256sum -c` format), and is
+// byte-identical for the same recipe and options.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "recipe/recipe.h"
+
+namespace gpufleet::recipe {
+
+enum class Deployer { Helm, ArgoCd, ArgoCdHelm, Flux, Helmfile };
+
+// "helm", "argocd", "argocd-helm", "flux", "helmfile"; throws InvalidInput listing them.
+Deployer parse_deployer(std::string_view name);
+std::string_view deployer_name(Deployer d);
+const std::vector<std::string_view>& deployer_names();
+
+struct BundleFile {
+  std::string content;
+  bool executable = false;
+};
+
+// Relative path -> file; std::map keeps paths sorted for the checksums file.
+using Bundle = std::map<std::string, BundleFile>;
+
+struct BundleOptions {
+  // Argo CD app-of-apps: the Git repository and path the bundle is pushed to.
+  std::string repo_url;
+  std::string repo_path = ".";
+  std::string revision = "HEAD";
+  std::string argocd_namespace = "argocd";
+  std::string flux_namespace = "flux-system";
+};
+
+// Renders the bundle, including recipe.yaml and checksums.txt. Throws InvalidInput for
+// options the deployer needs but lacks (argocd needs repo_url).
+Bundle render_bundle(const Recipe& recipe, Deployer deployer, const BundleOptions& options);
+
+// "<sha256>  <path>\n" for every file but checksums.txt, sorted by path.
+std::string checksums_of(const Bundle& bundle);
+
+// Writes the bundle under `dir`, which must not exist or be empty (so that no stale file
+// of an older bundle stays behind). Scripts get mode 0755, other files 0644.
+void write_bundle(const Bundle& bundle, const std::string& dir);
+
+}  // namespace gpufleet::recipe

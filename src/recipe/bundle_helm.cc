@@ -1,0 +1,163 @@
+// The helm deployer: per-component folders with values and an install script, a deploy
+// script that installs level by level (one level's components in parallel, --wait, retries
+// with exponential backoff) and an uninstall script that removes them in reverse order.
+#include "core/yaml.h"
+#include "recipe/bundle_render.h"
+
+namespace gpufleet::recipe::detail {
+
+namespace {
+
+std::string install_script(const Recipe& r, const Component& c) {
+  std::string s = "#!/usr/bin/env bash\n" + generated_by(r);
+  s += "# Installs " + c.name + " (chart " + c.chart.name + " " + c.chart.version +
+       ") into namespace " + c.namespace_ + ".\n";
+  s += "set -euo pipefail\ncd \"$(dirname \"$0\")\"\n";
+  s += "helm upgrade --install " + shell_quote(c.name) + " ";
+  if (c.chart.is_oci()) {
+    s += shell_quote(c.chart.repository + "/" + c.chart.name) + " \\\n";
+  } else {
+    s += shell_quote(c.chart.name) + " \\\n  --repo " + shell_quote(c.chart.repository) + " \\\n";
+  }
+  s += "  --version " + shell_quote(c.chart.version) + " \\\n";
+  s += "  --namespace " + shell_quote(c.namespace_) + " --create-namespace \\\n";
+  s += "  --values values.yaml \\\n";
+  s += "  --wait --timeout \"${GPUFLEET_HELM_TIMEOUT:-15m}\" \"$@\"\n";
+  return s;
+}
+
+std::string levels_calls(const Recipe& r, bool reverse, std::string_view fn) {
+  std::string s;
+  std::size_t n = r.levels.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t lvl = reverse ? n - 1 - i : i;
+    s += std::string(fn) + " " + std::to_string(lvl);
+    for (const std::string& name : r.levels[lvl]) s += " " + name;
+    s += "\n";
+  }
+  return s;
+}
+
+std::string deploy_script(const Recipe& r) {
+  std::string s = "#!/usr/bin/env bash\n" + generated_by(r);
+  s += R"gen(# Installs every component level by level: the components of one level in parallel,
+# each with `helm upgrade --install --wait` retried with exponential backoff; a level starts
+# only when the previous one is complete.
+#   GPUFLEET_RETRIES          attempts per component (default 4)
+#   GPUFLEET_BACKOFF_SECONDS  first wait between attempts, doubled each time (default 10)
+#   GPUFLEET_HELM_TIMEOUT     helm --timeout per attempt (default 15m)
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+attempts="${GPUFLEET_RETRIES:-4}"
+
+install_with_retries() {
+  local name="$1" attempt=1 delay="${GPUFLEET_BACKOFF_SECONDS:-10}"
+  until "$here/components/$name/install.sh"; do
+    if (( attempt >= attempts )); then
+      echo "gpufleet: $name failed after $attempt attempts" >&2
+      return 1
+    fi
+    echo "gpufleet: $name failed (attempt $attempt of $attempts); retrying in ${delay}s" >&2
+    sleep "$delay"
+    attempt=$((attempt + 1))
+    delay=$((delay * 2))
+  done
+  echo "gpufleet: $name installed"
+}
+
+level() {
+  local number="$1" name pid failed=0
+  shift
+  echo "gpufleet: level $number: $*"
+  local pids=()
+  for name in "$@"; do
+    install_with_retries "$name" &
+    pids+=("$!")
+  done
+  for pid in "${pids[@]}"; do
+    wait "$pid" || failed=1
+  done
+  if (( failed )); then
+    echo "gpufleet: level $number failed; later levels were not started" >&2
+    exit 1
+  fi
+}
+
+)gen";
+  s += levels_calls(r, false, "level");
+  s += "echo \"gpufleet: recipe " + r.name + " installed\"\n";
+  return s;
+}
+
+std::string uninstall_script(const Recipe& r) {
+  std::string s = "#!/usr/bin/env bash\n" + generated_by(r);
+  s +=
+      R"gen(# Uninstalls every component in reverse deployment order: the components of one level in
+# parallel, after every component that depends on them is gone.
+set -euo pipefail
+
+uninstall() {
+  helm uninstall "$1" --namespace "$2" --wait --ignore-not-found \
+    --timeout "${GPUFLEET_HELM_TIMEOUT:-15m}"
+}
+
+level() {
+  local number="$1" pid failed=0
+  shift
+  echo "gpufleet: removing level $number"
+  local pids=()
+  while (( $# )); do
+    uninstall "$1" "$2" &
+    pids+=("$!")
+    shift 2
+  done
+  for pid in "${pids[@]}"; do
+    wait "$pid" || failed=1
+  done
+  if (( failed )); then
+    echo "gpufleet: level $number could not be removed; earlier levels were kept" >&2
+    exit 1
+  fi
+}
+
+)gen";
+  std::map<std::string, const Component*> by_name;
+  for (const Component& c : r.components) by_name[c.name] = &c;
+  for (std::size_t i = r.levels.size(); i-- > 0;) {
+    s += "level " + std::to_string(i);
+    for (const std::string& name : r.levels[i])
+      s += " " + name + " " + by_name.at(name)->namespace_;
+    s += "\n";
+  }
+  s += "echo \"gpufleet: recipe " + r.name + " removed\"\n";
+  return s;
+}
+
+std::string readme(const Recipe& r) {
+  std::string s = "# " + r.name + " (helm)\n\n" + generated_by(r, "<!--");
+  s.pop_back();
+  s += " -->\n\n";
+  s += "Install: `./deploy.sh` (needs helm 3 and a kubeconfig for the target cluster).\n"
+       "Remove: `./uninstall.sh`. Verify the files first: `sha256sum -c checksums.txt`.\n\n"
+       "| level | component | chart | version | namespace |\n|---|---|---|---|---|\n";
+  for (const Component& c : r.components) {
+    s += "| " + std::to_string(c.level) + " | " + c.name + " | " + c.chart.repository + "/" +
+         c.chart.name + " | " + c.chart.version + " | " + c.namespace_ + " |\n";
+  }
+  return s;
+}
+
+}  // namespace
+
+void render_helm(const Recipe& r, const BundleOptions&, Bundle& out) {
+  for (const Component& c : r.components) {
+    std::string dir = "components/" + c.name + "/";
+    out[dir + "values.yaml"] = {generated_by(r) + core::to_yaml(c.values), false};
+    out[dir + "install.sh"] = {install_script(r, c), true};
+  }
+  out["deploy.sh"] = {deploy_script(r), true};
+  out["uninstall.sh"] = {uninstall_script(r), true};
+  out["README.md"] = {readme(r), false};
+}
+
+}  // namespace gpufleet::recipe::detail

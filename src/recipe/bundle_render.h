@@ -1,0 +1,27 @@
+// Per-deployer renderers and the helpers they share. Internal to the recipe module.
+#pragma once
+
+#include <string>
+
+#include "core/value.h"
+#include "recipe/bundle.h"
+
+namespace gpufleet::recipe::detail {
+
+void render_helm(const Recipe& r, const BundleOptions& o, Bundle& out);
+void render_argocd(const Recipe& r, const BundleOptions& o, Bundle& out);
+void render_argocd_helm(const Recipe& r, const BundleOptions& o, Bundle& out);
+void render_flux(const Recipe& r, const BundleOptions& o, Bundle& out);
+void render_helmfile(const Recipe& r, const BundleOptions& o, Bundle& out);
+
+// A DNS-1123 name for a chart repository, derived from its URL
+// ("https://helm.ngc.nvidia.com/nvidia" -> "helm-ngc-nvidia-com-nvidia").
+std::string repository_name(const std::string& url);
+// The registry path of an oci:// repository without the scheme ("ghcr.io/kubeflow/charts").
+std::string without_oci_scheme(const std::string& url);
+// A comment line naming the recipe, for generated files.
+std::string generated_by(const Recipe& r, std::string_view comment = "#");
+// Single-quoted for POSIX shells.
+std::string shell_quote(std::string_view s);
+
+}  // namespace gpufleet::recipe::detail

@@ -1,0 +1,247 @@
+#include "recipe/recipe.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "core/errors.h"
+#include "core/yaml.h"
+#include "recipe/dependency_graph.h"
+#include "recipe/pin.h"
+#include "recipe/schema_check.h"
+
+namespace gpufleet::recipe {
+
+using core::InvalidInput;
+using core::Value;
+using detail::expect_list;
+using detail::expect_map;
+using detail::expect_string;
+
+namespace {
+
+Value string_list(const std::vector<std::string>& items) {
+  Value out = Value::list();
+  for (const std::string& s : items) out.push_back(s);
+  return out;
+}
+
+Value constraint_list(const std::vector<Constraint>& cs) {
+  Value out = Value::list();
+  for (const Constraint& c : cs) {
+    Value e = Value::map();
+    e["name"] = c.name;
+    e["fact"] = c.fact;
+    e["requirement"] = c.requirement;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::string str(const Value& v, std::string_view key, std::string_view where,
+                bool required = true) {
+  const Value* f = v.find(key);
+  if (f == nullptr) {
+    if (!required) return {};
+    throw InvalidInput(std::string(where) + "." + std::string(key) + ": missing");
+  }
+  return expect_string(*f, std::string(where) + "." + std::string(key));
+}
+
+std::vector<std::string> strings(const Value& v, std::string_view key, std::string_view where) {
+  std::vector<std::string> out;
+  const Value* f = v.find(key);
+  if (f == nullptr) return out;
+  std::string w = std::string(where) + "." + std::string(key);
+  for (const Value& item : expect_list(*f, w)) out.push_back(expect_string(item, w));
+  return out;
+}
+
+std::vector<Constraint> constraints_from(const Value& v, std::string_view where) {
+  std::vector<Constraint> out;
+  const Value* f = v.find("constraints");
+  if (f == nullptr) return out;
+  const core::List& list = expect_list(*f, std::string(where) + ".constraints");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    std::string w = std::string(where) + ".constraints[" + std::to_string(i) + "]";
+    expect_map(list[i], w);
+    out.push_back(
+        {str(list[i], "name", w), str(list[i], "fact", w), str(list[i], "requirement", w)});
+  }
+  return out;
+}
+
+}  // namespace
+
+Value recipe_to_value(const Recipe& r) {
+  Value doc = Value::map();
+  doc["apiVersion"] = "gpufleet.io/v1alpha1";
+  doc["kind"] = "Recipe";
+  doc["metadata"]["name"] = r.name;
+  doc["metadata"]["digest"] = r.digest;
+  Value& spec = doc["spec"];
+  spec["criteria"] = r.criteria;
+  Value overlays = Value::list();
+  for (const AppliedOverlay& o : r.overlays) {
+    Value e = Value::map();
+    e["name"] = o.name;
+    e["path"] = o.path;
+    e["pools"] = string_list(o.pools);
+    overlays.push_back(std::move(e));
+  }
+  spec["overlays"] = std::move(overlays);
+  Value comps = Value::list();
+  for (const Component& c : r.components) {
+    Value e = Value::map();
+    e["name"] = c.name;
+    if (!c.description.empty()) e["description"] = c.description;
+    e["chart"]["repository"] = c.chart.repository;
+    e["chart"]["name"] = c.chart.name;
+    e["chart"]["version"] = c.chart.version;
+    e["namespace"] = c.namespace_;
+    e["values"] = c.values;
+    e["dependencies"] = string_list(c.dependencies);
+    e["level"] = c.level;
+    comps.push_back(std::move(e));
+  }
+  spec["components"] = std::move(comps);
+  Value order = Value::list();
+  for (const Component& c : r.components) order.push_back(c.name);
+  spec["deployment"]["order"] = std::move(order);
+  Value levels = Value::list();
+  for (const auto& l : r.levels) levels.push_back(string_list(l));
+  spec["deployment"]["levels"] = std::move(levels);
+  spec["constraints"] = constraint_list(r.constraints);
+  Value pools = Value::list();
+  for (const NodePool& p : r.pools) {
+    Value e = Value::map();
+    e["name"] = p.name;
+    e["accelerator"] = p.accelerator;
+    if (p.node_count) e["nodeCount"] = *p.node_count;
+    e["nodeSelector"] = p.node_selector;
+    e["settings"] = p.settings;
+    e["constraints"] = constraint_list(p.constraints);
+    e["overlays"] = string_list(p.overlays);
+    pools.push_back(std::move(e));
+  }
+  spec["nodePools"] = std::move(pools);
+  Value health = Value::list();
+  for (const HealthCheck& h : r.health) {
+    Value e = Value::map();
+    e["component"] = h.component;
+    e["kind"] = h.kind;
+    if (!h.namespace_.empty()) e["namespace"] = h.namespace_;
+    if (!h.name.empty()) e["name"] = h.name;
+    health.push_back(std::move(e));
+  }
+  spec["health"] = std::move(health);
+  return doc;
+}
+
+std::string recipe_to_yaml(const Recipe& r) { return core::to_yaml(recipe_to_value(r)); }
+
+Recipe recipe_from_value(const Value& doc, std::string_view source) {
+  std::string where(source);
+  detail::check_header(doc, "Recipe", where);
+  Recipe r;
+  const Value* meta = doc.find("metadata");
+  const Value* spec = doc.find("spec");
+  if (meta == nullptr || spec == nullptr)
+    throw InvalidInput(where + ": metadata and spec are required");
+  expect_map(*meta, where + ": metadata");
+  expect_map(*spec, where + ": spec");
+  r.name = str(*meta, "name", where + ": metadata");
+  detail::expect_dns_label(r.name, where + ": metadata.name");
+  r.digest = str(*meta, "digest", where + ": metadata");
+  std::string sw = where + ": spec";
+  if (const Value* c = spec->find("criteria")) r.criteria = *c;
+  if (const Value* ov = spec->find("overlays")) {
+    for (const Value& o : expect_list(*ov, sw + ".overlays")) {
+      expect_map(o, sw + ".overlays[]");
+      r.overlays.push_back({str(o, "name", sw + ".overlays[]"), str(o, "path", sw + ".overlays[]"),
+                            strings(o, "pools", sw + ".overlays[]")});
+    }
+  }
+  const Value* comps = spec->find("components");
+  if (comps == nullptr) throw InvalidInput(sw + ".components: missing");
+  std::map<std::string, std::vector<std::string>> graph;
+  const core::List& list = expect_list(*comps, sw + ".components");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    std::string w = sw + ".components[" + std::to_string(i) + "]";
+    const Value& e = list[i];
+    expect_map(e, w);
+    Component c;
+    c.name = str(e, "name", w);
+    detail::expect_dns_label(c.name, w + ".name");
+    w = sw + ".components[" + c.name + "]";
+    c.description = str(e, "description", w, false);
+    const Value* chart = e.find("chart");
+    if (chart == nullptr) throw InvalidInput(w + ".chart: missing");
+    expect_map(*chart, w + ".chart");
+    c.chart = {str(*chart, "repository", w + ".chart"), str(*chart, "name", w + ".chart"),
+               str(*chart, "version", w + ".chart")};
+    require_exact_pin(c.chart.version, w + ".chart.version");
+    if (c.chart.repository.rfind("https://", 0) != 0 &&
+        c.chart.repository.rfind("oci://", 0) != 0) {
+      throw InvalidInput(w + ".chart.repository: '" + c.chart.repository +
+                         "' must be an https:// Helm repository or an oci:// registry path");
+    }
+    detail::expect_dns_label(c.chart.name, w + ".chart.name");
+    c.namespace_ = str(e, "namespace", w);
+    detail::expect_dns_label(c.namespace_, w + ".namespace");
+    if (const Value* v = e.find("values")) {
+      expect_map(*v, w + ".values");
+      c.values = *v;
+    }
+    c.dependencies = strings(e, "dependencies", w);
+    std::sort(c.dependencies.begin(), c.dependencies.end());
+    if (std::adjacent_find(c.dependencies.begin(), c.dependencies.end()) != c.dependencies.end()) {
+      throw InvalidInput(w + ".dependencies: lists a component twice");
+    }
+    if (graph.count(c.name)) throw InvalidInput(w + ": component listed twice");
+    graph[c.name] = c.dependencies;
+    r.components.push_back(std::move(c));
+  }
+  // Order and levels are derived from the graph, never trusted from the file.
+  DeploymentPlan plan = plan_deployment(graph);
+  std::map<std::string, Component> by_name;
+  for (Component& c : r.components) by_name[c.name] = std::move(c);
+  r.components.clear();
+  for (const std::string& n : plan.order) {
+    Component c = std::move(by_name.at(n));
+    c.level = plan.level_of.at(n);
+    r.components.push_back(std::move(c));
+  }
+  r.levels = plan.levels;
+  r.constraints = constraints_from(*spec, sw);
+  if (const Value* pools = spec->find("nodePools")) {
+    for (const Value& p : expect_list(*pools, sw + ".nodePools")) {
+      std::string w = sw + ".nodePools[]";
+      expect_map(p, w);
+      NodePool pool;
+      pool.name = str(p, "name", w);
+      pool.accelerator = str(p, "accelerator", w);
+      if (const Value* n = p.find("nodeCount")) pool.node_count = n->as_int();
+      if (const Value* s = p.find("nodeSelector")) pool.node_selector = *s;
+      if (const Value* s = p.find("settings")) pool.settings = *s;
+      pool.constraints = constraints_from(p, w);
+      pool.overlays = strings(p, "overlays", w);
+      r.pools.push_back(std::move(pool));
+    }
+  }
+  if (const Value* health = spec->find("health")) {
+    for (const Value& h : expect_list(*health, sw + ".health")) {
+      std::string w = sw + ".health[]";
+      expect_map(h, w);
+      r.health.push_back({str(h, "component", w), str(h, "kind", w), str(h, "namespace", w, false),
+                          str(h, "name", w, false)});
+    }
+  }
+  return r;
+}
+
+Recipe recipe_from_yaml(std::string_view text, std::string_view source) {
+  return recipe_from_value(core::parse_yaml(text, source), source);
+}
+
+}  // namespace gpufleet::recipe

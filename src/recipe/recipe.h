@@ -1,0 +1,81 @@
+// The Recipe document (apiVersion gpufleet.io/v1alpha1, kind Recipe): what resolution
+// produces, what `bundle` reads back, and what validate/diff compare a cluster with.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/value.h"
+
+namespace gpufleet::recipe {
+
+struct ChartSource {
+  std::string repository;  // https://... Helm repository or oci://registry/path
+  std::string name;
+  std::string version;  // exact pin
+  bool is_oci() const { return repository.rfind("oci://", 0) == 0; }
+};
+
+struct Component {
+  std::string name;
+  std::string description;
+  ChartSource chart;
+  std::string namespace_;
+  core::Value values = core::Value::map();
+  std::vector<std::string> dependencies;  // sorted
+  int level = 0;                          // deployment level; same level = parallel
+};
+
+struct Constraint {
+  std::string name;
+  std::string fact;         // kubernetes.version, node.kernel, gpu.driver, ...
+  std::string requirement;  // ">= 1.32"
+};
+
+struct HealthCheck {
+  std::string component;
+  std::string kind;  // CustomResourceDefinition, Deployment, DaemonSet, StatefulSet, Pods
+  std::string namespace_;
+  std::string name;  // empty for Pods
+};
+
+struct AppliedOverlay {
+  std::string name;
+  std::string path;                // relative library path ("overlays/eks.yaml", "mixins/efa.yaml")
+  std::vector<std::string> pools;  // pools that selected it
+};
+
+struct NodePool {
+  std::string name;
+  std::string accelerator;
+  std::optional<std::int64_t> node_count;
+  core::Value node_selector = core::Value::map();
+  core::Value settings = core::Value::map();  // driver, mig, ... for this pool only
+  std::vector<Constraint> constraints;
+  std::vector<std::string> overlays;  // overlays that shaped this pool, in merge order
+};
+
+struct Recipe {
+  std::string name;
+  core::Value criteria = core::Value::map();
+  std::vector<AppliedOverlay> overlays;  // merge order, lowest precedence first
+  std::vector<Component> components;     // deployment (topological) order
+  std::vector<std::vector<std::string>> levels;
+  std::vector<Constraint> constraints;  // cluster-wide
+  std::vector<NodePool> pools;
+  std::vector<HealthCheck> health;
+  std::string digest;  // "sha256:<hex>" of the inputs (criteria and library files used)
+};
+
+core::Value recipe_to_value(const Recipe& r);
+std::string recipe_to_yaml(const Recipe& r);
+
+// Reads a Recipe document back (for `bundle`, `validate`). Checks the schema, exact pins,
+// dependency references and that the stored order and levels agree with the graph.
+Recipe recipe_from_value(const core::Value& doc, std::string_view source);
+Recipe recipe_from_yaml(std::string_view text, std::string_view source);
+
+}  // namespace gpufleet::recipe

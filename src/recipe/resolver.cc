@@ -1,0 +1,308 @@
+#include "recipe/resolver.h"
+
+#include <algorithm>
+#include <set>
+
+#include "core/errors.h"
+#include "core/json.h"
+#include "recipe/dependency_graph.h"
+#include "recipe/layered_merge.h"
+#include "recipe/sha256.h"
+
+namespace gpufleet::recipe {
+
+using core::InvalidInput;
+using core::Value;
+
+namespace {
+
+constexpr int kUserMixinSpecificity = 1000;
+
+std::string join(const std::vector<std::string>& items, std::string_view sep = ", ") {
+  std::string out;
+  for (const std::string& s : items) {
+    if (!out.empty()) out += sep;
+    out += s;
+  }
+  return out;
+}
+
+void check_value(const Library& lib, std::size_t d, const std::string& v, std::string_view flag) {
+  if (v == kAny) return;
+  const auto& valid = lib.valid[d];
+  if (std::find(valid.begin(), valid.end(), v) != valid.end()) return;
+  throw InvalidInput(std::string(flag) + " '" + v + "' is not a known " +
+                     std::string(kDimensionNames[d]) + "; valid values are " + join(valid) +
+                     " (or any)");
+}
+
+// Overlays in merge order: ascending specificity, then inheritance depth, then name.
+std::vector<const Overlay*> sorted(std::vector<const Overlay*> v) {
+  std::sort(v.begin(), v.end(), [](const Overlay* a, const Overlay* b) {
+    if (a->specificity != b->specificity) return a->specificity < b->specificity;
+    if (a->depth != b->depth) return a->depth < b->depth;
+    return a->name < b->name;
+  });
+  return v;
+}
+
+Value without(const Value& content, std::string_view key) {
+  Value out = content;
+  out.as_map().erase(key);
+  return out;
+}
+
+// Applies one overlay (after its mixins) through `pick`, which selects the part that matters.
+template <typename Pick>
+void apply_overlay(LayeredMerge& merge, const Library& lib, const Overlay& o, Pick pick) {
+  std::vector<std::string> lineage{o.name};
+  lineage.insert(lineage.end(), o.ancestors.begin(), o.ancestors.end());
+  for (const std::string& m : o.mixins) {
+    const Mixin& mx = lib.mixins.at(m);
+    merge.apply(pick(mx.content), Layer{mx.origin + " (mixin of " + o.origin + ")", o.specificity,
+                                        o.name, lineage, true});
+  }
+  merge.apply(pick(o.content), Layer{o.origin, o.specificity, o.name, lineage, false});
+}
+
+template <typename Pick>
+void apply_user_mixins(LayeredMerge& merge, const Library& lib,
+                       const std::vector<std::string>& mixins, Pick pick) {
+  for (const std::string& m : mixins) {
+    const Mixin& mx = lib.mixins.at(m);
+    merge.apply(pick(mx.content), Layer{mx.origin + " (--mixin " + m + ")",
+                                        kUserMixinSpecificity,
+                                        "user:" + m,
+                                        {"user:" + m},
+                                        false});
+  }
+}
+
+std::vector<Constraint> constraints_of(const Value* map) {
+  std::vector<Constraint> out;
+  if (map == nullptr) return out;
+  for (const auto& e : map->as_map()) {
+    out.push_back({e.key, std::string(e.value.get_string({"fact"})),
+                   std::string(e.value.get_string({"requirement"}))});
+  }
+  return out;
+}
+
+std::vector<PoolQuery> pools_of(const Library& lib, const Query& q) {
+  std::vector<PoolQuery> pools = q.pools;
+  if (pools.empty()) {
+    pools.push_back({"default", q.criteria[kAccelerator], q.node_count});
+    return pools;
+  }
+  if (q.criteria[kAccelerator] != kAny) {
+    throw InvalidInput(
+        "--accelerator and --pool both given; with node pools, give each pool's "
+        "accelerator in --pool NAME=ACCELERATOR[:NODES] and omit --accelerator");
+  }
+  if (q.node_count) {
+    throw InvalidInput("--nodes and --pool both given; give each pool's node count in --pool");
+  }
+  std::set<std::string> names;
+  for (const PoolQuery& p : pools) {
+    check_value(lib, kAccelerator, p.accelerator, "--pool " + p.name + ": accelerator");
+    if (!names.insert(p.name).second) {
+      throw InvalidInput("--pool: pool name '" + p.name +
+                         "' is given twice; pool names are unique");
+    }
+  }
+  return pools;
+}
+
+}  // namespace
+
+bool overlay_matches(const Overlay& o, const CriteriaValues& query,
+                     const std::optional<std::int64_t>& node_count) {
+  for (std::size_t d = 0; d < kDimensions; ++d) {
+    // A wildcard overlay matches anything; a wildcard query only matches wildcard overlays.
+    if (o.criteria[d] != kAny && o.criteria[d] != query[d]) return false;
+  }
+  if (o.node_count) return node_count && satisfies_count(*o.node_count, *node_count);
+  return true;
+}
+
+Recipe resolve(const Library& lib, const Query& query) {
+  for (std::size_t d = 0; d < kDimensions; ++d) {
+    check_value(lib, d, query.criteria[d], "--" + std::string(kDimensionNames[d]));
+  }
+  for (const std::string& m : query.mixins) {
+    if (!lib.mixins.count(m)) {
+      std::vector<std::string> names;
+      for (const auto& [n, _] : lib.mixins) names.push_back(n);
+      throw InvalidInput("--mixin '" + m + "' is not a library mixin; available: " + join(names));
+    }
+  }
+  std::vector<PoolQuery> pools = pools_of(lib, query);
+
+  // Overlays selected per pool, and their union for cluster-wide content.
+  std::set<std::string> accelerators;
+  std::map<std::string, std::vector<const Overlay*>> per_pool;
+  std::map<std::string, std::vector<std::string>> pools_of_overlay;
+  std::vector<const Overlay*> cluster;
+  for (const PoolQuery& p : pools) {
+    CriteriaValues c = query.criteria;
+    c[kAccelerator] = p.accelerator;
+    if (auto why = lib.unsupported_reason(c)) {
+      std::string combo;
+      for (std::size_t d = 0; d < kDimensions; ++d) {
+        if (c[d] != kAny)
+          combo += (combo.empty() ? "" : ", ") + std::string(kDimensionNames[d]) + " " + c[d];
+      }
+      throw InvalidInput("the library does not support " + combo + ": " + *why);
+    }
+    accelerators.insert(p.accelerator);
+    std::vector<const Overlay*>& mine = per_pool[p.name];
+    for (const auto& [name, o] : lib.overlays) {
+      if (!overlay_matches(o, c, p.node_count)) continue;
+      mine.push_back(&o);
+      std::vector<std::string>& owners = pools_of_overlay[name];
+      if (owners.empty()) cluster.push_back(&o);
+      owners.push_back(p.name);
+    }
+    mine = sorted(mine);
+  }
+  cluster = sorted(cluster);
+  bool heterogeneous = accelerators.size() > 1;
+  std::vector<std::string> user_mixins = query.mixins;
+  if (heterogeneous && lib.mixins.count(std::string(kHeterogeneousMixin))) {
+    user_mixins.insert(user_mixins.begin(), std::string(kHeterogeneousMixin));
+  }
+
+  // Cluster-wide content: registry defaults, overlays, user mixins.
+  LayeredMerge merge;
+  Value registry = Value::map();
+  registry["components"] = lib.components;
+  merge.apply(registry, Layer{lib.registry_origin, -1, "registry", {"registry"}, false});
+  auto cluster_part = [](const Value& content) { return without(content, "nodePool"); };
+  for (const Overlay* o : cluster) apply_overlay(merge, lib, *o, cluster_part);
+  apply_user_mixins(merge, lib, user_mixins, cluster_part);
+  merge.finish();
+  const Value& merged = merge.result();
+
+  Recipe r;
+  // Components and deployment order.
+  std::map<std::string, std::vector<std::string>> graph;
+  std::map<std::string, const Value*> enabled;
+  for (const auto& e : merged.find("components")->as_map()) {
+    if (const bool* on = e.value.find("enabled")->if_bool(); on == nullptr || !*on) continue;
+    enabled[e.key] = &e.value;
+    std::vector<std::string>& deps = graph[e.key];
+    if (const Value* ds = e.value.find("dependencies")) {
+      for (const auto& d : ds->as_map()) {
+        if (d.value.is_bool() && d.value.as_bool()) deps.push_back(d.key);
+      }
+    }
+  }
+  DeploymentPlan plan = plan_deployment(graph);
+  for (const std::string& name : plan.order) {
+    const Value& c = *enabled.at(name);
+    Component comp;
+    comp.name = name;
+    comp.description = std::string(c.get_string({"description"}));
+    comp.chart = {std::string(c.get_string({"chart", "repository"})),
+                  std::string(c.get_string({"chart", "name"})),
+                  std::string(c.get_string({"chart", "version"}))};
+    comp.namespace_ = std::string(c.get_string({"namespace"}));
+    if (const Value* v = c.find("values")) comp.values = *v;
+    comp.dependencies = graph.at(name);
+    comp.level = plan.level_of.at(name);
+    if (const Value* h = c.find("health")) {
+      for (const auto& e : h->as_map()) {
+        std::string kind(e.value.get_string({"kind"}));
+        std::string ns(e.value.get_string({"namespace"}));
+        if (ns.empty() && kind != "CustomResourceDefinition") ns = comp.namespace_;
+        r.health.push_back({name, kind, ns, std::string(e.value.get_string({"name"}))});
+      }
+    }
+    r.components.push_back(std::move(comp));
+  }
+  r.levels = plan.levels;
+  r.constraints = constraints_of(merged.find("constraints"));
+
+  // Per-pool settings: the nodePool parts of the overlays that selected the pool.
+  auto pool_part = [](const Value& content) {
+    Value out = Value::map();
+    if (const Value* p = content.find("nodePool")) out["nodePool"] = *p;
+    return out;
+  };
+  for (const PoolQuery& p : pools) {
+    LayeredMerge pm;
+    NodePool pool;
+    pool.name = p.name;
+    pool.accelerator = p.accelerator;
+    pool.node_count = p.node_count;
+    if (query.pools.empty()) {
+      pool.node_selector["nvidia.com/gpu.present"] = "true";
+    } else {
+      pool.node_selector["gpufleet.io/node-pool"] = p.name;
+    }
+    for (const Overlay* o : per_pool.at(p.name)) {
+      apply_overlay(pm, lib, *o, pool_part);
+      pool.overlays.push_back(o->name);
+    }
+    apply_user_mixins(pm, lib, user_mixins, pool_part);
+    pm.finish();
+    if (const Value* np = pm.result().find("nodePool")) {
+      pool.settings = without(*np, "constraints");
+      pool.constraints = constraints_of(np->find("constraints"));
+    }
+    r.pools.push_back(std::move(pool));
+  }
+
+  // Applied overlays, in cluster merge order, with the pools that selected each.
+  for (const Overlay* o : cluster) {
+    for (const std::string& m : o->mixins) {
+      r.overlays.push_back({m, lib.mixins.at(m).path, pools_of_overlay.at(o->name)});
+    }
+    r.overlays.push_back({o->name, o->path, pools_of_overlay.at(o->name)});
+  }
+  for (const std::string& m : user_mixins) {
+    std::vector<std::string> all;
+    for (const PoolQuery& p : pools) all.push_back(p.name);
+    r.overlays.push_back({m, lib.mixins.at(m).path, all});
+  }
+
+  // Criteria as given, and the name.
+  for (std::size_t d = 0; d < kDimensions; ++d) {
+    if (d == kAccelerator && !query.pools.empty()) continue;
+    r.criteria[kDimensionNames[d]] = query.criteria[d];
+  }
+  if (query.node_count) r.criteria["nodeCount"] = *query.node_count;
+  if (!query.pools.empty()) {
+    Value list = Value::list();
+    for (const PoolQuery& p : pools) {
+      Value e = Value::map();
+      e["name"] = p.name;
+      e["accelerator"] = p.accelerator;
+      if (p.node_count) e["nodeCount"] = *p.node_count;
+      list.push_back(std::move(e));
+    }
+    r.criteria["pools"] = std::move(list);
+  }
+  if (!query.mixins.empty()) {
+    Value list = Value::list();
+    for (const std::string& m : query.mixins) list.push_back(m);
+    r.criteria["mixins"] = std::move(list);
+  }
+  std::string accel = heterogeneous ? "mixed" : *accelerators.begin();
+  r.name = query.criteria[kService] + "-" + accel + "-" + query.criteria[kOs] + "-" +
+           query.criteria[kIntent] + "-" + query.criteria[kPlatform];
+
+  // Digest of the inputs: format, criteria and the content of every library file used.
+  Value inputs = Value::map();
+  inputs["format"] = "gpufleet.io/v1alpha1/Recipe";
+  inputs["criteria"] = r.criteria;
+  Value& files = inputs["files"];
+  files = Value::map();
+  files[lib.registry_path] = lib.file_sha256.at(lib.registry_path);
+  files[lib.criteria_path] = lib.file_sha256.at(lib.criteria_path);
+  for (const AppliedOverlay& o : r.overlays) files[o.path] = lib.file_sha256.at(o.path);
+  r.digest = "sha256:" + sha256_hex(core::to_json(inputs));
+  return r;
+}
+
+}  // namespace gpufleet::recipe
