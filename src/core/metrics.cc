@@ -170,6 +170,7 @@ Series& Family<Series>::series(std::span<const std::string_view> values) {
   std::vector<std::string> key(values.begin(), values.end());
   auto it = series_.emplace(std::move(key), std::make_unique<Series>(series_size_)).first;
   ++regular_series_;
+  if (label_names_.empty()) sole_.store(it->second.get(), std::memory_order_release);
   return *it->second;
 }
 

@@ -85,6 +85,8 @@ class Family {
   // Finds or creates the series for these label values (the overflow series when full).
   // Throws InvalidInput when the number of values differs from the label names.
   Series& series(std::span<const std::string_view> values);
+  // The series of a metric without labels, once created; no lock needed to reach it.
+  Series* sole() const noexcept { return sole_.load(std::memory_order_acquire); }
   // Calls f(label_values, series) in label-value order, under a shared lock.
   template <typename F>
   void for_each(F&& f) const {
@@ -101,6 +103,7 @@ class Family {
   mutable std::shared_mutex mu_;
   std::map<std::vector<std::string>, std::unique_ptr<Series>, LabelLess> series_;
   std::size_t regular_series_ = 0;  // series other than the overflow series
+  std::atomic<Series*> sole_{nullptr};
 };
 
 }  // namespace detail
@@ -127,9 +130,15 @@ class Counter : public detail::Family<detail::Scalar> {
   [[nodiscard]] Handle with(std::initializer_list<std::string_view> label_values);
   [[nodiscard]] Handle with(std::span<const std::string_view> label_values);
   // For metrics without labels.
-  void inc(double amount = 1.0) { with({}).inc(amount); }
+  void inc(double amount = 1.0) { unlabeled().inc(amount); }
 
   void render(std::string& out) const;
+
+ private:
+  Handle unlabeled() {
+    detail::Scalar* s = sole();
+    return s != nullptr ? Handle(s) : with({});
+  }
 };
 
 class Gauge : public detail::Family<detail::Scalar> {
@@ -153,10 +162,16 @@ class Gauge : public detail::Family<detail::Scalar> {
   using Family::Family;
   [[nodiscard]] Handle with(std::initializer_list<std::string_view> label_values);
   [[nodiscard]] Handle with(std::span<const std::string_view> label_values);
-  void set(double v) { with({}).set(v); }
-  void add(double d) { with({}).add(d); }
+  void set(double v) { unlabeled().set(v); }
+  void add(double d) { unlabeled().add(d); }
 
   void render(std::string& out) const;
+
+ private:
+  Handle unlabeled() {
+    detail::Scalar* s = sole();
+    return s != nullptr ? Handle(s) : with({});
+  }
 };
 
 class Histogram : public detail::Family<detail::Buckets> {
@@ -179,12 +194,16 @@ class Histogram : public detail::Family<detail::Buckets> {
             std::vector<std::string> label_names, MetricOptions options);
   [[nodiscard]] Handle with(std::initializer_list<std::string_view> label_values);
   [[nodiscard]] Handle with(std::span<const std::string_view> label_values);
-  void observe(double v) { with({}).observe(v); }
+  void observe(double v) { unlabeled().observe(v); }
   [[nodiscard]] const std::vector<double>& bounds() const noexcept { return bounds_; }
 
   void render(std::string& out) const;
 
  private:
+  Handle unlabeled() {
+    detail::Buckets* b = sole();
+    return b != nullptr ? Handle(&bounds_, b) : with({});
+  }
   std::vector<double> bounds_;  // strictly increasing, finite
 };
 
