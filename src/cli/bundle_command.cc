@@ -1,0 +1,74 @@
+// `gpufleet bundle`: render a recipe for a deployment tool into a directory.
+#include <CLI/CLI.hpp>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/command.h"
+#include "core/errors.h"
+#include "recipe/bundle.h"
+#include "recipe/recipe.h"
+
+namespace gpufleet::cli {
+namespace {
+
+struct BundleFlags {
+  std::string recipe_file;
+  std::string deployer;
+  std::string output;
+  recipe::BundleOptions options;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw core::InvalidInput("-r '" + path +
+                             "': cannot be read; give a recipe written by `gpufleet recipe -o`");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void run_bundle(const BundleFlags& f) {
+  recipe::Deployer deployer = recipe::parse_deployer(f.deployer);
+  recipe::Recipe r = recipe::recipe_from_yaml(read_file(f.recipe_file), f.recipe_file);
+  recipe::Bundle bundle = recipe::render_bundle(r, deployer, f.options);
+  recipe::write_bundle(bundle, f.output);
+  std::cout << "wrote " << bundle.size() << " files for " << f.deployer << " to " << f.output
+            << " (verify with: cd " << f.output << " && sha256sum -c checksums.txt)\n";
+}
+
+void setup_bundle(CLI::App& root) {
+  auto flags = std::make_shared<BundleFlags>();
+  auto* cmd = root.add_subcommand(
+      "bundle",
+      "Render a recipe for a deployment tool: helm (scripts), argocd (app of apps), argocd-helm\n"
+      "(Applications as a Helm chart), flux (HelmRepository/HelmRelease), helmfile.\n"
+      "Bundles are byte-identical for the same recipe and carry recipe.yaml and checksums.txt.");
+  cmd->add_option("-r,--recipe", flags->recipe_file, "recipe file written by `gpufleet recipe`")
+      ->required();
+  cmd->add_option("--deployer", flags->deployer, "helm, argocd, argocd-helm, flux or helmfile")
+      ->required();
+  cmd->add_option("-o,--output", flags->output, "new or empty directory to write the bundle to")
+      ->required();
+  cmd->add_option("--repo-url", flags->options.repo_url,
+                  "argocd: Git repository the bundle is pushed to (the app of apps syncs from it)");
+  cmd->add_option("--repo-path", flags->options.repo_path,
+                  "argocd: bundle folder inside that repository")
+      ->capture_default_str();
+  cmd->add_option("--revision", flags->options.revision, "argocd: Git revision to follow")
+      ->capture_default_str();
+  cmd->add_option("--argocd-namespace", flags->options.argocd_namespace,
+                  "argocd, argocd-helm: Argo CD's namespace")
+      ->capture_default_str();
+  cmd->add_option("--flux-namespace", flags->options.flux_namespace,
+                  "flux: namespace of sources and releases")
+      ->capture_default_str();
+  cmd->callback([flags] { run_bundle(*flags); });
+}
+
+const CommandRegistration kBundle(setup_bundle);
+
+}  // namespace
+}  // namespace gpufleet::cli
