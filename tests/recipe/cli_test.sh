@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# End-to-end checks of `gpufleet recipe` and `gpufleet bundle` through the binary:
+# exit codes, error messages, --data overrides, byte-identical bundles, checksums, scripts.
+# Usage: cli_test.sh path/to/gpufleet
+set -euo pipefail
+bin="$1"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# A recipe for the issue's example.
+"$bin" recipe --service eks --accelerator h100 --os ubuntu --intent inference --platform dynamo \
+  -o "$work/recipe.yaml"
+grep -q '^kind: Recipe$' "$work/recipe.yaml" || fail "no Recipe document"
+grep -q 'name: eks-h100-ubuntu-inference-dynamo' "$work/recipe.yaml" || fail "recipe name"
+
+# Bad input exits 2 and lists the valid values.
+set +e
+out="$("$bin" recipe --service eks --accelerator a100 2>&1)"; rc=$?
+set -e
+[[ $rc == 2 ]] || fail "invalid accelerator exited $rc, want 2"
+[[ $out == *"valid values are b200, gb200, h100, h200"* ]] || fail "valid values not listed: $out"
+set +e
+"$bin" bundle -r "$work/recipe.yaml" --deployer kustomize -o "$work/x" 2>/dev/null; rc=$?
+set -e
+[[ $rc == 2 ]] || fail "bad deployer exited $rc, want 2"
+"$bin" recipe --help | grep -q -- '--accelerator' || fail "recipe --help"
+"$bin" bundle --help | grep -q -- '--deployer' || fail "bundle --help"
+
+# --data adds an overlay and overrides a library file without rebuilding.
+mkdir -p "$work/data/overlays"
+cat >"$work/data/overlays/site.yaml" <<'YAML'
+apiVersion: gpufleet.io/v1alpha1
+kind: Overlay
+criteria: {service: eks, intent: inference}
+components:
+  gatekeeper: {enabled: true}
+  cert-manager:
+    values:
+      replicaCount: 2
+YAML
+"$bin" recipe --service eks --accelerator h100 --os ubuntu --intent inference --platform dynamo \
+  --data "$work/data" -o "$work/site.yaml"
+grep -q 'name: gatekeeper' "$work/site.yaml" || fail "--data overlay not applied"
+grep -q 'replicaCount: 2' "$work/site.yaml" || fail "--data values not merged"
+grep -q 'path: overlays/site.yaml' "$work/site.yaml" || fail "--data overlay not listed"
+cmp -s "$work/recipe.yaml" "$work/site.yaml" && fail "--data changed nothing"
+
+# A floating version in a --data file is an error naming the file.
+mkdir -p "$work/bad/overlays"
+printf 'apiVersion: gpufleet.io/v1alpha1\nkind: Overlay\ncomponents:\n  gpu-operator: {chart: {version: latest}}\n' \
+  >"$work/bad/overlays/float.yaml"
+set +e
+out="$("$bin" recipe --data "$work/bad" 2>&1)"; rc=$?
+set -e
+[[ $rc == 2 && $out == *"float.yaml"*"latest"* ]] || fail "floating version accepted: $rc $out"
+
+# Heterogeneous pools.
+"$bin" recipe --service oke --os ubuntu --intent training --platform kubeflow \
+  --pool train=gb200:18 --pool serve=h100:4 -o "$work/mixed.yaml"
+grep -q 'name: oke-mixed-ubuntu-training-kubeflow' "$work/mixed.yaml" || fail "mixed recipe"
+
+# Every deployer: byte-identical across runs, checksums hold, scripts parse.
+for d in helm argocd argocd-helm flux helmfile; do
+  extra=()
+  [[ $d == argocd ]] && extra=(--repo-url https://git.example.com/gpu.git)
+  "$bin" bundle -r "$work/recipe.yaml" --deployer "$d" -o "$work/$d.1" "${extra[@]}" >/dev/null
+  "$bin" bundle -r "$work/recipe.yaml" --deployer "$d" -o "$work/$d.2" "${extra[@]}" >/dev/null
+  diff -r "$work/$d.1" "$work/$d.2" >/dev/null || fail "$d bundle differs between runs"
+  (cd "$work/$d.1" && sha256sum --quiet -c checksums.txt) || fail "$d checksums"
+  cmp -s "$work/$d.1/recipe.yaml" "$work/recipe.yaml" || fail "$d bundle does not carry the recipe"
+  while IFS= read -r script; do
+    bash -n "$script" || fail "$script does not parse"
+  done < <(find "$work/$d.1" -name '*.sh')
+done
+[[ -x "$work/helm.1/deploy.sh" ]] || fail "deploy.sh not executable"
+
+# A non-empty output directory is refused.
+set +e
+"$bin" bundle -r "$work/recipe.yaml" --deployer helm -o "$work/helm.1" 2>/dev/null; rc=$?
+set -e
+[[ $rc == 2 ]] || fail "non-empty output directory accepted ($rc)"
+echo "cli_test: ok"
