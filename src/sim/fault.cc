@@ -144,7 +144,12 @@ Fault parse_fault(const core::Value& v, std::string_view source, std::string_vie
                                              1000000, "how many flaps or errors"));
       }
       if (f.type == FaultType::IbPortFlap) {
-        f.period_s = r.number("period", 4.0, 0.1, 3600, "seconds between flaps, e.g. 4");
+        if (const core::Value* p = r.get("period")) {
+          f.period_s = seconds_from(*p, source, r.field("period"));
+          if (f.period_s < 0.1) {
+            r.fail("period", *p, "is shorter than 0.1 s", "use seconds between flaps, e.g. 4s");
+          }
+        }
       }
       break;
     case FaultType::Thermal: f.active = r.boolean("active", true); break;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/duration.h"
 #include "core/errors.h"
 #include "core/json.h"
 
@@ -28,6 +29,21 @@ void fail_field(std::string_view source, std::string_view field, std::string_vie
   msg.append(field).append(": ").append(problem);
   if (!fix.empty()) msg.append(" (").append(fix).append(")");
   throw core::InvalidInput(msg);
+}
+
+double seconds_from(const core::Value& v, std::string_view source, std::string_view field) {
+  double s = -1;
+  if (v.is_number()) {
+    s = v.as_double();
+  } else if (v.is_string()) {
+    if (auto d = core::try_parse_duration(v.as_string()))
+      s = std::chrono::duration<double>(*d).count();
+  }
+  if (!(s >= 0) || s > 365.0 * 24 * 3600) {
+    fail_field(source, field, "value " + describe_value(v) + " is not a duration",
+               "write seconds (30) or a duration such as \"90s\", \"2m\", \"1h30m\"");
+  }
+  return s;
 }
 
 FieldReader::FieldReader(const core::Value& v, std::string source, std::string path)

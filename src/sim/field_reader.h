@@ -21,6 +21,10 @@ std::string describe_value(const core::Value& v);
 [[noreturn]] void fail_field(std::string_view source, std::string_view field,
                              std::string_view problem, std::string_view fix);
 
+// Seconds from a YAML value: a number, or a Go duration string ("90s", "1m30s").
+// Throws core::InvalidInput naming `field`.
+double seconds_from(const core::Value& v, std::string_view source, std::string_view field);
+
 class FieldReader {
  public:
   // `v` must be a map (null reads as an empty map); `path` is its field path ("spec").

@@ -91,6 +91,16 @@ NcclTestConfig parse_nccl_test_args(const std::vector<std::string>& args) {
   return c;
 }
 
+double allreduce_test_seconds(const BandwidthEstimate& e, const NcclTestConfig& config) {
+  double us = 0;
+  for (std::uint64_t size = config.min_bytes; size <= config.max_bytes;) {
+    us += 2.0 * (config.warmup_iters + config.iters) * allreduce_time_us(e, size / 4 * 4);
+    if (size > config.max_bytes / config.step_factor) break;
+    size *= config.step_factor;
+  }
+  return 3.0 + 0.2 * e.nodes + us / 1e6;  // communicator init grows with the node count
+}
+
 NcclTestResult run_allreduce_test(const std::vector<GroupMember>& members,
                                   const NcclTestConfig& config) {
   BandwidthEstimate est = estimate_allreduce(members);

@@ -32,6 +32,10 @@ struct NcclTestResult {
   int exit_code = 0;
 };
 
+// Wall time of a whole all_reduce_perf run (init, then warmup + iters of every size in both
+// placements), for how long the pod runs.
+double allreduce_test_seconds(const BandwidthEstimate& e, const NcclTestConfig& config);
+
 // The run of all_reduce_perf over `members` (one rank per GPU of each member).
 NcclTestResult run_allreduce_test(const std::vector<GroupMember>& members,
                                   const NcclTestConfig& config);

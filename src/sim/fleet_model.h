@@ -1,0 +1,77 @@
+// Every simulated node's GPU/fabric/host model plus the event timeline, in simulated time.
+// No Kubernetes here: the kubelet layer (sim/kubelet) mirrors what this decides into the
+// API server. Not thread-safe; the owner serializes calls.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/value.h"
+#include "sim/bandwidth_model.h"
+#include "sim/fleet_spec.h"
+#include "sim/node_model.h"
+#include "sim/scenario.h"
+
+namespace gpufleet::sim {
+
+struct AppliedEvent {
+  double at_s = 0;
+  EventKind kind = EventKind::Fault;
+  std::string node;  // empty for scale
+  std::string what;  // "xid 79 gpu 3", "reboot, down 60s", "boot", "scale h100 8 -> 12"
+  std::vector<std::string> added;    // scale: nodes created
+  std::vector<std::string> removed;  // scale: nodes deleted
+  std::string error;                 // the event could not apply (target gone, bad GPU)
+};
+
+class FleetModel {
+ public:
+  explicit FleetModel(FleetSpec spec, double now_s = 0);
+  FleetModel(const FleetModel&) = delete;
+  FleetModel& operator=(const FleetModel&) = delete;
+
+  [[nodiscard]] const FleetSpec& spec() const noexcept { return spec_; }
+  // Current nodes, pool by pool, in index order.
+  [[nodiscard]] std::vector<std::string> node_names() const;
+  [[nodiscard]] std::size_t size() const noexcept { return nodes_.size(); }
+  NodeModel* find(std::string_view name);
+  [[nodiscard]] const NodeModel* find(std::string_view name) const;
+  // True while a reboot keeps the node down (NotReady, no pods).
+  [[nodiscard]] bool is_down(std::string_view name) const;
+  // Simulated time the node comes back from a reboot (or a negative value).
+  [[nodiscard]] double down_until(std::string_view name) const;
+
+  // Queues an event for its `at_s`.
+  void schedule(SimEvent e);
+  [[nodiscard]] std::size_t pending_events() const noexcept { return queue_.size(); }
+  // Applies queued events due by `now_s`, IB flaps, and boots of rebooted nodes whose down
+  // time is over. Events on vanished targets are reported with `error`, not thrown.
+  std::vector<AppliedEvent> advance(double now_s);
+  // Applies one event at once; throws core::InvalidInput on an unknown node/pool/GPU.
+  std::vector<AppliedEvent> apply(const SimEvent& e, double now_s);
+
+  // The members of an NCCL group (throws core::InvalidInput naming an unknown host).
+  [[nodiscard]] std::vector<GroupMember> group(const std::vector<std::string>& hosts) const;
+  // Writes every node's signal files under `root` (only files that changed).
+  std::size_t write_signals(const std::string& root) const;
+  // Counts for the status summary: nodes per pool, down, faulty, GPUs, ports.
+  [[nodiscard]] core::Value summary(double now_s) const;
+
+ private:
+  std::vector<std::string> targets(const SimEvent& e);
+  void add_node(std::size_t pool, int index, double now_s);
+  std::vector<AppliedEvent> scale(const std::string& pool, int count, double now_s);
+
+  FleetSpec spec_;
+  std::vector<std::string> order_;
+  std::unordered_map<std::string, std::unique_ptr<NodeModel>> nodes_;
+  std::unordered_map<std::string, double> down_until_;
+  std::vector<SimEvent> queue_;  // sorted by at_s, stable
+  std::uint64_t picks_ = 0;
+};
+
+}  // namespace gpufleet::sim
