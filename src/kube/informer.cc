@@ -199,7 +199,9 @@ bool Informer::watch_once() {
 void Informer::run() {
   Backoff backoff(options_.backoff_base, options_.backoff_max);
   next_resync_ = std::chrono::steady_clock::now() + options_.resync_period;
-  bool need_list = true;
+  // After stop() and start() the cache resumes watching from where it stopped; the server
+  // answers 410 if that version is gone, and the relist then catches up.
+  bool need_list = !synced_ || resource_version().empty();
   while (!stopping_) {
     try {
       if (need_list) {

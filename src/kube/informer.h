@@ -61,6 +61,8 @@ class Informer {
   void add_index(const std::string& name, IndexFunc func);
   void add_handlers(EventHandlers handlers);
 
+  // Starts the list+watch thread. After stop(), start() resumes from the cache's
+  // resourceVersion instead of listing again (a relist follows if the server says 410).
   void start();
   // Stops the watch and joins the thread. Idempotent.
   void stop();
