@@ -126,7 +126,7 @@ Val Program::evaluate(const Activation& activation) const {
     ctx.slots = inline_slots;
   }
   try {
-    return evaluate_expr(*impl_->root, ctx);
+    return evaluate_expr(*impl_->root, ctx).detach();
   } catch (const CostLimitExceeded&) {
     return Val::error("evaluation cost limit of " + std::to_string(impl_->cost_limit) +
                       " units exceeded (the expression does too much work; simplify it or raise "

@@ -240,7 +240,7 @@ Val make_map(std::vector<std::pair<Val, Val>> entries) {
 Val evaluate_expr(const Expr& e, EvalContext& ctx) {
   ctx.charge(1);
   switch (e.op) {
-    case Op::Const: return e.value.borrowed();
+    case Op::Const: return e.value.program_view();
     case Op::Var: return eval_var(e, ctx);
     case Op::Slot: return ctx.slots[e.slot];
     case Op::Select: return select_field(evaluate_expr(*e.target, ctx), e.name);

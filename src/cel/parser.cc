@@ -1,5 +1,6 @@
 #include "cel/parser.h"
 
+#include <algorithm>
 #include <limits>
 #include <utility>
 
@@ -95,6 +96,21 @@ class Parser {
     e->offset = offset;
     return e;
   }
+  // Records the height of a node whose children are set; long operator chains such as
+  // `a + b + ... + z` grow the tree without nesting, so the height is bounded separately.
+  ExprPtr seal(ExprPtr e) {
+    std::uint32_t h = 0;
+    if (e->target) h = e->target->height;
+    for (const auto& a : e->args) h = std::max(h, a->height);
+    e->height = h + 1;
+    if (e->height > limits_.max_height) {
+      fail(e->offset, "expression nested too deeply (more than " +
+                          std::to_string(limits_.max_height) +
+                          " levels; split it into smaller rules)");
+    }
+    return e;
+  }
+
   ExprPtr call(std::string fn, std::size_t offset, ExprPtr a, ExprPtr b = nullptr,
                ExprPtr c = nullptr) {
     ExprPtr e = node(ExprKind::Call, offset);
@@ -102,7 +118,7 @@ class Parser {
     e->args.push_back(std::move(a));
     if (b) e->args.push_back(std::move(b));
     if (c) e->args.push_back(std::move(c));
-    return e;
+    return seal(std::move(e));
   }
 
   ExprPtr expr() {
@@ -247,7 +263,7 @@ class Parser {
           ExprPtr s = node(ExprKind::Select, at);
           s->name = std::move(name);
           s->target = std::move(e);
-          e = std::move(s);
+          e = seal(std::move(s));
         }
       } else if (tok_.kind == Tok::LBracket) {
         Depth d(*this);
@@ -289,7 +305,7 @@ class Parser {
       advance();
     }
     expect(Tok::RBrace, "'}' to close the message literal");
-    return s;
+    return seal(std::move(s));
   }
 
   std::vector<ExprPtr> expr_list(Tok close, const char* what) {
@@ -354,7 +370,7 @@ class Parser {
         advance();
         ExprPtr e = node(ExprKind::List, t.offset);
         e->args = expr_list(Tok::RBracket, "']' to close the list");
-        return e;
+        return seal(std::move(e));
       }
       case Tok::LBrace: {
         advance();
@@ -367,7 +383,7 @@ class Parser {
           advance();
         }
         expect(Tok::RBrace, "'}' to close the map");
-        return e;
+        return seal(std::move(e));
       }
       case Tok::Dot:
       case Tok::Ident: {
@@ -404,12 +420,12 @@ class Parser {
         fail(arg->offset, "has() needs a field selection such as has(a.b)");
       }
       arg->test_only = true;
-      return arg;
+      return seal(std::move(arg));
     }
     ExprPtr e = node(ExprKind::Call, at);
     e->name = std::move(name);
     e->args = std::move(args);
-    return e;
+    return seal(std::move(e));
   }
 
   ExprPtr receiver_call(std::string name, std::size_t at, ExprPtr target,
@@ -441,14 +457,14 @@ class Parser {
         c->iter_var = args[0]->name;
         c->args.push_back(std::move(target));
         for (std::size_t i = 1; i < args.size(); ++i) c->args.push_back(std::move(args[i]));
-        return c;
+        return seal(std::move(c));
       }
     }
     ExprPtr e = node(ExprKind::Call, at);
     e->name = std::move(name);
     e->target = std::move(target);
     e->args = std::move(args);
-    return e;
+    return seal(std::move(e));
   }
 
   Lexer lex_;

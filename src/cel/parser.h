@@ -11,7 +11,8 @@ namespace gpufleet::cel {
 
 struct ParseLimits {
   std::size_t max_source_bytes = 100 * 1024;
-  std::size_t max_depth = 250;  // nesting of sub-expressions
+  std::size_t max_depth = 250;   // nesting of sub-expressions while parsing
+  std::size_t max_height = 400;  // longest path in the tree (bounds evaluation recursion)
   std::size_t max_nodes = 50000;
 };
 

@@ -45,19 +45,19 @@ Val Val::map(std::vector<std::pair<Val, Val>> entries) {
 Val Val::error(std::string message) {
   auto* obj = new ErrObj(std::move(message));
   Val v(ValKind::Error);
+  v.p_.error = obj;
   v.owner_ = obj;
   return v;
 }
 
 Val Val::opaque(OpaqueObj* adopted) noexcept {
   Val v(ValKind::Opaque);
+  v.p_.opaque = adopted;
   v.owner_ = adopted;
   return v;
 }
 
-const std::string& Val::error_message() const noexcept {
-  return static_cast<const ErrObj*>(owner_)->message;
-}
+const std::string& Val::error_message() const noexcept { return p_.error->message; }
 
 Val Val::from_core(const core::Value& v) noexcept {
   switch (v.kind()) {
@@ -135,6 +135,61 @@ bool Val::map_find(const Val& key, Val* out) const {
     }
   }
   return false;
+}
+
+namespace {
+
+bool needs_detach(const Val& v) {
+  if (v.kind() == ValKind::Opaque) return v.from_program();
+  if (v.kind() != ValKind::String && v.kind() != ValKind::Bytes && v.kind() != ValKind::List &&
+      v.kind() != ValKind::Map) {
+    return false;
+  }
+  if (v.from_program()) return true;
+  if (v.kind() == ValKind::List && !v.is_core_view()) {
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (needs_detach(v.list_at(i))) return true;
+    }
+  }
+  if (v.kind() == ValKind::Map && !v.is_core_view()) {
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (needs_detach(v.map_key_at(i)) || needs_detach(v.map_value_at(i))) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Val Val::detach() const {
+  if (!needs_detach(*this)) return *this;
+  switch (kind_) {
+    case ValKind::String: return string(std::string(text()));
+    case ValKind::Bytes: return bytes(std::string(text()));
+    case ValKind::List: {
+      std::vector<Val> items;
+      items.reserve(size());
+      for (std::size_t i = 0; i < size(); ++i) items.push_back(list_at(i).detach());
+      return list(std::move(items));
+    }
+    case ValKind::Map: {
+      std::vector<std::pair<Val, Val>> entries;
+      entries.reserve(size());
+      for (std::size_t i = 0; i < size(); ++i) {
+        entries.emplace_back(map_key_at(i).detach(), map_value_at(i).detach());
+      }
+      return map(std::move(entries));
+    }
+    case ValKind::Opaque: {
+      // Take a reference to the compiled constant's object instead of borrowing it.
+      Val v(ValKind::Opaque);
+      v.p_.opaque = p_.opaque;
+      v.owner_ = p_.opaque;
+      p_.opaque->refs.fetch_add(1, std::memory_order_relaxed);
+      return v;
+    }
+    default: return *this;
+  }
 }
 
 std::string_view Val::type_name() const noexcept {

@@ -114,10 +114,12 @@ class Val {
   // A view of bound data: strings/bytes/lists/maps borrow, scalars are copied.
   static Val from_core(const core::Value& v) noexcept;
 
-  Val(const Val& o) noexcept : kind_(o.kind_), core_(o.core_), p_(o.p_), owner_(o.owner_) {
+  Val(const Val& o) noexcept
+      : kind_(o.kind_), core_(o.core_), program_(o.program_), p_(o.p_), owner_(o.owner_) {
     if (owner_ != nullptr) owner_->refs.fetch_add(1, std::memory_order_relaxed);
   }
-  Val(Val&& o) noexcept : kind_(o.kind_), core_(o.core_), p_(o.p_), owner_(o.owner_) {
+  Val(Val&& o) noexcept
+      : kind_(o.kind_), core_(o.core_), program_(o.program_), p_(o.p_), owner_(o.owner_) {
     o.owner_ = nullptr;
   }
   Val& operator=(const Val& o) noexcept {
@@ -137,6 +139,7 @@ class Val {
   void swap(Val& o) noexcept {
     std::swap(kind_, o.kind_);
     std::swap(core_, o.core_);
+    std::swap(program_, o.program_);
     std::swap(p_, o.p_);
     std::swap(owner_, o.owner_);
   }
@@ -145,12 +148,24 @@ class Val {
   [[nodiscard]] Val borrowed() const noexcept {
     Val v(kind_);
     v.core_ = core_;
+    v.program_ = program_;
     v.p_ = p_;
     return v;
   }
+  // A borrowed copy of a compiled constant, marked so that detach() can copy it out.
+  [[nodiscard]] Val program_view() const noexcept {
+    Val v = borrowed();
+    v.program_ = true;
+    return v;
+  }
+  // A copy that borrows nothing from a Program (it may still borrow bound core::Values):
+  // what Program::evaluate returns, so results outlive the Program.
+  [[nodiscard]] Val detach() const;
 
   [[nodiscard]] ValKind kind() const noexcept { return kind_; }
   [[nodiscard]] bool is_error() const noexcept { return kind_ == ValKind::Error; }
+  [[nodiscard]] bool from_program() const noexcept { return program_; }
+  [[nodiscard]] bool is_core_view() const noexcept { return core_; }
   [[nodiscard]] bool is_bool() const noexcept { return kind_ == ValKind::Bool; }
   [[nodiscard]] bool is_number() const noexcept {
     return kind_ == ValKind::Int || kind_ == ValKind::Uint || kind_ == ValKind::Double;
@@ -164,9 +179,7 @@ class Val {
   [[nodiscard]] std::int64_t seconds() const noexcept { return p_.t.seconds; }
   [[nodiscard]] std::int32_t nanos() const noexcept { return p_.t.nanos; }
   [[nodiscard]] const std::string& error_message() const noexcept;
-  [[nodiscard]] const OpaqueObj& opaque() const noexcept {
-    return *static_cast<const OpaqueObj*>(owner_);
-  }
+  [[nodiscard]] const OpaqueObj& opaque() const noexcept { return *p_.opaque; }
 
   // Lists and maps: size and element access work for both bound data and built values.
   [[nodiscard]] std::size_t size() const noexcept;
@@ -222,10 +235,13 @@ class Val {
     const core::Map* cmap;
     const ListObj* list;
     const MapObj* map;
+    const OpaqueObj* opaque;
+    const ErrObj* error;
   };
 
   ValKind kind_;
-  bool core_ = false;  // list/map payload points into a core::Value
+  bool core_ = false;     // list/map payload points into a core::Value
+  bool program_ = false;  // borrowed from a Program's constants
   Payload p_;
   const Obj* owner_ = nullptr;
 
