@@ -270,11 +270,17 @@ std::string Quantity::to_string() const {
     mantissa *= 10;
     --exponent;
   }
+  std::string out = int_to_string(mantissa);
   if (format == Format::DecimalExponent) {
-    return int_to_string(mantissa) + (exponent == 0 ? "" : "e" + std::to_string(exponent));
+    if (exponent != 0) {
+      out += 'e';
+      out += std::to_string(exponent);
+    }
+    return out;
   }
   static constexpr std::string_view kDecimal[] = {"n", "u", "m", "", "k", "M", "G", "T", "P", "E"};
-  return int_to_string(mantissa) + std::string(kDecimal[(exponent + 9) / 3]);
+  out += kDecimal[(exponent + 9) / 3];
+  return out;
 }
 
 double Quantity::as_double() const noexcept {
