@@ -31,9 +31,10 @@ case "$action" in
       if (( kubectl_ok )); then
         kubectl --kubeconfig "$kc" -n default get serviceaccount default >/dev/null 2>&1 && break
       else
-        # No kubectl: ask the apiserver with curl using the admin client cert.
-        "$bin" kubeconfig --help >/dev/null 2>&1 || true
-        break
+        # No kubectl: ask the apiserver with curl and the admin client cert.
+        port="$(sed -n 's/.*"apiserverPort": *\([0-9]*\).*/\1/p' "$dir/config.json")"
+        curl -sf --cacert "$dir/pki/ca.crt" --cert "$dir/pki/admin.crt" --key "$dir/pki/admin.key" \
+          "https://127.0.0.1:$port/api/v1/namespaces/default/serviceaccounts/default" >/dev/null 2>&1 && break
       fi
       if (( $(date +%s) > deadline )); then
         echo "kube-local-fixture: default ServiceAccount not created within 60s; controller-manager log:" >&2
