@@ -599,6 +599,11 @@ void Client::invalidate_discovery() {
   impl_->discovery.clear();
 }
 
+Client::TransportStats Client::transport_stats() const {
+  HttpTransport::Stats s = impl_->transport.stats();
+  return {s.transfers, s.new_connections, s.http2};
+}
+
 std::string Client::get_raw(std::string_view path) {
   RequestInfo info{"get", std::string(path), "", ""};
   return impl_->execute("GET", std::string(path), "application/json, */*", {}, {}, info, true).body;

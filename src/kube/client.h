@@ -192,6 +192,14 @@ class Client {
   // A raw GET of a path ("/version", "/readyz"), returning the body.
   std::string get_raw(std::string_view path);
 
+  // Connection use so far: with HTTP/2 every request and watch shares one connection.
+  struct TransportStats {
+    std::uint64_t requests = 0;  // finished requests and watches
+    std::uint64_t connections = 0;
+    std::uint64_t http2_requests = 0;
+  };
+  [[nodiscard]] TransportStats transport_stats() const;
+
  private:
   class Impl;
   std::unique_ptr<Impl> impl_;

@@ -147,6 +147,7 @@ struct HttpTransport::Impl {
   std::vector<std::shared_ptr<HttpStream>> to_cancel;
   bool stopping = false;
   std::map<CURL*, std::unique_ptr<Transfer>> running;
+  std::atomic<std::uint64_t> transfers{0}, new_connections{0}, http2{0};
 
   Impl() {
     std::call_once(g_curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
@@ -258,6 +259,12 @@ struct HttpTransport::Impl {
   // Completes a transfer: fulfils the promise or closes the stream.
   void finish(Transfer& t, CURLcode code, const char* override_message = nullptr) {
     std::optional<TransportError> error;
+    if (t.easy) {
+      long connects = 0;
+      curl_easy_getinfo(t.easy, CURLINFO_NUM_CONNECTS, &connects);
+      new_connections += static_cast<std::uint64_t>(connects);
+      ++transfers;
+    }
     if (code != CURLE_OK) {
       long sent = 0;
       if (t.easy) curl_easy_getinfo(t.easy, CURLINFO_REQUEST_SIZE, &sent);
@@ -272,6 +279,7 @@ struct HttpTransport::Impl {
       long version = 0;
       curl_easy_getinfo(t.easy, CURLINFO_HTTP_VERSION, &version);
       t.response.http_version = version == CURL_HTTP_VERSION_2_0 ? "2" : "1.1";
+      if (version == CURL_HTTP_VERSION_2_0) ++http2;
     }
     if (t.stream) {
       if (!t.status_reported) t.stream->on_status(0);
@@ -365,6 +373,10 @@ std::shared_ptr<HttpStream> HttpTransport::stream(HttpRequest request) {
   };
   impl_->submit(std::move(t));
   return s;
+}
+
+HttpTransport::Stats HttpTransport::stats() const {
+  return {impl_->transfers.load(), impl_->new_connections.load(), impl_->http2.load()};
 }
 
 std::string url_encode(std::string_view s) {

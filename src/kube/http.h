@@ -93,6 +93,13 @@ class HttpTransport {
   // Starts a streaming transfer; the body arrives in the returned stream.
   std::shared_ptr<HttpStream> stream(HttpRequest request);
 
+  struct Stats {
+    std::uint64_t transfers = 0;        // finished requests and streams
+    std::uint64_t new_connections = 0;  // TCP+TLS connections opened for them
+    std::uint64_t http2 = 0;            // transfers that used HTTP/2
+  };
+  [[nodiscard]] Stats stats() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -301,5 +301,27 @@ TEST(Discovery, BuiltInsAndGroupVersions) {
   EXPECT_THAT(client.get_raw("/readyz"), HasSubstr("ok"));
 }
 
+TEST(Transport, ManyWatchesAndRequestsShareOneHttp2Connection) {
+  Client client(admin_config());
+  TestNamespace ns(client);
+  std::vector<std::unique_ptr<WatchStream>> watches;
+  for (const auto& r : {resources::config_maps(), resources::pods(), resources::leases(),
+                        resources::events(), resources::service_accounts()}) {
+    WatchOptions wo;
+    wo.timeout_seconds = 1;
+    watches.push_back(client.watch(r, ns.name(), wo));
+  }
+  for (int i = 0; i < 10; ++i) client.list(resources::config_maps(), ns.name());
+  for (auto& w : watches) {
+    while (w->next()) {
+    }
+  }
+  watches.clear();
+  Client::TransportStats s = client.transport_stats();
+  EXPECT_GE(s.requests, 15u);
+  EXPECT_EQ(s.http2_requests, s.requests);
+  EXPECT_EQ(s.connections, 1u);
+}
+
 }  // namespace
 }  // namespace gpufleet::kube
