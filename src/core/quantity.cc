@@ -17,9 +17,17 @@ constexpr std::string_view kValidForms =
 
 constexpr Int128 kNanosPerUnit = 1'000'000'000;
 // The largest magnitude a quantity may hold: 2^63-1 units, in nanos.
-constexpr Int128 kMaxNanos = Int128{std::numeric_limits<std::int64_t>::max()} * kNanosPerUnit;
-// Decimal digits of kMaxNanos (9223372036854775807000000000): anything longer is capped.
-constexpr std::size_t kMaxNanosDigits = 28;
+// Binary quantities are capped at 2^63-1 units, as the API server caps them.
+constexpr Int128 kMaxBinaryNanos = Int128{std::numeric_limits<std::int64_t>::max()} * kNanosPerUnit;
+// The representable range: 38 decimal digits of nanos, so 29 digits before the point.
+constexpr std::size_t kMaxNanosDigits = 38;
+constexpr Int128 kMaxNanos = [] {
+  Int128 v = 1;
+  for (std::size_t i = 0; i < kMaxNanosDigits; ++i) v *= 10;
+  return v - 1;
+}();
+constexpr std::string_view kTooLarge =
+    "it is too large: quantities hold at most 29 digits before the decimal point";
 
 std::string quoted(std::string_view s) {
   std::string out = "\"";
@@ -156,11 +164,13 @@ std::string parse_quantity(std::string_view text, Int128& nanos, Quantity::Forma
   if (exponent1024 > 0) digits = multiply_digits(digits, std::uint64_t{1} << (10 * exponent1024));
 
   const std::int64_t shift = exponent10 + 9;  // power of ten that turns digits into nanos
+  const bool binary = format == Quantity::Format::BinarySI;
   Int128 magnitude = 0;
   const auto length = static_cast<std::int64_t>(digits.size());
   if (shift >= 0) {
     if (length + shift > static_cast<std::int64_t>(kMaxNanosDigits)) {
-      magnitude = kMaxNanos;
+      if (!binary) return std::string(kTooLarge);
+      magnitude = kMaxBinaryNanos;
     } else {
       magnitude = digits_to_int(digits);
       for (std::int64_t i = 0; i < shift; ++i) magnitude *= 10;
@@ -170,13 +180,15 @@ std::string parse_quantity(std::string_view text, Int128& nanos, Quantity::Forma
   } else {
     const std::size_t keep = static_cast<std::size_t>(length + shift);
     if (keep > kMaxNanosDigits) {
-      magnitude = kMaxNanos;
+      if (!binary) return std::string(kTooLarge);
+      magnitude = kMaxBinaryNanos;
     } else {
       magnitude = digits_to_int(std::string_view(digits).substr(0, keep));
       if (digits.find_first_not_of('0', keep) != std::string::npos) ++magnitude;  // round up
     }
   }
-  if (magnitude > kMaxNanos) magnitude = kMaxNanos;
+  if (magnitude > kMaxNanos) return std::string(kTooLarge);
+  if (binary && magnitude > kMaxBinaryNanos) magnitude = kMaxBinaryNanos;
   nanos = negative ? -magnitude : magnitude;
   return "";
 }
@@ -206,17 +218,18 @@ std::optional<Quantity> Quantity::try_parse(std::string_view text) noexcept {
 
 Quantity Quantity::from_value(const Value& v, std::string_view field) {
   if (const std::string* s = v.if_string()) {
+    // The API server trims surrounding spaces from JSON strings (" 1" reads as 1).
+    std::string_view text = *s;
+    while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+    while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
     try {
-      return parse(*s);
+      return parse(text);
     } catch (const InvalidInput& e) {
       throw InvalidInput(std::string(field) + ": " + e.what());
     }
   }
   if (v.is_int()) return from_int64(v.as_int());
-  if (v.is_uint()) {
-    const Int128 nanos = Int128{v.as_uint()} * kNanosPerUnit;
-    return Quantity(nanos > kMaxNanos ? kMaxNanos : nanos, Format::DecimalSI);
-  }
+  if (v.is_uint()) return Quantity(Int128{v.as_uint()} * kNanosPerUnit, Format::DecimalSI);
   if (v.is_double()) {
     const double d = v.as_double();
     if (!std::isfinite(d)) {
@@ -225,7 +238,11 @@ Quantity Quantity::from_value(const Value& v, std::string_view field) {
     }
     char buffer[64];
     const auto result = std::to_chars(buffer, buffer + sizeof buffer, d);
-    return parse(std::string_view(buffer, static_cast<std::size_t>(result.ptr - buffer)));
+    try {
+      return parse(std::string_view(buffer, static_cast<std::size_t>(result.ptr - buffer)));
+    } catch (const InvalidInput& e) {
+      throw InvalidInput(std::string(field) + ": " + e.what());
+    }
   }
   throw InvalidInput(std::string(field) + ": expected a quantity (a string such as \"1.5Gi\" or " +
                      "a number) but found a " + std::string(kind_name(v.kind())));
@@ -279,6 +296,11 @@ std::string Quantity::to_string() const {
     return out;
   }
   static constexpr std::string_view kDecimal[] = {"n", "u", "m", "", "k", "M", "G", "T", "P", "E"};
+  if (exponent > 18) {  // beyond E there is no suffix: fall back to exponent notation
+    out += 'e';
+    out += std::to_string(exponent);
+    return out;
+  }
   out += kDecimal[(exponent + 9) / 3];
   return out;
 }
@@ -288,10 +310,15 @@ double Quantity::as_double() const noexcept {
          static_cast<double>(nanos_ % kNanosPerUnit) / 1e9;
 }
 
-std::int64_t Quantity::as_int64() const noexcept {
+std::int64_t Quantity::as_int64() const {
   Int128 units = nanos_ / kNanosPerUnit;
   if (nanos_ % kNanosPerUnit != 0) units += nanos_ < 0 ? -1 : 1;
-  return static_cast<std::int64_t>(units);  // |units| <= 2^63-1 by the cap
+  if (units > std::numeric_limits<std::int64_t>::max() ||
+      units < std::numeric_limits<std::int64_t>::min()) {
+    throw InvalidInput("quantity " + to_string() +
+                       " is too large for a 64-bit integer (the limit is about 9.2E)");
+  }
+  return static_cast<std::int64_t>(units);
 }
 
 std::int64_t Quantity::as_int64_milli() const {
@@ -309,17 +336,21 @@ std::int64_t Quantity::as_int64_milli() const {
 Quantity Quantity::checked(Int128 nanos, Format format, const char* operation) {
   if (nanos > kMaxNanos || nanos < -kMaxNanos) {
     throw InvalidInput(std::string("quantity ") + operation +
-                       " overflows: the result exceeds 2^63-1 in magnitude");
+                       " overflows: the result has more than 29 digits before the decimal point");
   }
   return Quantity(nanos, format);
 }
 
 Quantity Quantity::operator+(const Quantity& o) const {
-  return checked(nanos_ + o.nanos_, format_, "addition");
+  Int128 sum = 0;
+  if (__builtin_add_overflow(nanos_, o.nanos_, &sum)) sum = kMaxNanos + 1;
+  return checked(sum, format_, "addition");
 }
 
 Quantity Quantity::operator-(const Quantity& o) const {
-  return checked(nanos_ - o.nanos_, format_, "subtraction");
+  Int128 difference = 0;
+  if (__builtin_sub_overflow(nanos_, o.nanos_, &difference)) difference = kMaxNanos + 1;
+  return checked(difference, format_, "subtraction");
 }
 
 Quantity Quantity::operator-() const noexcept { return Quantity(-nanos_, format_); }

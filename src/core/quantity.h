@@ -9,12 +9,15 @@
 // "1E" is one exa; "1E3" is 1000.
 //
 // Like the API server, values are kept to nano precision (more precise input is rounded up,
-// away from zero: "0.1n" is 1n) and capped at 2^63-1 in magnitude ("99999E" becomes
-// 9223372036854775807). A quantity remembers the kind of suffix it was written with and
-// serializes in the API server's canonical form for that kind: no fractional digits, the
-// largest suffix that loses nothing ("1.5Gi" -> "1536Mi", "1000m" -> "1", "0.5" -> "500m",
-// "2e3" stays "2e3", "1.5e3" -> "1500"). Binary values under 1024 in magnitude or with a
-// fraction are written with decimal suffixes ("0.5Ki" -> "512").
+// away from zero: "0.1n" is 1n, "0.000000000001Ki" is 2n) and binary quantities are capped at
+// 2^63-1 in magnitude ("9Ei" becomes 9223372036854775807). Decimal quantities may be larger
+// ("12E"), up to 29 digits before the point; beyond that parsing fails (the API server would
+// keep arbitrary precision; nothing real needs it). A quantity remembers the kind of suffix it
+// was written with and serializes in the API server's canonical form for that kind: no
+// fractional digits, the largest suffix that loses nothing ("1.5Gi" -> "1536Mi", "1000m" ->
+// "1", "0.5" -> "500m", "2e3" stays "2e3", "1.5e3" -> "1500", "1000E" -> "1e21"). Binary values
+// under 1024 in magnitude or with a fraction are written with decimal suffixes
+// ("0.5Ki" -> "512").
 #pragma once
 
 #include <compare>
@@ -39,7 +42,8 @@ class Quantity {
   // Throws InvalidInput naming the text and the valid forms.
   static Quantity parse(std::string_view text);
   static std::optional<Quantity> try_parse(std::string_view text) noexcept;
-  // From a JSON/YAML value: a string is parsed, an integer is taken as is (DecimalSI), a
+  // From a JSON/YAML value: a string is parsed (surrounding spaces ignored, as the API server
+  // does), an integer is taken as is (DecimalSI), a
   // double is read from its shortest decimal text. Throws InvalidInput for anything else;
   // `field` names the field in the message.
   static Quantity from_value(const Value& v, std::string_view field = "quantity");
@@ -56,13 +60,14 @@ class Quantity {
   // Nearest double; for display and ratios only, never for comparisons.
   [[nodiscard]] double as_double() const noexcept;
   // The value in whole units, rounded up away from zero (like Quantity.Value()): 100m -> 1.
-  [[nodiscard]] std::int64_t as_int64() const noexcept;
+  // Throws InvalidInput beyond int64 (only decimal quantities above about 9.2E).
+  [[nodiscard]] std::int64_t as_int64() const;
   // The value in thousandths, rounded up away from zero (like MilliValue()): 1.5 -> 1500.
   // Throws InvalidInput when it does not fit in int64 (beyond about 9.2 peta-units).
   [[nodiscard]] std::int64_t as_int64_milli() const;
 
   // Exact arithmetic; the result keeps this quantity's format. Throws InvalidInput when the
-  // result exceeds 2^63-1 in magnitude.
+  // result leaves the representable range (29 digits before the point).
   [[nodiscard]] Quantity operator+(const Quantity& o) const;
   [[nodiscard]] Quantity operator-(const Quantity& o) const;
   [[nodiscard]] Quantity operator-() const noexcept;
@@ -84,7 +89,7 @@ class Quantity {
   Quantity(Int128 nanos, Format format) noexcept : nanos_(nanos), format_(format) {}
   static Quantity checked(Int128 nanos, Format format, const char* operation);
 
-  Int128 nanos_ = 0;  // value * 10^9; |value| <= 2^63-1
+  Int128 nanos_ = 0;  // value * 10^9, below 10^38 in magnitude
   Format format_ = Format::DecimalSI;
 };
 

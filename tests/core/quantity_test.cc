@@ -69,13 +69,47 @@ TEST(Quantity, CanonicalFormsTable) {
       {"1P", "1P"},
       {"1G", "1G"},
       {"9223372036854775807", "9223372036854775807"},
-      // Capped at 2^63-1 like the API server.
-      {"9223372036854775808", "9223372036854775807"},
-      {"99999E", "9223372036854775807"},
-      {"8Ei", "9223372036854775807"},
-      {"1e100", "9223372036854775807"},
-      {"-9223372036854775808", "-9223372036854775807"},
       {"1e-100000", "1e-9"},
+      // Binary quantities are capped at 2^63-1 like the API server; decimal ones are not.
+      {"8Ei", "9223372036854775807"},
+      {"9Ei", "9223372036854775807"},
+      {"9223372036854775807Ki", "9223372036854775807"},
+      {"-9Ei", "-9223372036854775807"},
+      {"9223372036854775808", "9223372036854775808"},
+      {"-9223372036854775809", "-9223372036854775809"},
+      {"12E", "12E"},
+      {"99999E", "99999E"},
+      {"1000E", "1e21"},
+      {"5000E", "5e21"},
+      {"1e21", "1e21"},
+      {"1000000E", "1e24"},
+      {"99999999999999999999999999999", "99999999999999999999999999999"},
+      {"99999999999999999999999999999.999999999", "99999999999999999999999999999999999999n"},
+      // From the API server's own tables.
+      {"1024Mi", "1Gi"},
+      {"300Mi", "300Mi"},
+      {"1001Gi", "1001Gi"},
+      {"1000M", "1G"},
+      {"0.001T", "1G"},
+      {".001Ki", "1024m"},
+      {".000001Ki", "1024u"},
+      {".000000001Ki", "1024n"},
+      {".000000000001Ki", "2n"},
+      {"1.G", "1G"},
+      {"100.035k", "100035"},
+      {"0.0005k", "500m"},
+      {"3.001n", "4n"},
+      {"1.1E-9", "2e-9"},
+      {"0.00000012345", "124n"},
+      {"0.5e-9", "1e-9"},
+      {"0.08", "80m"},
+      {"80e-3", "80e-3"},
+      {"300e6", "300e6"},
+      {"1.08", "1080m"},
+      {"1080000000n", "1080m"},
+      {"1025", "1025"},
+      {"1.3E+6", "1300e3"},
+      {"7.123456M", "7123456"},
   };
   for (const auto& [input, expected] : table) {
     EXPECT_EQ(canonical(input), expected) << input;
@@ -93,10 +127,44 @@ TEST(Quantity, RemembersFormat) {
 }
 
 TEST(Quantity, RejectsBadInputNamingValueAndForms) {
-  for (const char* text :
-       {"",      " ",     " 1",   "1 ",    "1.5.5", "abc",  "1Kb",  "1e",   "1e+",
-        "1ki",   "1 Gi",  "--1",  "+-1",   "1K",    "Gi",   ".",    "+",    "-",
-        "1.5gi", "1e1.5", "0x10", "1,000", "1mm",   "1Gi ", "1e3k", "\xff", "１"}) {
+  for (const char* text : {"",
+                           " ",
+                           " 1",
+                           "1 ",
+                           "1.5.5",
+                           "abc",
+                           "1Kb",
+                           "1e",
+                           "1e+",
+                           "1ki",
+                           "1 Gi",
+                           "--1",
+                           "+-1",
+                           "1K",
+                           "Gi",
+                           ".",
+                           "+",
+                           "-",
+                           "1.5gi",
+                           "1e1.5",
+                           "0x10",
+                           "1,000",
+                           "1mm",
+                           "1Gi ",
+                           "1e3k",
+                           "\xff",
+                           "１",
+                           "1.1.M",
+                           "1+1.0M",
+                           "0.1mi",
+                           "0.1am",
+                           ".5i",
+                           "1i",
+                           "-3.01i",
+                           "-3.01e-",
+                           "1e100",
+                           "100000000000000000000000000000",
+                           "1e29"}) {
     EXPECT_FALSE(Quantity::try_parse(text).has_value()) << text;
     EXPECT_THROW(Quantity::parse(text), InvalidInput) << text;
   }
@@ -136,11 +204,16 @@ TEST(Quantity, Arithmetic) {
   Quantity total;
   for (int i = 0; i < 3; ++i) total += Quantity::parse("250m");
   EXPECT_EQ(total.to_string(), "750m");
-  const Quantity max = Quantity::from_int64(std::numeric_limits<std::int64_t>::max());
-  EXPECT_THROW((void)(max + Quantity::parse("1")), InvalidInput);
-  EXPECT_THROW((void)(-max - Quantity::parse("1")), InvalidInput);
-  EXPECT_THROW((void)(Quantity::parse("1Ei") * 16), InvalidInput);
-  EXPECT_THROW((void)(max * std::numeric_limits<std::int64_t>::max()), InvalidInput);
+  const Quantity int64_max = Quantity::from_int64(std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ((int64_max + Quantity::parse("1")).to_string(), "9223372036854775808");
+  const Quantity max = Quantity::parse("99999999999999999999999999999.999999999");
+  EXPECT_THROW((void)(max + Quantity::parse("1n")), InvalidInput);
+  EXPECT_THROW((void)(-max - Quantity::parse("1n")), InvalidInput);
+  EXPECT_THROW((void)(max + max), InvalidInput);
+  EXPECT_EQ((Quantity::parse("1Ei") * 16).to_string(), "16Ei");
+  EXPECT_THROW((void)(Quantity::parse("1Ei") * std::numeric_limits<std::int64_t>::max()),
+               InvalidInput);
+  EXPECT_THROW((void)(max * std::numeric_limits<std::int64_t>::min()), InvalidInput);
 }
 
 TEST(Quantity, IntegerAndDoubleViews) {
@@ -152,6 +225,9 @@ TEST(Quantity, IntegerAndDoubleViews) {
   EXPECT_EQ(Quantity::parse("-0.1m").as_int64_milli(), -1);
   EXPECT_EQ(Quantity::parse("9P").as_int64_milli(), 9'000'000'000'000'000'000);
   EXPECT_THROW((void)Quantity::parse("1E").as_int64_milli(), InvalidInput);
+  EXPECT_EQ(Quantity::parse("9223372036854775807").as_int64(), 9223372036854775807);
+  EXPECT_THROW((void)Quantity::parse("12E").as_int64(), InvalidInput);
+  EXPECT_THROW((void)Quantity::parse("9223372036854775807.1").as_int64(), InvalidInput);
   EXPECT_DOUBLE_EQ(Quantity::parse("1.5Gi").as_double(), 1610612736.0);
   EXPECT_DOUBLE_EQ(Quantity::parse("100m").as_double(), 0.1);
   EXPECT_DOUBLE_EQ(Quantity::parse("-2.5").as_double(), -2.5);
@@ -166,7 +242,10 @@ TEST(Quantity, FromJsonValue) {
   EXPECT_EQ(Quantity::from_value(Value(8)).to_string(), "8");
   EXPECT_EQ(Quantity::from_value(Value(0.5)).to_string(), "500m");
   EXPECT_EQ(Quantity::from_value(Value(std::uint64_t{18446744073709551615u})).to_string(),
-            "9223372036854775807");
+            "18446744073709551615");
+  EXPECT_EQ(Quantity::from_value(Value(" 1 ")).to_string(), "1");  // as the API server trims
+  EXPECT_EQ(Quantity::from_value(Value(1e21)).to_string(), "1e21");
+  EXPECT_THROW((void)Quantity::from_value(Value(1e300)), InvalidInput);
   try {
     (void)Quantity::from_value(Value(true), "resources.limits.memory");
     FAIL();
