@@ -35,11 +35,18 @@ class Map {
   using iterator = std::vector<MapEntry>::iterator;
   using const_iterator = std::vector<MapEntry>::const_iterator;
 
-  Map() = default;
+  // Special members are defined after MapEntry (clang needs the complete element type).
+  Map() noexcept;
   Map(std::initializer_list<MapEntry> entries);
+  Map(const Map&);
+  Map(Map&&) noexcept;
+  Map& operator=(const Map&);
+  Map& operator=(Map&&) noexcept;
+  ~Map();
 
-  [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
-  [[nodiscard]] bool empty() const noexcept { return entries_.empty(); }
+  // Defined after MapEntry: clang needs the complete element type here.
+  [[nodiscard]] std::size_t size() const noexcept;
+  [[nodiscard]] bool empty() const noexcept;
   const_iterator begin() const noexcept { return entries_.begin(); }
   const_iterator end() const noexcept { return entries_.end(); }
   iterator begin() noexcept { return entries_.begin(); }
@@ -57,7 +64,7 @@ class Map {
   // first duplicated key, if any (the later duplicate wins in the map).
   void append_unsorted(std::string key, Value v);
   std::optional<std::string> seal();
-  void reserve(std::size_t n) { entries_.reserve(n); }
+  void reserve(std::size_t n);
 
   friend bool operator==(const Map& a, const Map& b);
 
@@ -155,6 +162,15 @@ struct MapEntry {
   friend bool operator==(const MapEntry&, const MapEntry&) = default;
 };
 
+inline Map::Map() noexcept = default;
 inline Map::Map(std::initializer_list<MapEntry> entries) : entries_(entries) { seal(); }
+inline Map::Map(const Map&) = default;
+inline Map::Map(Map&&) noexcept = default;
+inline Map& Map::operator=(const Map&) = default;
+inline Map& Map::operator=(Map&&) noexcept = default;
+inline Map::~Map() = default;
+inline std::size_t Map::size() const noexcept { return entries_.size(); }
+inline bool Map::empty() const noexcept { return entries_.empty(); }
+inline void Map::reserve(std::size_t n) { entries_.reserve(n); }
 
 }  // namespace gpufleet::core
