@@ -321,6 +321,16 @@ std::int64_t Quantity::as_int64() const {
   return static_cast<std::int64_t>(units);
 }
 
+std::optional<std::int64_t> Quantity::as_exact_int64() const noexcept {
+  if (nanos_ % kNanosPerUnit != 0) return std::nullopt;
+  const Int128 units = nanos_ / kNanosPerUnit;
+  if (units > std::numeric_limits<std::int64_t>::max() ||
+      units < std::numeric_limits<std::int64_t>::min()) {
+    return std::nullopt;
+  }
+  return static_cast<std::int64_t>(units);
+}
+
 std::int64_t Quantity::as_int64_milli() const {
   constexpr Int128 kNanosPerMilli = 1'000'000;
   Int128 milli = nanos_ / kNanosPerMilli;

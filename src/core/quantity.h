@@ -62,6 +62,9 @@ class Quantity {
   // The value in whole units, rounded up away from zero (like Quantity.Value()): 100m -> 1.
   // Throws InvalidInput beyond int64 (only decimal quantities above about 9.2E).
   [[nodiscard]] std::int64_t as_int64() const;
+  // The value when it is a whole number that fits in int64 (like AsInt64()), else nullopt:
+  // "2k" -> 2000, "1500m" and "12E" -> nullopt.
+  [[nodiscard]] std::optional<std::int64_t> as_exact_int64() const noexcept;
   // The value in thousandths, rounded up away from zero (like MilliValue()): 1.5 -> 1500.
   // Throws InvalidInput when it does not fit in int64 (beyond about 9.2 peta-units).
   [[nodiscard]] std::int64_t as_int64_milli() const;

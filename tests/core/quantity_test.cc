@@ -228,6 +228,12 @@ TEST(Quantity, IntegerAndDoubleViews) {
   EXPECT_EQ(Quantity::parse("9223372036854775807").as_int64(), 9223372036854775807);
   EXPECT_THROW((void)Quantity::parse("12E").as_int64(), InvalidInput);
   EXPECT_THROW((void)Quantity::parse("9223372036854775807.1").as_int64(), InvalidInput);
+  EXPECT_EQ(Quantity::parse("2k").as_exact_int64(), 2000);
+  EXPECT_EQ(Quantity::parse("-9223372036854775808").as_exact_int64(),
+            std::numeric_limits<std::int64_t>::min());
+  EXPECT_EQ(Quantity::parse("1500m").as_exact_int64(), std::nullopt);
+  EXPECT_EQ(Quantity::parse("12E").as_exact_int64(), std::nullopt);
+  EXPECT_EQ(Quantity::parse("9223372036854775808").as_exact_int64(), std::nullopt);
   EXPECT_DOUBLE_EQ(Quantity::parse("1.5Gi").as_double(), 1610612736.0);
   EXPECT_DOUBLE_EQ(Quantity::parse("100m").as_double(), 0.1);
   EXPECT_DOUBLE_EQ(Quantity::parse("-2.5").as_double(), -2.5);
