@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "core/errors.h"
+#include "core/semver.h"
 
 namespace gpufleet::recipe {
 
@@ -141,13 +142,26 @@ int compare_versions(std::string_view a, std::string_view b) {
   return 0;
 }
 
+namespace {
+
+// Ordering through core::VersionConstraint on the release part of the actual version, so
+// that a kernel "6.8.0-1015-aws" or a kubelet "v1.32.4-eks-1234" counts as 6.8.0 / 1.32.4.
+bool ordered(const Requirement& r, std::string_view actual) {
+  std::optional<core::SemVer> v = core::SemVer::try_parse(actual, true);
+  if (!v) return false;
+  std::optional<core::VersionConstraint> c = core::VersionConstraint::try_parse(r.text);
+  return c && c->satisfied_by(v->release());
+}
+
+}  // namespace
+
 bool satisfies(const Requirement& r, std::string_view actual) {
   bool versions = starts_with_digit(actual) && starts_with_digit(r.operand);
   switch (r.op) {
-    case RequirementOp::Ge: return versions && compare_versions(actual, r.operand) >= 0;
-    case RequirementOp::Gt: return versions && compare_versions(actual, r.operand) > 0;
-    case RequirementOp::Le: return versions && compare_versions(actual, r.operand) <= 0;
-    case RequirementOp::Lt: return versions && compare_versions(actual, r.operand) < 0;
+    case RequirementOp::Ge:
+    case RequirementOp::Gt:
+    case RequirementOp::Le:
+    case RequirementOp::Lt: return versions && ordered(r, actual);
     case RequirementOp::Eq:
       return versions ? compare_versions(actual, r.operand) == 0 : actual == r.operand;
     case RequirementOp::Ne:

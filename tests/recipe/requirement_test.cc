@@ -21,6 +21,10 @@ TEST(RequirementTest, VersionAwareOrdering) {
   EXPECT_TRUE(holds(">= 580.95", "580.105.08"));
   EXPECT_TRUE(holds("== 1.32", "1.32.0"));
   EXPECT_FALSE(holds(">= 1.32", "ubuntu"));
+  // Kernels and drivers as hosts report them: the release part counts.
+  EXPECT_TRUE(holds(">= 5.15", "5.15.0-91-generic"));
+  EXPECT_TRUE(holds(">= 580.95", "580.95.05"));
+  EXPECT_FALSE(holds(">= 6.8", "6.5.0-1024-aws"));
 }
 
 TEST(RequirementTest, TextGlobAndMembership) {
