@@ -180,8 +180,10 @@ Value& Value::operator[](std::string_view key) {
 const Value& Value::operator[](std::size_t i) const {
   const List& l = as_list();
   if (i >= l.size()) {
-    throw TypeError("list index " + std::to_string(i) + " out of range (size " +
-                    std::to_string(l.size()) + ")");
+    std::string msg = "list index ";
+    msg.append(std::to_string(i)).append(" out of range (size ");
+    msg.append(std::to_string(l.size())).append(")");
+    throw TypeError(msg);
   }
   return l[i];
 }
@@ -212,8 +214,12 @@ std::string format_parse_error(const std::string& source, std::size_t line, std:
                                const std::string& what) {
   std::string out = source.empty() ? std::string("<input>") : source;
   if (line > 0) {
-    out += ":" + std::to_string(line);
-    if (column > 0) out += ":" + std::to_string(column);
+    out.push_back(':');
+    out.append(std::to_string(line));
+    if (column > 0) {
+      out.push_back(':');
+      out.append(std::to_string(column));
+    }
   }
   out += ": ";
   out += what;
