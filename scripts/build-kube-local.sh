@@ -28,13 +28,22 @@ if [[ -x "$bin" && "${KUBE_LOCAL_FORCE:-0}" != 1 ]]; then
   fi
 fi
 
+# Stamp the Kubernetes version (what upstream's hack/lib/version.sh does), so
+# /version and "kube-local kubectl version" report v1.32.x, not v0.0.0-master.
+k8s_version="$(sed -n 's/^[[:space:]]*k8s.io\/kubernetes v\([0-9][^ ]*\).*/\1/p' "$src/go.mod" | head -n1)"
+k8s_minor="$(echo "$k8s_version" | cut -d. -f2)"
+version_ldflags=""
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  version_ldflags+=" -X $pkg.gitVersion=v$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$k8s_minor -X $pkg.gitTreeState=clean"
+done
+
 mkdir -p "$out_dir"
 echo "build-kube-local: building $bin (a cold build takes several minutes)"
 start=$(date +%s.%N)
 (
   cd "$src"
   GOTOOLCHAIN=local GOFLAGS=-mod=readonly CGO_ENABLED="${CGO_ENABLED:-0}" \
-    "$go_bin" build -trimpath -ldflags='-s -w' -o "$bin.tmp" .
+    "$go_bin" build -trimpath -ldflags="-s -w $version_ldflags" -o "$bin.tmp" .
 )
 mv -f "$bin.tmp" "$bin"
 # Stamp the binary with the build's start time, so that a source file edited

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -43,7 +44,26 @@ func (l layout) APIServerURL(c *config) string {
 	return "https://127.0.0.1:" + strconv.Itoa(c.APIServerPort)
 }
 
+// freePort picks a free port on 127.0.0.1, preferably below the kernel's
+// ephemeral range: ports are persisted and reused on restart, and a port
+// from the ephemeral range may meanwhile be taken by some outgoing
+// connection.
 func freePort() (int, error) {
+	lo, hi := 20000, 32000
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if eph, err := strconv.Atoi(f[0]); err == nil && eph-1 < hi {
+				hi = eph - 1
+			}
+		}
+	}
+	for i := 0; hi-lo > 100 && i < 50; i++ {
+		port := lo + mrand.IntN(hi-lo)
+		if ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+			ln.Close()
+			return port, nil
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

@@ -29,6 +29,8 @@ func main() {
 		code = runKubeconfig(args)
 	case "compact":
 		code = runCompact(args)
+	case "kubectl":
+		code = runKubectl(args)
 	case "help", "-h", "--help":
 		fmt.Print(usageText)
 		code = 0
@@ -50,6 +52,7 @@ Usage:
   kube-local kubeconfig --data-dir D --service-account NAMESPACE/NAME [--ttl 24h] -o FILE
   kube-local compact --data-dir D
   kube-local etcd|apiserver|controller-manager|scheduler [component flags]
+  kube-local kubectl [kubectl args]     (built-in kubectl v1.32.4 fallback)
 
 The admin kubeconfig is D/admin.kubeconfig.
 `

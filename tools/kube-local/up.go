@@ -334,9 +334,8 @@ type child struct {
 	mu       sync.Mutex
 	proc     *os.Process
 	stopping bool
+	stopCh   chan struct{} // closed by stop
 	done     chan struct{}
-	started  chan struct{}
-	once     sync.Once
 }
 
 func (c *child) loop(self string) {
@@ -371,7 +370,6 @@ func (c *child) loop(self string) {
 			c.mu.Unlock()
 			_ = writeFileAtomic(c.l.ChildPid(c.name), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644)
 			log.Printf("%s: started, pid %d", c.name, cmd.Process.Pid)
-			c.once.Do(func() { close(c.started) })
 			t0 := time.Now()
 			werr := cmd.Wait()
 			_ = os.Remove(c.l.ChildPid(c.name))
@@ -388,7 +386,10 @@ func (c *child) loop(self string) {
 			}
 			log.Printf("%s: exited unexpectedly (%v) after %s; restarting in %s", c.name, exitStr(werr), time.Since(t0).Round(time.Millisecond), backoff)
 		}
-		time.Sleep(backoff)
+		select {
+		case <-time.After(backoff):
+		case <-c.stopCh:
+		}
 		if backoff *= 2; backoff > 5*time.Second {
 			backoff = 5 * time.Second
 		}
@@ -405,7 +406,10 @@ func exitStr(err error) string {
 // stop sends SIGTERM, and SIGKILL after grace.
 func (c *child) stop(grace time.Duration) {
 	c.mu.Lock()
-	c.stopping = true
+	if !c.stopping {
+		c.stopping = true
+		close(c.stopCh)
+	}
 	if c.proc != nil {
 		_ = c.proc.Signal(syscall.SIGTERM)
 	}
@@ -472,7 +476,7 @@ func supervise(l layout, cfg *config, o upOptions) int {
 	t0 := time.Now()
 	start := func(name string) *child {
 		args := append(componentArgs(l, cfg, name), (*o.extra[name])...)
-		c := &child{name: name, args: args, l: l, done: make(chan struct{}), started: make(chan struct{})}
+		c := &child{name: name, args: args, l: l, done: make(chan struct{}), stopCh: make(chan struct{})}
 		running = append(running, c)
 		go c.loop(self)
 		return c
