@@ -21,6 +21,11 @@ void* counted_alloc(std::size_t n) noexcept {
 }
 }  // namespace
 
+// The replacements pair malloc with free on purpose; GCC's -Wmismatched-new-delete cannot
+// see that once they are inlined into the static initializers.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
 // Every replaceable allocation form, so that ASan sees matching new/delete pairs.
 void* operator new(std::size_t n) {
   if (void* p = counted_alloc(n)) return p;
