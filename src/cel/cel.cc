@@ -114,6 +114,7 @@ Program compile(std::string_view source, const Env& env) {
 }
 
 Val Program::evaluate(const Activation& activation) const {
+  if (!impl_) return Val::error("evaluate() called on a Program that was not compiled");
   EvalContext ctx;
   ctx.activation = &activation;
   ctx.cost_limit = impl_->cost_limit;
@@ -138,13 +139,16 @@ bool Program::evaluate_bool(const Activation& activation) const {
   Val v = evaluate(activation);
   if (v.is_bool()) return v.as_bool();
   if (v.is_error())
-    throw EvalError("CEL expression '" + impl_->source + "' failed: " + v.error_message());
-  throw EvalError("CEL expression '" + impl_->source + "' must produce a bool but produced " +
+    throw EvalError("CEL expression '" + source() + "' failed: " + v.error_message());
+  throw EvalError("CEL expression '" + source() + "' must produce a bool but produced " +
                   std::string(v.type_name()));
 }
 
-std::string Program::result_type() const { return type_to_string(impl_->type); }
+std::string Program::result_type() const { return impl_ ? type_to_string(impl_->type) : "dyn"; }
 
-const std::string& Program::source() const noexcept { return impl_->source; }
+const std::string& Program::source() const noexcept {
+  static const std::string empty;
+  return impl_ ? impl_->source : empty;
+}
 
 }  // namespace gpufleet::cel
