@@ -23,19 +23,14 @@ case "$action" in
     start=$(date +%s)
     "$bin" up --data-dir "$dir" --detach >/dev/null
     kc="$dir/admin.kubeconfig"
-    kubectl_ok=0
-    if command -v kubectl >/dev/null 2>&1 && kubectl version --client >/dev/null 2>&1; then kubectl_ok=1; fi
+    # kubectl from PATH, else the one built into kube-local.
+    kubectl=(kubectl)
+    if ! command -v kubectl >/dev/null 2>&1 || ! kubectl version --client >/dev/null 2>&1; then
+      kubectl=("$bin" kubectl)
+    fi
     # Controllers work once the serviceaccount controller made default/default.
     deadline=$(( $(date +%s) + 60 ))
-    while :; do
-      if (( kubectl_ok )); then
-        kubectl --kubeconfig "$kc" -n default get serviceaccount default >/dev/null 2>&1 && break
-      else
-        # No kubectl: ask the apiserver with curl and the admin client cert.
-        port="$(sed -n 's/.*"apiserverPort": *\([0-9]*\).*/\1/p' "$dir/config.json")"
-        curl -sf --cacert "$dir/pki/ca.crt" --cert "$dir/pki/admin.crt" --key "$dir/pki/admin.key" \
-          "https://127.0.0.1:$port/api/v1/namespaces/default/serviceaccounts/default" >/dev/null 2>&1 && break
-      fi
+    until "${kubectl[@]}" --kubeconfig "$kc" -n default get serviceaccount default >/dev/null 2>&1; do
       if (( $(date +%s) > deadline )); then
         echo "kube-local-fixture: default ServiceAccount not created within 60s; controller-manager log:" >&2
         tail -n 30 "$dir/logs/controller-manager.log" >&2 || true
@@ -43,10 +38,8 @@ case "$action" in
       fi
       sleep 0.3
     done
-    if (( kubectl_ok )); then
-      ready="$(kubectl --kubeconfig "$kc" get --raw /readyz)"
-      [[ "$ready" == ok ]] || { echo "kube-local-fixture: /readyz says: $ready" >&2; exit 1; }
-    fi
+    ready="$("${kubectl[@]}" --kubeconfig "$kc" get --raw /readyz)"
+    [[ "$ready" == ok ]] || { echo "kube-local-fixture: /readyz says: $ready" >&2; exit 1; }
     echo "kube-local-fixture: control plane ready in $(( $(date +%s) - start ))s; KUBECONFIG=$kc"
     ;;
   stop)

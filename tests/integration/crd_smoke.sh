@@ -17,7 +17,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-command -v kubectl >/dev/null || fail "kubectl not found in PATH"
+if ! command -v kubectl >/dev/null 2>&1; then
+  # Fall back to the kubectl built into kube-local.
+  kl="${KUBE_LOCAL_BIN:-$here/../../build/bin/kube-local}"
+  [[ -x "$kl" ]] || fail "kubectl not found in PATH and no kube-local at $kl"
+  kubectl() { "$kl" kubectl "$@"; }
+fi
 [[ -r "$KUBECONFIG" ]] || fail "kubeconfig $KUBECONFIG not readable"
 
 kubectl apply --server-side --field-manager=crd-smoke -f "$crd" >/dev/null \
