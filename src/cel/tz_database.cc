@@ -1,5 +1,7 @@
 #include "cel/tz_database.h"
 
+#include "cel/time_util.h"
+
 #include <algorithm>
 #include <cctype>
 #include <fstream>
@@ -7,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,11 +18,166 @@ namespace {
 
 constexpr const char* kZoneDir = "/usr/share/zoneinfo/";
 
+// A POSIX TZ rule ("EST5EDT,M3.2.0,M11.1.0"), from the footer of version 2+ TZif files:
+// it gives the offsets after the last listed transition (all of them in "slim" files).
+struct PosixRule {
+  struct Date {
+    char kind = 'M';  // 'M' month.week.day, 'J' Julian day 1..365 (no Feb 29), 'N' day 0..365
+    int month = 0, week = 0, day = 0;
+  };
+  std::int32_t std_offset = 0;  // seconds east of UTC
+  bool has_dst = false;
+  std::int32_t dst_offset = 0;
+  Date start, end;
+  std::int32_t start_time = 7200, end_time = 7200;  // local time of day, may exceed 24h
+};
+
 struct Zone {
   std::vector<std::int64_t> transitions;  // ascending unix seconds
   std::vector<std::int32_t> offsets;      // offset in force from transitions[i]
   std::int32_t initial_offset = 0;        // before the first transition
+  std::optional<PosixRule> rule;          // after the last transition
 };
+
+class PosixParser {
+ public:
+  explicit PosixParser(std::string_view s) : s_(s) {}
+
+  std::optional<PosixRule> parse() {
+    PosixRule r;
+    if (!name()) return std::nullopt;
+    auto off = offset();
+    if (!off) return std::nullopt;
+    r.std_offset = -*off;  // POSIX offsets count west of UTC
+    if (at_end()) return r;
+    if (!name()) return std::nullopt;
+    r.has_dst = true;
+    r.dst_offset = r.std_offset + 3600;
+    if (!at_end() && peek() != ',') {
+      auto d = offset();
+      if (!d) return std::nullopt;
+      r.dst_offset = -*d;
+    }
+    if (at_end()) return std::nullopt;  // DST without a rule: not supported
+    if (!eat(',') || !date(&r.start)) return std::nullopt;
+    if (eat('/')) {
+      auto t = offset();
+      if (!t) return std::nullopt;
+      r.start_time = *t;
+    }
+    if (!eat(',') || !date(&r.end)) return std::nullopt;
+    if (eat('/')) {
+      auto t = offset();
+      if (!t) return std::nullopt;
+      r.end_time = *t;
+    }
+    if (!at_end()) return std::nullopt;
+    return r;
+  }
+
+ private:
+  bool at_end() const { return i_ >= s_.size(); }
+  char peek() const { return s_[i_]; }
+  bool eat(char c) {
+    if (!at_end() && s_[i_] == c) {
+      ++i_;
+      return true;
+    }
+    return false;
+  }
+  bool name() {
+    if (eat('<')) {
+      std::size_t close = s_.find('>', i_);
+      if (close == std::string_view::npos) return false;
+      i_ = close + 1;
+      return true;
+    }
+    std::size_t start = i_;
+    while (!at_end() && std::isalpha(static_cast<unsigned char>(peek()))) ++i_;
+    return i_ - start >= 3;
+  }
+  std::optional<int> number() {
+    std::size_t start = i_;
+    int v = 0;
+    while (!at_end() && std::isdigit(static_cast<unsigned char>(peek())) && i_ - start < 6) {
+      v = v * 10 + (peek() - '0');
+      ++i_;
+    }
+    if (i_ == start) return std::nullopt;
+    return v;
+  }
+  // [+-]hh[:mm[:ss]] in seconds.
+  std::optional<std::int32_t> offset() {
+    int sign = 1;
+    if (eat('-'))
+      sign = -1;
+    else
+      eat('+');
+    auto h = number();
+    if (!h || *h > 167) return std::nullopt;
+    int total = *h * 3600;
+    if (eat(':')) {
+      auto m = number();
+      if (!m || *m > 59) return std::nullopt;
+      total += *m * 60;
+      if (eat(':')) {
+        auto sec = number();
+        if (!sec || *sec > 59) return std::nullopt;
+        total += *sec;
+      }
+    }
+    return sign * total;
+  }
+  bool date(PosixRule::Date* d) {
+    if (eat('M')) {
+      auto m = number();
+      if (!m || !eat('.')) return false;
+      auto w = number();
+      if (!w || !eat('.')) return false;
+      auto day = number();
+      if (!day || *m < 1 || *m > 12 || *w < 1 || *w > 5 || *day > 6) return false;
+      *d = {'M', *m, *w, *day};
+      return true;
+    }
+    char kind = eat('J') ? 'J' : 'N';
+    auto n = number();
+    if (!n || *n > 365) return false;
+    *d = {kind, 0, 0, *n};
+    return true;
+  }
+
+  std::string_view s_;
+  std::size_t i_ = 0;
+};
+
+bool is_leap(std::int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+// Unix day number of a rule date in `year`.
+std::int64_t rule_day(const PosixRule::Date& d, std::int64_t year) {
+  std::int64_t jan1 = days_from_civil(year, 1, 1);
+  if (d.kind == 'J') {
+    std::int64_t n = d.day - 1;  // 0-based, February 29 never counted
+    if (is_leap(year) && d.day >= 60) ++n;
+    return jan1 + n;
+  }
+  if (d.kind == 'N') return jan1 + d.day;
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  int month_days = kDays[d.month - 1] + (d.month == 2 && is_leap(year) ? 1 : 0);
+  std::int64_t first = days_from_civil(year, static_cast<unsigned>(d.month), 1);
+  int first_wday = static_cast<int>(((first % 7) + 11) % 7);  // 0 = Sunday
+  int day = 1 + (d.day - first_wday + 7) % 7 + 7 * (d.week - 1);
+  while (day > month_days) day -= 7;
+  return first + day - 1;
+}
+
+std::int32_t rule_offset(const PosixRule& r, std::int64_t t) {
+  if (!r.has_dst) return r.std_offset;
+  std::int64_t year = civil_from_seconds(t + r.std_offset).year;
+  std::int64_t start = rule_day(r.start, year) * 86400 + r.start_time - r.std_offset;
+  std::int64_t end = rule_day(r.end, year) * 86400 + r.end_time - r.dst_offset;
+  bool dst = start < end ? (t >= start && t < end) : !(t >= end && t < start);
+  return dst ? r.dst_offset : r.std_offset;
+}
 
 std::uint64_t read_be(const unsigned char* p, int n) {
   std::uint64_t v = 0;
@@ -79,6 +237,12 @@ std::unique_ptr<Zone> parse_tzif(const std::string& data) {
     zone->transitions.push_back(when);
     zone->offsets.push_back(type_offset(type));
   }
+  if (time_size == 8 && size > 0 && data.back() == '\n') {
+    std::size_t open = data.rfind('\n', size - 2);
+    if (open != std::string::npos && open + 1 < size - 1) {
+      zone->rule = PosixParser(std::string_view(data).substr(open + 1, size - open - 2)).parse();
+    }
+  }
   return zone;
 }
 
@@ -117,6 +281,7 @@ std::optional<std::int64_t> iana_zone_offset(std::string_view name, std::int64_t
   if (zone == nullptr) return std::nullopt;
   auto it = std::upper_bound(zone->transitions.begin(), zone->transitions.end(), unix_seconds);
   if (it == zone->transitions.begin()) return zone->initial_offset;
+  if (it == zone->transitions.end() && zone->rule) return rule_offset(*zone->rule, unix_seconds);
   return zone->offsets[static_cast<std::size_t>(it - zone->transitions.begin()) - 1];
 }
 

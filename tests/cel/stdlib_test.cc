@@ -16,6 +16,14 @@ TEST(CelStdlib, TimeZones) {
   EXPECT_EQ(eval("timestamp('2024-07-01T12:00:00Z').getHours('America/New_York')").as_int(), 8);
   EXPECT_EQ(eval("timestamp('2024-07-01T12:00:00Z').getMinutes('Asia/Kathmandu')").as_int(), 45);
   EXPECT_EQ(eval("timestamp('2024-07-01T12:00:00Z').getHours('-03:30')").as_int(), 8);
+  // Beyond the last transition listed in the file: the POSIX TZ footer rule applies.
+  EXPECT_EQ(eval("timestamp('2090-07-01T12:00:00Z').getHours('Europe/Paris')").as_int(), 14);
+  EXPECT_EQ(eval("timestamp('2090-01-01T12:00:00Z').getHours('Europe/Paris')").as_int(), 13);
+  EXPECT_EQ(eval("timestamp('2090-07-01T12:00:00Z').getHours('Australia/Sydney')").as_int(), 22);
+  EXPECT_EQ(eval("timestamp('2090-01-01T12:00:00Z').getHours('Australia/Sydney')").as_int(), 23);
+  // Summer time starts on the last Sunday of March (2090-03-26) at 01:00 UTC.
+  EXPECT_EQ(eval("timestamp('2090-03-26T00:59:59Z').getHours('Europe/Paris')").as_int(), 1);
+  EXPECT_EQ(eval("timestamp('2090-03-26T01:00:00Z').getHours('Europe/Paris')").as_int(), 3);
   EXPECT_THAT(eval("timestamp('2024-07-01T12:00:00Z').getHours('Mars/Olympus')").error_message(),
               HasSubstr("unknown time zone 'Mars/Olympus'"));
   EXPECT_TRUE(eval("timestamp('2024-07-01T12:00:00Z').getHours('../../etc/passwd')").is_error());
