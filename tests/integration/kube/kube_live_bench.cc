@@ -1,0 +1,224 @@
+// Benchmarks against a real API server (kube-local): memory of an informer cache of N Nodes,
+// listing N Nodes against `kubectl get nodes -o json`, and watch event -> handler latency at a
+// fixed update rate. Run through run-live-bench.sh; prints one line per figure.
+//   kube_live_bench KUBECONFIG [NODES=5000] [RATE=500] [SECONDS=10]
+#include <malloc.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "core/json.h"
+#include "kube/informer.h"
+#include "kube/objects.h"
+#include "kube/trim.h"
+
+using namespace gpufleet;
+using namespace std::chrono_literals;
+using Steady = std::chrono::steady_clock;
+
+namespace {
+
+const char* kSelector = "gpufleet.io/bench=kube";
+
+core::Value fixture() {
+  std::ifstream in(std::string(GPUFLEET_SOURCE_DIR) + "/tests/kube/testdata/node-gpu.json");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return core::parse_json(ss.str(), "node-gpu.json");
+}
+
+double seconds_since(Steady::time_point t) {
+  return std::chrono::duration<double>(Steady::now() - t).count();
+}
+
+void create_nodes(kube::Client& client, int n) {
+  std::size_t existing =
+      client.list(kube::resources::nodes(), "", {.label_selector = kSelector}).items.size();
+  if (static_cast<int>(existing) >= n) {
+    std::printf("setup: %zu bench Nodes already exist\n", existing);
+    return;
+  }
+  core::Value base = fixture();
+  auto start = Steady::now();
+  std::atomic<int> next{static_cast<int>(existing)};
+  std::atomic<int> errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = next++; i < n; i = next++) {
+        core::Value node = base;
+        node["metadata"].as_map().erase("managedFields");
+        node["metadata"].as_map().erase("uid");
+        node["metadata"].as_map().erase("resourceVersion");
+        node["metadata"].as_map().erase("creationTimestamp");
+        node["metadata"]["name"] = "bench-node-" + std::to_string(i);
+        node["metadata"]["labels"]["gpufleet.io/bench"] = "kube";
+        core::Value status = std::move(node["status"]);
+        node.as_map().erase("status");
+        try {
+          core::Value created = client.create(kube::resources::nodes(), node);
+          created["status"] = std::move(status);
+          client.update_status(kube::resources::nodes(), created);
+        } catch (const std::exception& e) {
+          if (errors++ < 3) std::fprintf(stderr, "setup: %s\n", e.what());
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::printf("setup: created %d Nodes (with 50-image status) in %.1f s, %d errors\n",
+              n - static_cast<int>(existing), seconds_since(start), errors.load());
+}
+
+std::size_t heap_in_use() { return mallinfo2().uordblks; }
+
+void measure_cache_memory(kube::Client& client, int n, const char* label,
+                          std::function<void(core::Value&)> transform) {
+  malloc_trim(0);
+  std::size_t before = heap_in_use();
+  {
+    kube::InformerOptions o;
+    o.resource = kube::resources::nodes();
+    o.label_selector = kSelector;
+    o.shape.prune = kube::node_prune_paths();
+    o.transform = std::move(transform);
+    kube::Informer inf(client, o);
+    inf.start();
+    if (!inf.wait_for_sync(300s)) {
+      std::printf("memory %s: informer did not sync: %s\n", label, inf.last_error().c_str());
+      return;
+    }
+    std::this_thread::sleep_for(500ms);
+    std::size_t after = heap_in_use();
+    std::printf("memory %s: %zu Nodes cached, %.0f bytes per Node (heap in use, glibc mallinfo2)\n",
+                label, inf.store().size(),
+                static_cast<double>(after - before) / static_cast<double>(inf.store().size()));
+    (void)n;
+  }
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void measure_list(kube::Client& client, const std::string& kubeconfig) {
+  std::vector<double> ours, kubectl;
+  std::size_t count = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    auto t = Steady::now();
+    kube::ListResult r = client.list(kube::resources::nodes(), "", {.label_selector = kSelector});
+    ours.push_back(seconds_since(t));
+    count = r.items.size();
+    t = Steady::now();
+    std::string cmd =
+        "kubectl --kubeconfig " + kubeconfig + " get nodes -l " + kSelector + " -o json >/dev/null";
+    if (std::system(cmd.c_str()) != 0) std::printf("list: kubectl failed\n");
+    kubectl.push_back(seconds_since(t));
+  }
+  std::printf(
+      "list %zu Nodes (full objects, pages of 500): gpufleet %.3f s, kubectl get -o json %.3f s "
+      "(medians of 3); kubectl/gpufleet = %.2fx\n",
+      count, median(ours), median(kubectl), median(kubectl) / median(ours));
+}
+
+void measure_watch_latency(kube::Client& client, int n, int rate, int seconds) {
+  std::mutex mu;
+  std::vector<double> latencies_ms;
+  kube::InformerOptions o;
+  o.resource = kube::resources::nodes();
+  o.label_selector = kSelector;
+  o.shape.prune = kube::node_prune_paths();
+  kube::Projection keep(kube::node_cache_fields());
+  o.transform = [keep](core::Value& v) { v = keep.apply(std::move(v)); };
+  kube::Informer inf(client, o);
+  inf.add_handlers(
+      {{},
+       [&](const core::Value& old_obj, const core::Value& new_obj) {
+         std::string_view sent = kube::annotation_of(new_obj, "gpufleet.io/bench-sent");
+         if (sent.empty() || sent == kube::annotation_of(old_obj, "gpufleet.io/bench-sent")) return;
+         auto now = Steady::now().time_since_epoch().count();
+         double ms = static_cast<double>(now - std::stoll(std::string(sent))) / 1e6;
+         std::lock_guard lock(mu);
+         latencies_ms.push_back(ms);
+       },
+       {}});
+  inf.start();
+  if (!inf.wait_for_sync(300s)) return;
+  const int total = rate * seconds;
+  std::atomic<int> sent{0}, errors{0};
+  auto start = Steady::now();
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 8; ++w) {
+    writers.emplace_back([&] {
+      for (int i = sent++; i < total; i = sent++) {
+        // A fixed schedule: update i leaves at start + i/rate, whatever the server's pace.
+        std::this_thread::sleep_until(start + std::chrono::microseconds(i * 1000000LL / rate));
+        core::Value patch;
+        patch["metadata"]["annotations"]["gpufleet.io/bench-sent"] =
+            std::to_string(Steady::now().time_since_epoch().count());
+        try {
+          client.patch(kube::resources::nodes(), "", "bench-node-" + std::to_string(i % n),
+                       kube::PatchType::Merge, patch);
+        } catch (const std::exception&) {
+          ++errors;
+        }
+      }
+    });
+  }
+  for (auto& t : writers) t.join();
+  double elapsed = seconds_since(start);
+  std::this_thread::sleep_for(2s);
+  std::lock_guard lock(mu);
+  std::vector<double> l = latencies_ms;
+  std::sort(l.begin(), l.end());
+  if (l.empty()) {
+    std::printf("watch: no events seen\n");
+    return;
+  }
+  auto pct = [&](double p) {
+    return l[std::min(l.size() - 1, static_cast<std::size_t>(p * l.size()))];
+  };
+  std::printf(
+      "watch: %d updates in %.1f s (%.0f/s), %zu seen by the handler, %d errors; update sent -> "
+      "handler latency p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms\n",
+      total, elapsed, total / elapsed, l.size(), errors.load(), pct(0.5), pct(0.9), pct(0.99),
+      l.back());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s KUBECONFIG [NODES=5000] [RATE=500] [SECONDS=10]\n", argv[0]);
+    return 2;
+  }
+  std::string kubeconfig = argv[1];
+  int n = argc > 2 ? std::atoi(argv[2]) : 5000;
+  int rate = argc > 3 ? std::atoi(argv[3]) : 500;
+  int seconds = argc > 4 ? std::atoi(argv[4]) : 10;
+  kube::ClientConfig cfg = kube::load_kubeconfig({{kubeconfig}, ""});
+  cfg.qps = 0;  // measure the server and the client, not the client-side limiter
+  cfg.request_timeout = 120s;
+  kube::Client client(cfg);
+  create_nodes(client, n);
+  measure_list(client, kubeconfig);
+  measure_cache_memory(client, n, "pruned (images, managedFields)", {});
+  kube::Projection keep(kube::node_cache_fields());
+  measure_cache_memory(client, n, "pruned + node_cache_fields()",
+                       [keep](core::Value& v) { v = keep.apply(std::move(v)); });
+  kube::Projection narrow({"metadata.name", "metadata.resourceVersion", "spec.unschedulable",
+                           "spec.taints", "status.conditions.type", "status.conditions.status"});
+  measure_cache_memory(client, n, "pruned + health projection (name, rv, taints, conditions)",
+                       [narrow](core::Value& v) { v = narrow.apply(std::move(v)); });
+  measure_watch_latency(client, n, rate, seconds);
+  return 0;
+}
