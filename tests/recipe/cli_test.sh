@@ -80,4 +80,27 @@ set +e
 "$bin" bundle -r "$work/recipe.yaml" --deployer helm -o "$work/helm.1" 2>/dev/null; rc=$?
 set -e
 [[ $rc == 2 ]] || fail "non-empty output directory accepted ($rc)"
+# validate and diff against a snapshot file (tests/recipe/testdata/snapshot.yaml).
+snapshot="$(dirname "$0")/testdata/snapshot.yaml"
+"$bin" recipe --service eks --accelerator h100 --os ubuntu --intent training --platform kubeflow \
+  -o "$work/train.yaml"
+set +e
+"$bin" validate -r "$work/train.yaml" --snapshot "$snapshot" >"$work/validate.txt"; rc=$?
+set -e
+[[ $rc == 4 ]] || fail "validate with failures exited $rc, want 4"
+grep -q 'CrashLoopBackOff (phase Running)' "$work/validate.txt" || fail "CrashLoopBackOff not reported"
+"$bin" validate -r "$work/train.yaml" --snapshot "$snapshot" -o json >"$work/validate.json" || true
+grep -q '"passed": false' "$work/validate.json" || fail "validate json"
+set +e
+"$bin" diff -r "$work/train.yaml" --snapshot "$snapshot" --fail-on-drift >"$work/diff.txt"; rc=$?
+set -e
+[[ $rc == 3 ]] || fail "diff --fail-on-drift exited $rc, want 3"
+grep -q 'extra .*kube-system/metrics-server' "$work/diff.txt" || fail "extra release not reported"
+"$bin" diff -r "$work/train.yaml" --snapshot "$snapshot" >/dev/null || fail "diff without --fail-on-drift"
+"$bin" diff --snapshot "$snapshot" --against "$snapshot" --fail-on-drift | grep -q 'no drift' ||
+  fail "snapshot against itself"
+set +e
+"$bin" validate -r "$work/train.yaml" 2>/dev/null; rc=$?
+set -e
+[[ $rc == 2 ]] || fail "validate without --snapshot exited $rc, want 2"
 echo "cli_test: ok"

@@ -1,0 +1,212 @@
+#include "recipe/snapshot.h"
+
+#include "core/errors.h"
+#include "core/yaml.h"
+#include "recipe/schema_check.h"
+
+namespace gpufleet::recipe {
+
+using core::Value;
+
+std::string NodeFacts::fact(std::string_view name) const {
+  if (name == "node.os") return os;
+  if (name == "node.osVersion") return os_version;
+  if (name == "node.kernel") return kernel;
+  if (name == "node.containerRuntime") return container_runtime;
+  if (name == "gpu.product") return gpu_product;
+  if (name == "gpu.family") return gpu_family;
+  if (name == "gpu.driver") return gpu_driver;
+  if (name == "gpu.count") return std::to_string(gpu_count);
+  return {};
+}
+
+namespace {
+
+void put(Value& v, std::string_view key, const std::string& s) {
+  if (!s.empty()) v[key] = s;
+}
+
+std::string get(const Value& v, std::string_view key, std::string_view where) {
+  const Value* f = v.find(key);
+  if (f == nullptr || f->is_null()) return {};
+  return detail::expect_string(*f, std::string(where) + "." + std::string(key));
+}
+
+std::int64_t get_int(const Value& v, std::string_view key, std::string_view where) {
+  const Value* f = v.find(key);
+  if (f == nullptr || f->is_null()) return 0;
+  if (!f->is_int()) {
+    throw core::InvalidInput(std::string(where) + "." + std::string(key) +
+                             ": expected a whole number");
+  }
+  return f->as_int();
+}
+
+const core::List& list_at(const Value& spec, std::string_view key, std::string_view where) {
+  static const core::List kEmpty;
+  const Value* f = spec.find(key);
+  if (f == nullptr || f->is_null()) return kEmpty;
+  return detail::expect_list(*f, std::string(where) + "." + std::string(key));
+}
+
+}  // namespace
+
+Value snapshot_to_value(const Snapshot& s) {
+  Value doc = Value::map();
+  doc["apiVersion"] = "gpufleet.io/v1alpha1";
+  doc["kind"] = "Snapshot";
+  Value& spec = doc["spec"];
+  spec["kubernetes"]["version"] = s.kubernetes_version;
+  Value nodes = Value::list();
+  for (const NodeFacts& n : s.nodes) {
+    Value e = Value::map();
+    e["name"] = n.name;
+    e["labels"] = n.labels;
+    put(e, "os", n.os);
+    put(e, "osVersion", n.os_version);
+    put(e, "osImage", n.os_image);
+    put(e, "kernel", n.kernel);
+    put(e, "containerRuntime", n.container_runtime);
+    put(e, "kubelet", n.kubelet);
+    if (n.gpu_count > 0 || !n.gpu_product.empty()) {
+      Value& g = e["gpu"];
+      g = Value::map();
+      put(g, "product", n.gpu_product);
+      put(g, "family", n.gpu_family);
+      put(g, "driver", n.gpu_driver);
+      g["count"] = n.gpu_count;
+    }
+    nodes.push_back(std::move(e));
+  }
+  spec["nodes"] = std::move(nodes);
+  Value comps = Value::list();
+  for (const InstalledComponent& c : s.components) {
+    Value e = Value::map();
+    e["name"] = c.name;
+    e["namespace"] = c.namespace_;
+    e["chart"] = c.chart;
+    e["version"] = c.version;
+    put(e, "appVersion", c.app_version);
+    e["status"] = c.status;
+    e["revision"] = c.revision;
+    e["values"] = c.values;
+    comps.push_back(std::move(e));
+  }
+  spec["components"] = std::move(comps);
+  Value work = Value::list();
+  for (const WorkloadState& w : s.workloads) {
+    Value e = Value::map();
+    e["kind"] = w.kind;
+    put(e, "namespace", w.namespace_);
+    e["name"] = w.name;
+    if (w.kind == "CustomResourceDefinition") {
+      e["established"] = w.established;
+    } else {
+      e["desired"] = w.desired;
+      e["ready"] = w.ready;
+      e["updated"] = w.updated;
+    }
+    work.push_back(std::move(e));
+  }
+  spec["workloads"] = std::move(work);
+  Value pods = Value::list();
+  for (const PodProblem& p : s.pod_problems) {
+    Value e = Value::map();
+    e["namespace"] = p.namespace_;
+    e["pod"] = p.pod;
+    e["phase"] = p.phase;
+    e["container"] = p.container;
+    e["init"] = p.init;
+    e["reason"] = p.reason;
+    pods.push_back(std::move(e));
+  }
+  spec["podProblems"] = std::move(pods);
+  return doc;
+}
+
+std::string snapshot_to_yaml(const Snapshot& s) { return core::to_yaml(snapshot_to_value(s)); }
+
+Snapshot snapshot_from_value(const Value& doc, std::string_view source) {
+  std::string where(source);
+  detail::check_header(doc, "Snapshot", where);
+  const Value* spec = doc.find("spec");
+  if (spec == nullptr) throw core::InvalidInput(where + ": spec: missing");
+  std::string sw = where + ": spec";
+  detail::expect_map(*spec, sw);
+  Snapshot s;
+  if (const Value* k = spec->find("kubernetes"))
+    s.kubernetes_version = get(*k, "version", sw + ".kubernetes");
+  for (const Value& e : list_at(*spec, "nodes", sw)) {
+    std::string w = sw + ".nodes[]";
+    detail::expect_map(e, w);
+    NodeFacts n;
+    n.name = get(e, "name", w);
+    if (const Value* l = e.find("labels")) {
+      detail::expect_map(*l, w + ".labels");
+      n.labels = *l;
+    }
+    n.os = get(e, "os", w);
+    n.os_version = get(e, "osVersion", w);
+    n.os_image = get(e, "osImage", w);
+    n.kernel = get(e, "kernel", w);
+    n.container_runtime = get(e, "containerRuntime", w);
+    n.kubelet = get(e, "kubelet", w);
+    if (const Value* g = e.find("gpu")) {
+      n.gpu_product = get(*g, "product", w + ".gpu");
+      n.gpu_family = get(*g, "family", w + ".gpu");
+      n.gpu_driver = get(*g, "driver", w + ".gpu");
+      n.gpu_count = get_int(*g, "count", w + ".gpu");
+    }
+    s.nodes.push_back(std::move(n));
+  }
+  for (const Value& e : list_at(*spec, "components", sw)) {
+    std::string w = sw + ".components[]";
+    detail::expect_map(e, w);
+    InstalledComponent c;
+    c.name = get(e, "name", w);
+    c.namespace_ = get(e, "namespace", w);
+    c.chart = get(e, "chart", w);
+    c.version = get(e, "version", w);
+    c.app_version = get(e, "appVersion", w);
+    c.status = get(e, "status", w);
+    c.revision = get_int(e, "revision", w);
+    if (const Value* v = e.find("values"); v && !v->is_null()) {
+      detail::expect_map(*v, w + ".values");
+      c.values = *v;
+    }
+    s.components.push_back(std::move(c));
+  }
+  for (const Value& e : list_at(*spec, "workloads", sw)) {
+    std::string w = sw + ".workloads[]";
+    detail::expect_map(e, w);
+    WorkloadState ws;
+    ws.kind = get(e, "kind", w);
+    ws.namespace_ = get(e, "namespace", w);
+    ws.name = get(e, "name", w);
+    ws.desired = get_int(e, "desired", w);
+    ws.ready = get_int(e, "ready", w);
+    ws.updated = get_int(e, "updated", w);
+    if (const Value* est = e.find("established"))
+      ws.established = detail::expect_bool(*est, w + ".established");
+    s.workloads.push_back(std::move(ws));
+  }
+  for (const Value& e : list_at(*spec, "podProblems", sw)) {
+    std::string w = sw + ".podProblems[]";
+    detail::expect_map(e, w);
+    PodProblem p;
+    p.namespace_ = get(e, "namespace", w);
+    p.pod = get(e, "pod", w);
+    p.phase = get(e, "phase", w);
+    p.container = get(e, "container", w);
+    if (const Value* i = e.find("init")) p.init = detail::expect_bool(*i, w + ".init");
+    p.reason = get(e, "reason", w);
+    s.pod_problems.push_back(std::move(p));
+  }
+  return s;
+}
+
+Snapshot snapshot_from_text(std::string_view text, std::string_view source) {
+  return snapshot_from_value(core::parse_yaml(text, source), source);
+}
+
+}  // namespace gpufleet::recipe
