@@ -1,0 +1,691 @@
+#include "sim/kubelet/fleet_kubelet.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/duration.h"
+#include "core/errors.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "sim/atomic_file.h"
+#include "sim/control_inbox.h"
+#include "sim/nccl_output.h"
+#include "sim/rng.h"
+
+namespace gpufleet::sim {
+namespace {
+
+namespace log = core::log;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::string_view kLeaseNamespace = "kube-node-lease";
+
+std::string now_seconds() {
+  return core::Timestamp::now().to_rfc3339(core::TimestampPrecision::Seconds);
+}
+
+std::string now_micros() {
+  return core::Timestamp::now().to_rfc3339(core::TimestampPrecision::Micros);
+}
+
+bool is_not_found(const kube::ApiError& e) { return e.is(kube::Reason::NotFound); }
+
+}  // namespace
+
+FleetKubelet::FleetKubelet(kube::Client& client, FleetSpec fleet, BehaviourTable behaviours,
+                           KubeletOptions options)
+    : client_(client),
+      table_(std::move(behaviours)),
+      options_(std::move(options)),
+      started_(Clock::now()),
+      model_(std::move(fleet), 0) {
+  if (options_.time_scale <= 0) {
+    throw core::InvalidInput("time scale must be positive (1 = real time)");
+  }
+  std::string now = now_seconds();
+  for (const auto& n : model_.node_names()) nodes_[n].ready_transition = now;
+}
+
+FleetKubelet::~FleetKubelet() { stop(false); }
+
+std::chrono::steady_clock::duration FleetKubelet::wall(double sim_seconds) const {
+  return std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(std::max(0.0, sim_seconds) / options_.time_scale));
+}
+
+double FleetKubelet::sim_now() const {
+  return std::chrono::duration<double>(Clock::now() - started_).count() * options_.time_scale;
+}
+
+void FleetKubelet::start() {
+  started_ = Clock::now();
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& n : model_.node_names()) queue_.add("n:" + n);
+  }
+  kube::InformerOptions io;
+  io.resource = kube::resources::pods();
+  io.field_selector = "spec.nodeName!=";
+  io.shape.prune = {"metadata.managedFields"};
+  pods_ = std::make_unique<kube::Informer>(client_, io);
+  kube::EventHandlers h;
+  h.on_add = [this](const core::Value& pod) { queue_.add("p:" + kube::object_key(pod)); };
+  h.on_update = [this](const core::Value&, const core::Value& pod) {
+    queue_.add("p:" + kube::object_key(pod));
+  };
+  h.on_delete = [this](const core::Value& pod, bool) {
+    std::lock_guard lock(mu_);
+    runs_.erase(kube::object_key(pod));
+  };
+  pods_->add_handlers(std::move(h));
+  pods_->start();
+  for (int i = 0; i < std::max(1, options_.workers); ++i) {
+    workers_.emplace_back([this] { worker_loop(); });
+  }
+  ticker_ = std::thread([this] { tick_loop(); });
+  log::info("simulated fleet starting",
+            {{"fleet", model_.spec().name}, {"nodes", static_cast<std::int64_t>(model_.size())}});
+}
+
+bool FleetKubelet::wait_registered(std::chrono::milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    {
+      std::lock_guard lock(mu_);
+      bool all = std::all_of(nodes_.begin(), nodes_.end(),
+                             [](const auto& e) { return e.second.registered; });
+      if (all) return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+void FleetKubelet::stop(bool remove_nodes) {
+  bool was = stopping_.exchange(true);
+  if (!was) {
+    if (ticker_.joinable()) ticker_.join();
+    if (pods_) pods_->stop();
+    queue_.shut_down();
+    for (auto& w : workers_) {
+      if (w.joinable()) w.join();
+    }
+    workers_.clear();
+  }
+  if (!remove_nodes) return;
+  std::vector<std::string> names;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [name, st] : nodes_) {
+      if (st.registered) names.push_back(name);
+    }
+  }
+  std::sort(names.begin(), names.end());
+  std::atomic<std::size_t> next{0};
+  std::vector<std::thread> deleters;
+  for (int i = 0; i < std::max(1, options_.workers); ++i) {
+    deleters.emplace_back([&] {
+      for (std::size_t k = next++; k < names.size(); k = next++) process_delete(names[k]);
+    });
+  }
+  for (auto& t : deleters) t.join();
+  std::lock_guard lock(mu_);
+  for (auto& [name, st] : nodes_) st.registered = false;
+  log::info("simulated fleet removed", {{"nodes", static_cast<std::int64_t>(names.size())}});
+}
+
+void FleetKubelet::schedule(SimEvent e) {
+  std::lock_guard lock(mu_);
+  model_.schedule(std::move(e));
+}
+
+std::vector<AppliedEvent> FleetKubelet::inject(const SimEvent& e) {
+  std::lock_guard lock(mu_);
+  auto applied = model_.apply(e, sim_now());
+  handle_events(applied);
+  return applied;
+}
+
+std::string FleetKubelet::kmsg_of(const std::string& node) const {
+  std::lock_guard lock(mu_);
+  const NodeModel* n = model_.find(node);
+  return n == nullptr ? "" : n->kmsg().render();
+}
+
+std::string FleetKubelet::boot_id_of(const std::string& node) const {
+  std::lock_guard lock(mu_);
+  const NodeModel* n = model_.find(node);
+  return n == nullptr ? "" : n->boot_id();
+}
+
+core::Value FleetKubelet::status() const {
+  std::lock_guard lock(mu_);
+  core::Value s = model_.summary(sim_now());
+  std::int64_t ready = 0;
+  for (const auto& [name, st] : nodes_) ready += st.registered && st.ready ? 1 : 0;
+  s["registered"] = static_cast<std::int64_t>(registered_.load());
+  s["ready"] = ready;
+  std::int64_t running = 0;
+  for (const auto& [key, run] : runs_) running += run.stage == PodStage::Running ? 1 : 0;
+  s["podsRunning"] = running;
+  s["podsStarted"] = static_cast<std::int64_t>(pods_started_.load());
+  s["podsFinished"] = static_cast<std::int64_t>(pods_finished_.load());
+  s["leaseRenewals"] = static_cast<std::int64_t>(lease_renewals_.load());
+  s["statusUpdates"] = static_cast<std::int64_t>(status_updates_.load());
+  s["apiErrors"] = static_cast<std::int64_t>(api_errors_.load());
+  return s;
+}
+
+NodeRuntime FleetKubelet::runtime_locked(const std::string& name) const {
+  const NodeModel& m = *model_.find(name);
+  const NodeState& st = nodes_.at(name);
+  NodeRuntime rt;
+  rt.boot_id = m.boot_id();
+  rt.gpus_present = m.gpus_present();
+  rt.gpus_healthy = m.gpus_healthy();
+  rt.rdma_healthy = m.ports_active();
+  rt.ready = st.ready;
+  if (!st.ready) {
+    rt.ready_reason = "KubeletNotReady";
+    rt.ready_message = "node is shutting down (simulated reboot)";
+  }
+  rt.ready_transition = st.ready_transition;
+  rt.kernel_version = m.host().kernel_version();
+  rt.driver_version = m.host().driver_version();
+  return rt;
+}
+
+std::string FleetKubelet::next_pod_ip() {
+  std::uint64_t n = ++pod_ips_;
+  char buf[32];
+  std::snprintf(
+      buf, sizeof buf, "10.%llu.%llu.%llu", static_cast<unsigned long long>(128 + (n >> 16) % 64),
+      static_cast<unsigned long long>((n >> 8) & 255), static_cast<unsigned long long>(n & 255));
+  return buf;
+}
+
+void FleetKubelet::tick_loop() {
+  auto last_status = Clock::now() - std::chrono::hours(1);
+  while (!stopping_.load()) {
+    auto next = Clock::now() + options_.tick;
+    try {
+      std::unique_lock lock(mu_);
+      auto events = model_.advance(sim_now());
+      handle_events(events);
+      if (!options_.state_dir.empty()) {
+        drain_inbox();
+        model_.write_signals(options_.state_dir + "/nodes");
+      }
+      if (!options_.state_dir.empty() && Clock::now() - last_status > std::chrono::seconds(1)) {
+        last_status = Clock::now();
+        lock.unlock();
+        write_file_atomic(status_file_path(options_.state_dir),
+                          core::to_json(status(), core::JsonStyle::Pretty) + "\n");
+      }
+    } catch (const std::exception& e) {
+      log::error("simulator tick failed", {{"error", e.what()}});
+    }
+    std::this_thread::sleep_until(next);
+  }
+}
+
+void FleetKubelet::drain_inbox() {
+  for (const auto& file : list_control_inbox(options_.state_dir)) {
+    std::string result;
+    try {
+      core::Value doc = read_control_event(options_.state_dir, file);
+      SimEvent e = parse_event(doc, file, "event", false);
+      if (e.at_s > 0) {
+        e.at_s += sim_now();
+        model_.schedule(e);
+        result = "scheduled at " + std::to_string(e.at_s) + "s";
+      } else {
+        auto applied = model_.apply(e, sim_now());
+        handle_events(applied);
+        result = "applied:";
+        for (const auto& a : applied) result += " " + a.node + " " + a.what + ";";
+      }
+    } catch (const std::exception& err) {
+      result = std::string("error: ") + err.what();
+      log::warn("control event rejected", {{"file", file}, {"error", err.what()}});
+    }
+    complete_control_event(options_.state_dir, file, result);
+  }
+}
+
+void FleetKubelet::handle_events(const std::vector<AppliedEvent>& events) {
+  std::string now = now_seconds();
+  for (const auto& ev : events) {
+    if (!ev.error.empty()) {
+      log::warn("simulated event failed", {{"event", ev.what}, {"error", ev.error}});
+      continue;
+    }
+    log::info("simulated event", {{"node", ev.node}, {"what", ev.what}, {"at", ev.at_s}});
+    auto requeue_pods = [&](const std::string& node) {
+      for (const auto& [key, run] : runs_) {
+        if (run.node == node) queue_.add("p:" + key);
+      }
+    };
+    switch (ev.kind) {
+      case EventKind::Scale:
+        for (const auto& n : ev.added) {
+          nodes_[n].ready_transition = now;
+          queue_.add("n:" + n);
+        }
+        for (const auto& n : ev.removed) {
+          for (auto it = runs_.begin(); it != runs_.end();) {
+            it = it->second.node == n ? runs_.erase(it) : std::next(it);
+          }
+          queue_.add("d:" + n);
+        }
+        break;
+      case EventKind::Reboot: {
+        auto it = nodes_.find(ev.node);
+        if (it == nodes_.end()) break;
+        bool down = model_.is_down(ev.node);
+        if (it->second.ready == down) {
+          it->second.ready = !down;
+          it->second.ready_transition = now;
+        }
+        queue_.add("n:" + ev.node);
+        if (!down) queue_.add("l:" + ev.node);
+        requeue_pods(ev.node);
+        break;
+      }
+      case EventKind::Fault:
+      case EventKind::Host: queue_.add("n:" + ev.node); break;
+    }
+  }
+}
+
+void FleetKubelet::worker_loop() {
+  while (auto key = queue_.get()) {
+    bool ok = false;
+    try {
+      ok = process(*key);
+    } catch (const kube::ApiError& e) {
+      ++api_errors_;
+      log::warn("simulated kubelet request failed", {{"key", *key}, {"error", e.what()}});
+    } catch (const kube::TransportError& e) {
+      ++api_errors_;
+      log::warn("simulated kubelet request failed", {{"key", *key}, {"error", e.what()}});
+    } catch (const std::exception& e) {
+      ++api_errors_;
+      log::error("simulated kubelet error", {{"key", *key}, {"error", e.what()}});
+    }
+    if (ok) {
+      queue_.forget(*key);
+    } else if (!stopping_.load()) {
+      queue_.add_rate_limited(*key);
+    }
+    queue_.done(*key);
+  }
+}
+
+bool FleetKubelet::process(const std::string& key) {
+  std::string rest = key.substr(2);
+  switch (key[0]) {
+    case 'n': return process_node(rest);
+    case 'l': return process_lease(rest);
+    case 'p': return process_pod(rest);
+    case 'd': return process_delete(rest);
+    default: return true;
+  }
+}
+
+bool FleetKubelet::process_node(const std::string& name) {
+  core::Value object;
+  core::Value labels;
+  bool registered = false;
+  std::string now = now_seconds();
+  {
+    std::lock_guard lock(mu_);
+    const NodeModel* m = model_.find(name);
+    if (m == nullptr) return true;
+    NodeRuntime rt = runtime_locked(name);
+    registered = nodes_[name].registered;
+    if (registered) {
+      object = node_status(model_.spec(), m->identity(), rt, now);
+      labels = node_labels(model_.spec(), m->identity(), rt);
+      if (core::to_json(labels) == nodes_[name].reported_labels) labels = core::Value();
+    } else {
+      object = node_object(model_.spec(), m->identity(), rt, now);
+    }
+  }
+  if (!registered) {
+    std::string uid;
+    core::Value labels_now = *object.get({"metadata", "labels"});
+    try {
+      core::Value created =
+          client_.create(kube::resources::nodes(), object, options_.field_manager);
+      uid = std::string(kube::uid_of(created));
+    } catch (const kube::ApiError& e) {
+      if (!e.is(kube::Reason::AlreadyExists)) throw;
+      // A node left by an earlier run: adopt it (its spec, taints included, stays as is).
+      core::Value existing = client_.get(kube::resources::nodes(), "", name);
+      uid = std::string(kube::uid_of(existing));
+      core::Value patch;
+      patch["metadata"]["labels"] = labels_now;
+      client_.patch(kube::resources::nodes(), "", name, kube::PatchType::Merge, patch);
+      core::Value status_patch;
+      status_patch["status"] = *object.find("status");
+      client_.patch(kube::resources::nodes(), "", name, kube::PatchType::StrategicMerge,
+                    status_patch, "status");
+    }
+    {
+      std::lock_guard lock(mu_);
+      auto it = nodes_.find(name);
+      if (it == nodes_.end() || model_.find(name) == nullptr) return true;
+      it->second.uid = uid;
+      it->second.registered = true;
+      it->second.reported_labels = core::to_json(labels_now);
+    }
+    ++registered_;
+    queue_.add("l:" + name);
+    queue_.add_after("n:" + name, options_.status_report);
+    return true;
+  }
+  try {
+    if (!labels.is_null()) {
+      core::Value patch;
+      patch["metadata"]["labels"] = labels;
+      client_.patch(kube::resources::nodes(), "", name, kube::PatchType::Merge, patch);
+      std::lock_guard lock(mu_);
+      if (auto it = nodes_.find(name); it != nodes_.end())
+        it->second.reported_labels = core::to_json(labels);
+    }
+    core::Value patch;
+    patch["status"] = std::move(object);
+    client_.patch(kube::resources::nodes(), "", name, kube::PatchType::StrategicMerge, patch,
+                  "status");
+    ++status_updates_;
+  } catch (const kube::ApiError& e) {
+    if (!is_not_found(e)) throw;
+    // Someone deleted the Node: register it again, as a kubelet does.
+    std::lock_guard lock(mu_);
+    if (auto it = nodes_.find(name); it != nodes_.end()) it->second.registered = false;
+    queue_.add("n:" + name);
+    return true;
+  }
+  queue_.add_after("n:" + name, options_.status_report);
+  return true;
+}
+
+bool FleetKubelet::process_lease(const std::string& name) {
+  std::string uid;
+  {
+    std::lock_guard lock(mu_);
+    auto it = nodes_.find(name);
+    if (it == nodes_.end() || model_.find(name) == nullptr || !it->second.registered) return true;
+    if (model_.is_down(name)) return true;  // a rebooting node stops heartbeating
+    uid = it->second.uid;
+  }
+  core::Value patch;
+  patch["spec"]["holderIdentity"] = name;
+  patch["spec"]["leaseDurationSeconds"] = options_.lease_duration_seconds;
+  patch["spec"]["renewTime"] = now_micros();
+  try {
+    client_.patch(kube::resources::leases(), kLeaseNamespace, name, kube::PatchType::Merge, patch);
+  } catch (const kube::ApiError& e) {
+    if (!is_not_found(e)) throw;
+    core::Value lease = patch;
+    lease["apiVersion"] = "coordination.k8s.io/v1";
+    lease["kind"] = "Lease";
+    lease["metadata"]["name"] = name;
+    lease["metadata"]["namespace"] = kLeaseNamespace;
+    if (!uid.empty()) {
+      core::Value owner;
+      owner["apiVersion"] = "v1";
+      owner["kind"] = "Node";
+      owner["name"] = name;
+      owner["uid"] = uid;
+      lease["metadata"]["ownerReferences"].push_back(std::move(owner));
+    }
+    try {
+      client_.create(kube::resources::leases(), lease, options_.field_manager);
+    } catch (const kube::ApiError& ce) {
+      if (!ce.is(kube::Reason::AlreadyExists)) throw;
+      return false;  // raced with another writer: retry the patch
+    }
+  }
+  ++lease_renewals_;
+  // Jitter of up to 4% keeps thousands of renewals from lining up.
+  auto renew = options_.lease_renew;
+  Rng rng(derive_seed(lease_renewals_.load(), name));
+  auto jitter =
+      std::chrono::milliseconds(static_cast<std::int64_t>(renew.count() * 0.04 * rng.unit()));
+  queue_.add_after("l:" + name, renew - jitter);
+  return true;
+}
+
+bool FleetKubelet::process_delete(const std::string& name) {
+  try {
+    client_.remove(kube::resources::leases(), kLeaseNamespace, name);
+  } catch (const kube::ApiError& e) {
+    if (!is_not_found(e)) throw;
+  }
+  try {
+    client_.remove(kube::resources::nodes(), "", name);
+  } catch (const kube::ApiError& e) {
+    if (!is_not_found(e)) throw;
+  }
+  std::lock_guard lock(mu_);
+  if (model_.find(name) == nullptr) nodes_.erase(name);
+  return true;
+}
+
+void FleetKubelet::write_pod_log(const PodRun& run, const std::string& output) const {
+  if (options_.state_dir.empty() || output.empty() || run.containers.empty()) return;
+  // The CRI log layout and line format kubelets use: <time> stdout F <line>.
+  std::string dir = options_.state_dir + "/nodes/" + run.node + "/var/log/pods/" + run.ns + "_" +
+                    run.name + "_" + run.uid + "/" + run.containers.front().first + "/";
+  std::string now = core::Timestamp::now().to_rfc3339(core::TimestampPrecision::Nanos);
+  std::string text;
+  std::size_t start = 0;
+  while (start < output.size()) {
+    auto nl = output.find('\n', start);
+    std::string line =
+        output.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+    text += now + " stdout F " + line + "\n";
+    if (nl == std::string::npos) break;
+    start = nl + 1;
+  }
+  write_file_atomic(dir + std::to_string(run.restart_count) + ".log", text);
+}
+
+bool FleetKubelet::process_pod(const std::string& key) {
+  if (!pods_) return true;
+  kube::ObjectPtr obj = pods_->store().get(key);
+  if (!obj) {
+    std::lock_guard lock(mu_);
+    runs_.erase(key);
+    return true;
+  }
+  const core::Value& pod = *obj;
+  std::string node(pod.get_string({"spec", "nodeName"}));
+  std::string uid(kube::uid_of(pod));
+  std::string server_phase(pod.get_string({"status", "phase"}));
+  bool deleting = pod.get({"metadata", "deletionTimestamp"}) != nullptr;
+  std::string now = now_seconds();
+  auto wall_now = Clock::now();
+
+  core::Value status;
+  bool final_delete = false;
+  std::optional<Clock::duration> requeue;
+  {
+    std::lock_guard lock(mu_);
+    const NodeModel* m = model_.find(node);
+    if (m == nullptr) return true;  // not a simulated node
+    auto it = runs_.find(key);
+    if (it != runs_.end() && it->second.uid != uid) {
+      runs_.erase(it);
+      it = runs_.end();
+    }
+    bool down = model_.is_down(node);
+    if (it == runs_.end()) {
+      if (server_phase == "Succeeded" || server_phase == "Failed" || deleting) {
+        final_delete = deleting;
+      } else if (down) {
+        return true;  // picked up again when the node boots
+      } else {
+        PodRun run = make_pod_run(pod, table_.plan(pod), m->identity().internal_ip, next_pod_ip());
+        run.start_time = now;
+        run.ready_transition = now;
+        run.due = wall_now + wall(run.plan.start_delay_s);
+        status = pod_status(run, now);
+        requeue = run.due - wall_now;
+        runs_.emplace(key, std::move(run));
+      }
+    } else {
+      PodRun& run = it->second;
+      bool terminal = run.stage == PodStage::Succeeded || run.stage == PodStage::Failed;
+      if (deleting) {
+        std::int64_t grace = 30;
+        if (const core::Value* g = pod.get({"metadata", "deletionGracePeriodSeconds"});
+            g && g->is_int()) {
+          grace = g->as_int();
+        }
+        if (terminal || run.stage == PodStage::Pending || down) {
+          final_delete = true;
+        } else if (!run.stopping) {
+          // SIGTERM: the simulated process exits within a second, never after the grace period.
+          run.stopping = true;
+          double stop_s = std::min<double>(1.0, static_cast<double>(grace));
+          run.stop_due = wall_now + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(stop_s));
+          requeue = run.stop_due - wall_now;
+        } else if (wall_now >= run.stop_due) {
+          run.terminated = finish_container(run, 143, "", now);
+          run.stage = PodStage::Failed;
+          run.ready_transition = now;
+          status = pod_status(run, now);
+          final_delete = true;
+        } else {
+          requeue = run.stop_due - wall_now;
+        }
+        if (final_delete && status.is_null()) runs_.erase(it);
+      } else if (terminal) {
+        // Nothing more to do.
+      } else if (down) {
+        if (run.stage == PodStage::Running) {
+          ContainerTermination killed =
+              finish_container(run, 137, "node " + node + " rebooted", now);
+          run.ready_transition = now;
+          if (run.restart_policy == "Never") {
+            run.terminated = killed;
+            run.stage = PodStage::Failed;
+            ++pods_finished_;
+          } else {
+            run.last_state = killed;
+            ++run.restart_count;
+            run.stage = PodStage::Pending;
+          }
+          status = pod_status(run, now);
+        }
+      } else if (run.stage == PodStage::Pending) {
+        if (wall_now < run.due) {
+          requeue = run.due - wall_now;
+        } else {
+          std::optional<double> duration = run.plan.duration_s;
+          if (run.plan.nccl) {
+            std::vector<std::string> hosts = run.plan.nccl_hosts;
+            if (hosts.empty()) hosts.push_back(node);
+            try {
+              duration = allreduce_test_seconds(estimate_allreduce(model_.group(hosts)),
+                                                run.plan.nccl_config);
+            } catch (const core::InvalidInput& e) {
+              run.plan.nccl = false;
+              run.plan.exit_code = 2;
+              run.plan.termination_message = std::string("gpufleet sim: ") + e.what();
+              run.plan.output = run.plan.termination_message + "\n";
+              duration = 0;
+            }
+          }
+          run.stage = PodStage::Running;
+          run.running_since = now;
+          run.ready_transition = now;
+          ++pods_started_;
+          if (duration) {
+            run.due = wall_now + wall(*duration);
+            requeue = run.due - wall_now;
+          }
+          status = pod_status(run, now);
+        }
+      } else if (run.stage == PodStage::Running &&
+                 (run.plan.duration_s.has_value() || run.plan.nccl)) {
+        if (wall_now < run.due) {
+          requeue = run.due - wall_now;
+        } else {
+          int exit_code = run.plan.exit_code;
+          std::string message = run.plan.termination_message;
+          std::string output = run.plan.output;
+          if (run.plan.nccl) {
+            std::vector<std::string> hosts = run.plan.nccl_hosts;
+            if (hosts.empty()) hosts.push_back(node);
+            NcclTestConfig config = run.plan.nccl_config;
+            config.seed = derive_seed(model_.spec().seed, run.uid);
+            try {
+              NcclTestResult result = run_allreduce_test(model_.group(hosts), config);
+              exit_code = result.exit_code;
+              output = result.output;
+            } catch (const core::InvalidInput& e) {
+              exit_code = 2;
+              output = std::string("gpufleet sim: ") + e.what() + "\n";
+            }
+            message = termination_tail(output);
+          }
+          write_pod_log(run, output);
+          ContainerTermination done = finish_container(run, exit_code, message, now);
+          run.ready_transition = now;
+          bool stays_done = run.restart_policy == "Never" ||
+                            (run.restart_policy == "OnFailure" && exit_code == 0);
+          if (stays_done) {
+            run.terminated = done;
+            run.stage = exit_code == 0 ? PodStage::Succeeded : PodStage::Failed;
+            ++pods_finished_;
+          } else {
+            // The kubelet restarts the container after its back-off (10 s at first).
+            run.last_state = done;
+            ++run.restart_count;
+            run.stage = PodStage::Pending;
+            run.due = wall_now + wall(10);
+            requeue = run.due - wall_now;
+          }
+          status = pod_status(run, now);
+        }
+      }
+    }
+  }
+
+  if (!status.is_null()) {
+    core::Value patch;
+    patch["metadata"]["uid"] = uid;
+    patch["status"] = std::move(status);
+    try {
+      client_.patch(kube::resources::pods(), kube::namespace_of(pod), kube::name_of(pod),
+                    kube::PatchType::Merge, patch, "status");
+    } catch (const kube::ApiError& e) {
+      if (!is_not_found(e)) throw;
+      std::lock_guard lock(mu_);
+      runs_.erase(key);
+      return true;
+    }
+  }
+  if (final_delete) {
+    kube::DeleteOptions del;
+    del.grace_period_seconds = 0;
+    del.precondition_uid = uid;
+    try {
+      client_.remove(kube::resources::pods(), kube::namespace_of(pod), kube::name_of(pod), del);
+    } catch (const kube::ApiError& e) {
+      if (!is_not_found(e) && !e.is(kube::Reason::Conflict)) throw;
+    }
+    std::lock_guard lock(mu_);
+    runs_.erase(key);
+    return true;
+  }
+  if (requeue) queue_.add_after("p:" + key, *requeue + std::chrono::milliseconds(5));
+  return true;
+}
+
+}  // namespace gpufleet::sim

@@ -1,0 +1,116 @@
+// The simulated kubelets of a whole fleet against a real API server: registers the Nodes,
+// keeps them Ready with coordination.k8s.io Leases in kube-node-lease and status updates,
+// runs the pods bound to them through Pending -> Running -> Succeeded/Failed via the status
+// subresource as the behaviour table says, honours graceful deletion (and so evictions),
+// reboots nodes (NotReady, pods killed, new boot ID), scales pools, and mirrors every node's
+// GPU/fabric/host signals into <state-dir>/nodes/<node>/. It only ever patches Node status
+// and its own labels, so cordons and taints set by others are never touched.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/value.h"
+#include "kube/client.h"
+#include "kube/informer.h"
+#include "kube/work_queue.h"
+#include "sim/behaviour.h"
+#include "sim/fleet_model.h"
+#include "sim/kubelet/pod_run.h"
+#include "sim/node_object.h"
+
+namespace gpufleet::sim {
+
+struct KubeletOptions {
+  std::string state_dir;    // "" = no signal files, no control inbox, no status file
+  double time_scale = 1.0;  // simulated seconds per wall second (timeline, pod durations)
+  int lease_duration_seconds = 40;
+  std::chrono::milliseconds lease_renew{10000};     // kubelet default: a quarter of 40 s
+  std::chrono::milliseconds status_report{300000};  // kubelet nodeStatusReportFrequency
+  std::chrono::milliseconds tick{500};
+  int workers = 8;  // concurrent API requests
+  std::string field_manager = "gpufleet-sim";
+};
+
+class FleetKubelet {
+ public:
+  FleetKubelet(kube::Client& client, FleetSpec fleet, BehaviourTable behaviours,
+               KubeletOptions options);
+  ~FleetKubelet();
+  FleetKubelet(const FleetKubelet&) = delete;
+  FleetKubelet& operator=(const FleetKubelet&) = delete;
+
+  // Registers every node and starts the loops; returns at once.
+  void start();
+  // True once every current node has been registered (created or adopted).
+  bool wait_registered(std::chrono::milliseconds timeout);
+  // Stops heartbeats and pods; with `remove_nodes`, deletes every Node and Lease it owns.
+  void stop(bool remove_nodes);
+
+  // Timeline events (at simulated time e.at_s).
+  void schedule(SimEvent e);
+  // Applies an event now; throws core::InvalidInput on an unknown node, pool or GPU.
+  std::vector<AppliedEvent> inject(const SimEvent& e);
+
+  [[nodiscard]] double sim_now() const;
+  // Summary: the model's counts plus registration, pods and API statistics.
+  [[nodiscard]] core::Value status() const;
+  // A copy of one node's kernel log (tests), or "" when unknown.
+  [[nodiscard]] std::string kmsg_of(const std::string& node) const;
+  [[nodiscard]] std::string boot_id_of(const std::string& node) const;
+
+ private:
+  struct NodeState {
+    std::string uid;
+    bool registered = false;
+    bool ready = true;
+    std::string ready_transition;
+    std::string reported_labels;  // JSON of the labels last patched
+  };
+
+  void tick_loop();
+  void worker_loop();
+  bool process(const std::string& key);
+  bool process_node(const std::string& name);
+  bool process_lease(const std::string& name);
+  bool process_pod(const std::string& key);
+  bool process_delete(const std::string& name);
+  void handle_events(const std::vector<AppliedEvent>& events);  // mu_ held
+  void drain_inbox();                                           // mu_ held
+  NodeRuntime runtime_locked(const std::string& name) const;
+  std::string next_pod_ip();
+  std::chrono::steady_clock::duration wall(double sim_seconds) const;
+  void write_pod_log(const PodRun& run, const std::string& output) const;
+
+  kube::Client& client_;
+  BehaviourTable table_;
+  KubeletOptions options_;
+  std::chrono::steady_clock::time_point started_;
+
+  mutable std::mutex mu_;  // guards model_, nodes_, runs_, pod_ips_
+  FleetModel model_;
+  std::unordered_map<std::string, NodeState> nodes_;
+  std::unordered_map<std::string, PodRun> runs_;
+  std::uint64_t pod_ips_ = 0;
+
+  kube::WorkQueue queue_;
+  std::unique_ptr<kube::Informer> pods_;
+  std::vector<std::thread> workers_;
+  std::thread ticker_;
+  std::atomic<bool> stopping_{false};
+
+  std::atomic<std::uint64_t> api_errors_{0};
+  std::atomic<std::uint64_t> lease_renewals_{0};
+  std::atomic<std::uint64_t> status_updates_{0};
+  std::atomic<std::uint64_t> pods_started_{0};
+  std::atomic<std::uint64_t> pods_finished_{0};
+  std::atomic<std::uint64_t> registered_{0};
+};
+
+}  // namespace gpufleet::sim
