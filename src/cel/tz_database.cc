@@ -255,21 +255,25 @@ bool safe_zone_name(std::string_view name) {
   });
 }
 
+// Zones are cached for the life of the process. Names come from expressions and data, so
+// misses are cached only up to a bound: a stream of distinct bad names cannot grow memory.
 const Zone* load_zone(std::string_view name) {
   static std::mutex mu;
   static std::map<std::string, std::unique_ptr<Zone>, std::less<>> cache;
+  static std::size_t misses = 0;
+  constexpr std::size_t kMaxCachedMisses = 256;
+  if (!safe_zone_name(name)) return nullptr;
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(name);
   if (it != cache.end()) return it->second.get();
   std::unique_ptr<Zone> zone;
-  if (safe_zone_name(name)) {
-    std::ifstream in(std::string(kZoneDir) + std::string(name), std::ios::binary);
-    if (in) {
-      std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      zone = parse_tzif(data);
-    }
+  std::ifstream in(std::string(kZoneDir) + std::string(name), std::ios::binary);
+  if (in) {
+    std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    zone = parse_tzif(data);
   }
   const Zone* result = zone.get();
+  if (result == nullptr && ++misses > kMaxCachedMisses) return nullptr;
   cache.emplace(std::string(name), std::move(zone));
   return result;
 }
