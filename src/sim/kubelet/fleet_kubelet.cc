@@ -161,9 +161,13 @@ std::string FleetKubelet::boot_id_of(const std::string& node) const {
 core::Value FleetKubelet::status() const {
   std::lock_guard lock(mu_);
   core::Value s = model_.summary(sim_now());
-  std::int64_t ready = 0;
-  for (const auto& [name, st] : nodes_) ready += st.registered && st.ready ? 1 : 0;
-  s["registered"] = static_cast<std::int64_t>(registered_.load());
+  std::int64_t ready = 0, registered = 0;
+  for (const auto& [name, st] : nodes_) {
+    registered += st.registered ? 1 : 0;
+    ready += st.registered && st.ready ? 1 : 0;
+  }
+  s["registered"] = registered;
+  s["registrations"] = static_cast<std::int64_t>(registered_.load());
   s["ready"] = ready;
   std::int64_t running = 0;
   for (const auto& [key, run] : runs_) running += run.stage == PodStage::Running ? 1 : 0;
