@@ -277,7 +277,13 @@ class Compiler {
     if (!e.test_only) {
       std::vector<std::string> parts;
       bool leading_dot = false;
-      if (qualified_parts(e, &parts, &leading_dot)) return resolve_qualified(e, parts, leading_dot);
+      if (qualified_parts(e, &parts, &leading_dot)) {
+        // Errors about a qualified name point at its first character.
+        const Expr* root = &e;
+        while (root->target) root = root->target.get();
+        e.offset = root->offset;
+        return resolve_qualified(e, parts, leading_dot);
+      }
     }
     Type t = visit(*e.target);
     if (e.test_only) {

@@ -78,3 +78,36 @@ TEST(CelChecker, TypeParsing) {
 
 }  // namespace
 }  // namespace gpufleet::cel
+
+namespace gpufleet::cel {
+namespace {
+
+TEST(CelChecker, ErrorPointsAtTheName) {
+  Env env;
+  env.variable("event");
+  try {
+    (void)compile("event.isFatal &&\n  evnt.code == 1", env);
+    FAIL() << "expected CompileError";
+  } catch (const CompileError& e) {
+    EXPECT_EQ(e.line(), 2u);
+    EXPECT_EQ(e.column(), 3u);
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("  evnt.code == 1\n  ^"));
+  }
+}
+
+TEST(CelChecker, ManyBindings) {
+  Env env;
+  std::string expr = "v0";
+  for (int i = 0; i < 12; ++i) {
+    env.variable("v" + std::to_string(i), "int");
+    if (i > 0) expr += " + v" + std::to_string(i);
+  }
+  Program p = compile(expr, env);
+  Activation act;
+  for (int i = 0; i < 12; ++i) act.bind("v" + std::to_string(i), Val::integer(i));
+  act.bind("v3", Val::integer(100));  // rebinding replaces
+  EXPECT_EQ(p.evaluate(act).as_int(), 66 - 3 + 100);
+}
+
+}  // namespace
+}  // namespace gpufleet::cel
