@@ -216,8 +216,14 @@ class Parser {
       std::size_t at = tok_.offset;
       advance();
       // A negated integer literal is a literal: this is how -9223372036854775808 is written.
-      if ((tok_.kind == Tok::Int || tok_.kind == Tok::Double) && !followed_by_member()) {
+      if (tok_.kind == Tok::Int || tok_.kind == Tok::Double) {
         ExprPtr lit = primary();
+        if (tok_.kind == Tok::Dot || tok_.kind == Tok::LBracket) {
+          // `-2.f()` negates the whole member expression, as the grammar says.
+          if (lit_min_)
+            fail(lit->offset, "integer literal 9223372036854775808 is out of range for int");
+          return call("-_", at, member_suffix(std::move(lit)));
+        }
         if (lit->value.kind() == ValKind::Int) {
           lit->value = lit_min_ ? Val::integer(std::numeric_limits<std::int64_t>::min())
                                 : Val::integer(-lit->value.as_int());
@@ -226,7 +232,7 @@ class Parser {
           lit->value = Val::dbl(-lit->value.as_double());
         }
         lit->offset = at;
-        return member_suffix(std::move(lit));
+        return lit;
       }
       return call("-_", at, unary());
     }
@@ -234,10 +240,6 @@ class Parser {
     if (lit_min_) fail(m->offset, "integer literal 9223372036854775808 is out of range for int");
     return m;
   }
-
-  // Whether the number about to be read is followed by '.' or '[' (then '-' applies to the
-  // whole member expression, not just the literal).
-  bool followed_by_member() const { return false; }
 
   ExprPtr member() { return member_suffix(primary()); }
 

@@ -34,6 +34,10 @@ TEST(CelParser, PrecedenceAndAssociativity) {
   EXPECT_EQ(eval("false ? 1 : true ? 2 : 3").as_int(), 2);
   EXPECT_TRUE(eval("!false == true").as_bool());
   EXPECT_TRUE(eval("2 in [1, 2] == true").as_bool());
+  EXPECT_EQ(eval("-[1, 2][1]").as_int(), -2);
+  EXPECT_EQ(eval("-2 * 3").as_int(), -6);
+  EXPECT_DOUBLE_EQ(eval("-1.5").as_double(), -1.5);
+  EXPECT_TRUE(eval("--9223372036854775808").is_error());  // negating int min overflows
 }
 
 TEST(CelParser, ErrorsHavePositionAndCaret) {
