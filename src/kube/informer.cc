@@ -27,6 +27,7 @@ void Informer::start() {
   if (thread_.joinable()) return;
   stopping_ = false;
   thread_ = std::thread([this] { run(); });
+  if (options_.resync_period.count() > 0) resync_thread_ = std::thread([this] { resync_loop(); });
 }
 
 void Informer::stop() {
@@ -37,6 +38,7 @@ void Informer::stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (resync_thread_.joinable()) resync_thread_.join();
 }
 
 bool Informer::wait_for_sync(std::chrono::milliseconds timeout) {
@@ -86,6 +88,7 @@ bool Informer::list_and_replace() {
   objects.reserve(list.items.size());
   for (auto& item : list.items) objects.push_back(prepare(std::move(item)));
   list.items.clear();
+  std::lock_guard dispatch(dispatch_mu_);
   Store::ReplaceResult diff = store_.replace(std::move(objects));
   // Handlers first for removals (objects deleted while no watch was running), then changes.
   for (const auto& h : handlers_) {
@@ -117,6 +120,7 @@ void Informer::apply_event(WatchEvent& ev) {
     if (!rv.empty()) resource_version_ = rv;
     return;
   }
+  std::unique_lock dispatch(dispatch_mu_);
   if (ev.type == WatchEvent::Type::Deleted) {
     ObjectPtr removed = store_.erase(object_key(ev.object));
     ObjectPtr final_state = prepare(std::move(ev.object));
@@ -135,20 +139,24 @@ void Informer::apply_event(WatchEvent& ev) {
       }
     }
   }
+  dispatch.unlock();
   std::lock_guard lock(mu_);
   if (!rv.empty()) resource_version_ = rv;
   ++stats_.events;
   last_error_.clear();
 }
 
-void Informer::maybe_resync() {
-  if (options_.resync_period.count() <= 0) return;
-  auto now = std::chrono::steady_clock::now();
-  if (now < next_resync_) return;
-  next_resync_ = now + options_.resync_period;
-  for (const auto& obj : store_.list()) {
-    for (const auto& h : handlers_) {
-      if (h.on_update) h.on_update(*obj, *obj);
+// Every resync period: on_update(obj, obj) for each cached object, so that controllers
+// re-check state they may have failed to act on.
+void Informer::resync_loop() {
+  for (;;) {
+    if (!sleep_for(options_.resync_period)) return;
+    if (!synced_) continue;
+    std::lock_guard dispatch(dispatch_mu_);
+    for (const auto& obj : store_.list()) {
+      for (const auto& h : handlers_) {
+        if (h.on_update) h.on_update(*obj, *obj);
+      }
     }
   }
 }
@@ -182,7 +190,6 @@ bool Informer::watch_once() {
   try {
     while (auto ev = stream->next()) {
       apply_event(*ev);
-      maybe_resync();
       if (stopping_) break;
     }
   } catch (const ApiError& e) {
@@ -198,7 +205,6 @@ bool Informer::watch_once() {
 
 void Informer::run() {
   Backoff backoff(options_.backoff_base, options_.backoff_max);
-  next_resync_ = std::chrono::steady_clock::now() + options_.resync_period;
   // After stop() and start() the cache resumes watching from where it stopped; the server
   // answers 410 if that version is gone, and the relist then catches up.
   bool need_list = !synced_ || resource_version().empty();
@@ -220,7 +226,6 @@ void Informer::run() {
         if (!sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(backoff.next())))
           break;
       }
-      maybe_resync();
     } catch (const std::exception& e) {
       if (stopping_) break;
       // The watch broke (server restart, network) or the list failed: back off and resume from

@@ -40,8 +40,8 @@ struct InformerOptions {
   std::chrono::milliseconds backoff_max{30000};
 };
 
-// Handlers run on the informer's own thread, one at a time, in event order; keep them short
-// (enqueue a key into a WorkQueue and return).
+// Handlers run one at a time, in event order, on the informer's thread (resyncs on a timer
+// thread, serialised with events); keep them short (enqueue a key into a WorkQueue and return).
 struct EventHandlers {
   std::function<void(const core::Value& obj)> on_add;
   std::function<void(const core::Value& old_obj, const core::Value& new_obj)> on_update;
@@ -93,7 +93,7 @@ class Informer {
   bool watch_once();  // returns false to request a relist
   ObjectPtr prepare(core::Value obj);
   void apply_event(WatchEvent& ev);
-  void maybe_resync();
+  void resync_loop();
   bool sleep_for(std::chrono::milliseconds d);  // false when stopping
   void set_error(const std::string& e);
 
@@ -101,7 +101,10 @@ class Informer {
   InformerOptions options_;
   Store store_;
   std::vector<EventHandlers> handlers_;
+  // Handlers run one at a time: events on the informer thread, resyncs on the resync thread.
+  std::mutex dispatch_mu_;
   std::thread thread_;
+  std::thread resync_thread_;
   std::atomic<bool> synced_{false};
   std::atomic<bool> stopping_{false};
   mutable std::mutex mu_;  // guards everything below
@@ -110,7 +113,6 @@ class Informer {
   WatchStream* current_watch_ = nullptr;
   Stats stats_;
   std::string last_error_;
-  std::chrono::steady_clock::time_point next_resync_{};
 };
 
 }  // namespace gpufleet::kube

@@ -49,8 +49,11 @@ core::Value Projection::apply_node(core::Value&& v, const Node& node) {
   }
   core::Map* map = v.if_map();
   if (map == nullptr) return core::Value();
+  // Reserve exactly what is present: cached objects live long, slack capacity adds up.
+  std::size_t present = 0;
+  for (const auto& [key, child] : node.children) present += map->contains(key) ? 1 : 0;
   core::Map out;
-  out.reserve(node.children.size());
+  out.reserve(present);
   for (const auto& [key, child] : node.children) {
     core::Value* member = map->find(key);
     if (member == nullptr) continue;

@@ -168,6 +168,25 @@ TEST(Informer, IndexesHandlersAndTrimming) {
   inf.stop();
 }
 
+TEST(Informer, ResyncRedeliversCachedObjects) {
+  Client client(admin_config());
+  TestNamespace ns(client);
+  client.create(resources::config_maps(), config_map(ns.name(), "steady", "1"));
+  InformerOptions o = config_map_informer(ns.name());
+  o.resync_period = 300ms;
+  Informer inf(client, o);
+  std::atomic<int> resyncs{0};
+  EventHandlers h;
+  h.on_update = [&](const core::Value& a, const core::Value& b) {
+    if (name_of(b) == "steady" && resource_version_of(a) == resource_version_of(b)) ++resyncs;
+  };
+  inf.add_handlers(h);
+  inf.start();
+  ASSERT_TRUE(inf.wait_for_sync(30s));
+  for (int i = 0; i < 100 && resyncs < 2; ++i) std::this_thread::sleep_for(100ms);
+  EXPECT_GE(resyncs.load(), 2);
+}
+
 TEST(Informer, MetadataOnly) {
   Client client(admin_config());
   TestNamespace ns(client);
