@@ -2,9 +2,18 @@
 // control commands `sim inject`, `sim status`, `sim validate`.
 #include <CLI/CLI.hpp>
 
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
 #include <csignal>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 #include "cli/command.h"
 #include "core/duration.h"
@@ -33,7 +42,40 @@ struct SimFlags {
   std::string state_dir;
   std::string fleet;
   std::string scenario;
+  bool detach = false;
 };
+
+std::string pid_file(const std::string& state_dir) { return state_dir + "/sim.pid"; }
+
+// Parent side of --detach: wait until the child has registered its fleet (status.json says
+// so), or died, or two minutes passed.
+int wait_for_child(pid_t child, const std::string& state_dir) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (::waitpid(child, &status, WNOHANG) == child) {
+      std::cerr << "error: the simulator exited early; see " << state_dir << "/sim.log\n";
+      return kExitError;
+    }
+    try {
+      core::Value s =
+          core::parse_json(sim::read_text_file(sim::status_file_path(state_dir)), "status");
+      const core::Value* reg = s.find("registered");
+      const core::Value* nodes = s.find("nodes");
+      if (reg && nodes && nodes->as_int() > 0 && reg->as_int() >= nodes->as_int()) {
+        std::cout << "simulator running (pid " << child << ", " << nodes->as_int()
+                  << " nodes); status: gpufleet sim status --state-dir " << state_dir
+                  << "; stop: gpufleet sim stop --state-dir " << state_dir << "\n";
+        return kExitOk;
+      }
+    } catch (const std::exception&) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  std::cerr << "error: the simulator did not register its fleet within 2 minutes; see " << state_dir
+            << "/sim.log\n";
+  return kExitError;
+}
 
 std::chrono::milliseconds millis(const std::string& flag, const std::string& text) {
   try {
@@ -49,6 +91,30 @@ void run_sim(SimFlags& f) {
   }
   f.run.kubelet.lease_renew = millis("--lease-renew", f.lease_renew);
   f.run.kubelet.status_report = millis("--status-report", f.status_report);
+  if (f.detach) {
+    if (f.run.kubelet.state_dir.empty()) {
+      throw core::InvalidInput("--detach needs --state-dir (for its log, pid and status files)");
+    }
+    std::filesystem::create_directories(f.run.kubelet.state_dir);
+    std::filesystem::remove(sim::status_file_path(f.run.kubelet.state_dir));
+    // Fork before any thread exists; the child runs the simulator in its own session.
+    pid_t child = ::fork();
+    if (child < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    if (child > 0) {
+      set_exit_code(wait_for_child(child, f.run.kubelet.state_dir));
+      return;
+    }
+    ::setsid();
+    std::string log = f.run.kubelet.state_dir + "/sim.log";
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+    }
+    if (null >= 0) ::dup2(null, 0);
+    sim::write_file_atomic(pid_file(f.run.kubelet.state_dir), std::to_string(::getpid()) + "\n");
+  }
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   set_exit_code(sim::run_simulation(f.run, g_stop));
@@ -64,6 +130,22 @@ void run_inject(const SimFlags& f) {
   sim::parse_event(doc, f.event.empty() ? f.event_file : "--event", "event",
                    false);  // validate now
   std::cout << sim::submit_control_event(f.state_dir, doc) << "\n";
+}
+
+void run_stop(const SimFlags& f) {
+  std::string text = sim::read_text_file(pid_file(f.state_dir));
+  pid_t pid = static_cast<pid_t>(std::stol(text));
+  if (pid <= 1 || ::kill(pid, SIGTERM) != 0) {
+    throw core::InvalidInput("no running simulator with pid " + std::to_string(pid) + " (from " +
+                             pid_file(f.state_dir) + ")");
+  }
+  // The simulator removes its Nodes before it exits (unless --keep-nodes).
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  while (::kill(pid, 0) == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  std::filesystem::remove(pid_file(f.state_dir));
+  std::cout << "simulator " << pid << " stopped\n";
 }
 
 void run_status(const SimFlags& f) {
@@ -113,6 +195,9 @@ void setup_sim(CLI::App& root) {
   cmd->add_option("--lease-renew", flags->lease_renew, "node lease renewal interval");
   cmd->add_option("--status-report", flags->status_report, "node status report interval");
   cmd->add_flag("--keep-nodes", flags->run.keep_nodes, "leave the Nodes in the cluster on exit");
+  cmd->add_flag(
+      "--detach", flags->detach,
+      "run in the background (log, pid in --state-dir); returns once the fleet is registered");
 
   auto* inject = cmd->add_subcommand(
       "inject", "Send an event (fault, reboot, scale, host change) to a running simulator");
@@ -127,6 +212,12 @@ void setup_sim(CLI::App& root) {
   status->add_option("--state-dir", flags->state_dir, "the running simulator's --state-dir")
       ->required();
   status->callback([flags] { run_status(*flags); });
+
+  auto* stop =
+      cmd->add_subcommand("stop", "Stop a simulator started with --detach (it removes its Nodes)");
+  stop->add_option("--state-dir", flags->state_dir, "the running simulator's --state-dir")
+      ->required();
+  stop->callback([flags] { run_stop(*flags); });
 
   auto* validate =
       cmd->add_subcommand("validate", "Check a fleet or scenario file and summarise it");

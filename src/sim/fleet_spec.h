@@ -65,7 +65,7 @@ struct PoolSpec {
 struct FleetSpec {
   std::string name;
   std::uint64_t seed = 1;
-  std::string kubelet_version = "v1.33.1";
+  std::string kubelet_version = "v1.32.4";
   std::vector<PoolSpec> pools;
   std::string source;  // where it was read from, for error messages
 

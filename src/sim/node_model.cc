@@ -579,6 +579,8 @@ std::map<std::string, std::string> NodeModel::signal_files() const {
 }
 
 std::size_t NodeModel::write_signal_files(const std::string& root) const {
+  if (written_generation_ == generation_ && written_root_ == root) return 0;
+  if (written_root_ != root) written_.clear();
   std::size_t written = 0;
   std::string base = root + "/" + id_.name + "/";
   for (const auto& [rel, content] : signal_files()) {
@@ -589,6 +591,8 @@ std::size_t NodeModel::write_signal_files(const std::string& root) const {
     written_[rel] = h;
     ++written;
   }
+  written_generation_ = generation_;
+  written_root_ = root;
   return written;
 }
 

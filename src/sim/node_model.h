@@ -95,7 +95,8 @@ class NodeModel {
   [[nodiscard]] static std::string rate_text(int gbps_per_port, int width);
   // Every signal file relative to the node directory -> content.
   [[nodiscard]] std::map<std::string, std::string> signal_files() const;
-  // Mirrors signal_files() into <root>/<node>/ with atomic renames, skipping unchanged files.
+  // Mirrors signal_files() into <root>/<node>/ with atomic renames, skipping unchanged files
+  // (and the whole node when nothing changed since the last call for this root).
   // Returns the number of files written.
   std::size_t write_signal_files(const std::string& root) const;
 
@@ -127,6 +128,8 @@ class NodeModel {
   HostModel host_;
   std::uint64_t generation_ = 1;
   mutable std::map<std::string, std::size_t> written_;  // relative path -> content hash
+  mutable std::uint64_t written_generation_ = 0;        // generation last mirrored
+  mutable std::string written_root_;
 };
 
 }  // namespace gpufleet::sim

@@ -41,7 +41,7 @@ TEST(NodeObject, CarriesGfdNfdLabelsCapacityAndNodeInfo) {
   EXPECT_EQ(s.get_string({"nodeInfo", "kernelVersion"}), "5.15.0-1063-nvidia");
   EXPECT_EQ(s.get_string({"nodeInfo", "osImage"}), "Ubuntu 22.04.5 LTS");
   EXPECT_EQ(s.get_string({"nodeInfo", "containerRuntimeVersion"}), "containerd://1.7.27");
-  EXPECT_EQ(s.get_string({"nodeInfo", "kubeletVersion"}), "v1.33.1");
+  EXPECT_EQ(s.get_string({"nodeInfo", "kubeletVersion"}), "v1.32.4");
   EXPECT_EQ(s.get_string({"nodeInfo", "bootID"}), rt.boot_id);
   const core::Value& conds = *s.find("conditions");
   ASSERT_EQ(conds.size(), 4u);
