@@ -7,13 +7,15 @@
 #    HelmRepository CRD installed.
 # The CRDs come from the projects' Go modules (argo-cd manifests/crds, source-controller
 # config/crd/bases) through the Go module proxy. Flux's HelmRelease CRD is not available
-# there (the helm-controller module is not served), so HelmReleases are not checked here.
+# there (the helm-controller module is not served): HelmReleases are decoded strictly into
+# Flux's API types by fluxcheck (tools/helm-lint/fluxcheck) instead.
 # Usage: bundle_verify.sh REPO_ROOT   (env: KUBECONFIG, GPUFLEET_BIN; HELM_BIN optional)
 # Exit 77 (skipped) when neither helm nor the CRDs are available.
 set -euo pipefail
 repo="$1"
 gpufleet="$GPUFLEET_BIN"
 helm="${HELM_BIN:-$repo/build/bin/helm}"
+fluxcheck="${FLUXCHECK_BIN:-$repo/build/bin/fluxcheck}"
 argocd_version=v3.6.1
 source_controller_version=v1.10.1
 work="$(mktemp -d)"
@@ -97,6 +99,21 @@ if [[ -n "$crd" ]]; then
     if [[ -f "$work/$r-rendered.yaml" ]]; then
       kubectl apply --dry-run=server -n argocd -f "$work/$r-rendered.yaml" >/dev/null ||
         fail "argocd-helm rendering $r rejected by the API server"
+      # The chart renders the same Applications as the argocd deployer (as the server reads them).
+      if command -v python3 >/dev/null; then
+        kubectl apply --dry-run=server -o json -f "$work/$r-argocd/applications" >"$work/$r-a.json"
+        kubectl apply --dry-run=server -n argocd -o json -f "$work/$r-rendered.yaml" >"$work/$r-b.json"
+        python3 - "$work/$r-a.json" "$work/$r-b.json" <<'PY' || fail "$r: argocd and argocd-helm Applications differ"
+import json, sys
+def apps(path):
+    doc = json.load(open(path))
+    items = doc.get("items", [doc])
+    return {i["metadata"]["name"]: (i["spec"], i["metadata"].get("annotations", {}))
+            for i in items if i["kind"] == "Application"}
+a, b = apps(sys.argv[1]), apps(sys.argv[2])
+sys.exit(0 if a == b and a else 1)
+PY
+      fi
     fi
   done
   echo "argocd dry-run=server: ok"
@@ -119,6 +136,16 @@ if [[ -n "$crd" ]]; then
   verified=1
 else
   echo "skip Flux checks: github.com/fluxcd/source-controller@$source_controller_version not downloadable"
+fi
+
+# 4. Flux HelmReleases and HelmRepositories decoded strictly into Flux's API types.
+if [[ -x "$fluxcheck" ]]; then
+  for r in recipe mixed; do
+    "$fluxcheck" "$work/$r-flux/sources" "$work/$r-flux/releases" || fail "fluxcheck $r-flux"
+  done
+  verified=1
+else
+  echo "skip fluxcheck: no $fluxcheck (run tools/helm-lint/build.sh)"
 fi
 
 [[ $verified == 1 ]] || exit 77
