@@ -120,17 +120,26 @@ void Informer::apply_event(WatchEvent& ev) {
     if (!rv.empty()) resource_version_ = rv;
     return;
   }
-  std::unique_lock dispatch(dispatch_mu_);
+  std::lock_guard dispatch(dispatch_mu_);
+  // Book-keeping first, so that anyone who observes a handler's effect also sees the event
+  // counted and the cache's resourceVersion advanced.
+  auto note_applied = [&] {
+    std::lock_guard lock(mu_);
+    if (!rv.empty()) resource_version_ = rv;
+    ++stats_.events;
+    last_error_.clear();
+  };
   if (ev.type == WatchEvent::Type::Deleted) {
-    ObjectPtr removed = store_.erase(object_key(ev.object));
+    store_.erase(object_key(ev.object));
+    note_applied();
     ObjectPtr final_state = prepare(std::move(ev.object));
     for (const auto& h : handlers_) {
       if (h.on_delete) h.on_delete(*final_state, false);
     }
-    (void)removed;
   } else {
     ObjectPtr obj = prepare(std::move(ev.object));
     ObjectPtr old = store_.upsert(obj);
+    note_applied();
     for (const auto& h : handlers_) {
       if (old) {
         if (h.on_update) h.on_update(*old, *obj);
@@ -139,11 +148,6 @@ void Informer::apply_event(WatchEvent& ev) {
       }
     }
   }
-  dispatch.unlock();
-  std::lock_guard lock(mu_);
-  if (!rv.empty()) resource_version_ = rv;
-  ++stats_.events;
-  last_error_.clear();
 }
 
 // Every resync period: on_update(obj, obj) for each cached object, so that controllers

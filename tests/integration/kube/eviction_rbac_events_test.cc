@@ -91,6 +91,11 @@ core::Value wait_for_pdb(Client& client, const std::string& ns, const std::strin
 TEST(Eviction, BlockedByDisruptionBudgetThenAllowed) {
   Client client(admin_config());
   TestNamespace ns(client);
+  // Pods are admitted only once the serviceaccount controller made the namespace's default SA.
+  for (int i = 0; i < 300 && !client.try_get(resources::service_accounts(), ns.name(), "default");
+       ++i) {
+    std::this_thread::sleep_for(100ms);
+  }
   FakeNode node(client);
   create_running_pod(client, ns.name(), "p1", node.name());
   create_running_pod(client, ns.name(), "p2", node.name());
