@@ -156,12 +156,12 @@ TEST(ResolverTest, HeterogeneousPoolsGetTheirOwnSettings) {
   EXPECT_EQ(r.pools[1].node_selector.get_string({"gpufleet.io/node-pool"}), "serve");
   EXPECT_THAT(r.pools[0].overlays, ::testing::Contains("gb200"));
   EXPECT_THAT(r.pools[1].overlays, ::testing::Not(::testing::Contains("gb200")));
-  // Cluster-wide: the DRA driver for the GB200 pool, per-pool drivers in the GPU Operator.
+  // Cluster-wide: the DRA driver for the GB200 pool, the mixed MIG strategy.
   bool dra = false;
   for (const Component& c : r.components) {
     dra = dra || c.name == "dra-driver-nvidia-gpu";
     if (c.name == "gpu-operator") {
-      EXPECT_TRUE(c.values.get({"driver", "nvidiaDriverCRD", "enabled"})->as_bool());
+      EXPECT_EQ(c.values.get_string({"mig", "strategy"}), "mixed");
     }
   }
   EXPECT_TRUE(dra);
