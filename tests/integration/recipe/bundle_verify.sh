@@ -64,7 +64,14 @@ install_crd() {
     kubectl apply --server-side -f "$file" >/dev/null
     created+=("crd/$name")
   fi
-  kubectl wait --for=condition=Established "crd/$name" --timeout=60s >/dev/null
+  # (kubectl wait errors out while the new CRD has no status yet, so poll.)
+  local i
+  for i in $(seq 120); do
+    [[ "$(kubectl get crd "$name" -o jsonpath='{.status.conditions[?(@.type=="Established")].status}')" == True ]] &&
+      return 0
+    sleep 0.5
+  done
+  fail "CRD $name not Established after 60s"
 }
 
 # 1. helm lint + helm template on the generated chart.
