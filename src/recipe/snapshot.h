@@ -93,6 +93,12 @@ struct ClusterObjects {
 // the pod phase. Throws core::InvalidInput on an undecodable Helm release record.
 Snapshot snapshot_from_objects(const ClusterObjects& objects);
 
+// Reads the objects from kubectl dumps in `dir` (each a List or a single object, JSON or
+// YAML; a missing file means none): version.json (`kubectl version -o json`), nodes.json,
+// helm-releases.json (`kubectl get secrets -A --field-selector type=helm.sh/release.v1`),
+// crds.json, deployments.json, daemonsets.json, statefulsets.json, pods.json.
+ClusterObjects cluster_objects_from_dir(const std::string& dir);
+
 // Decodes the `release` field of a Helm release Secret (base64 of the gzip'd JSON release,
 // itself base64 in the Secret's data) into the release JSON.
 core::Value decode_helm_release(std::string_view secret_data_release);

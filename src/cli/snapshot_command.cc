@@ -1,0 +1,57 @@
+// `gpufleet snapshot --from-dir DIR`: a Snapshot document from kubectl dumps. Recording one
+// straight from a live cluster needs the Kubernetes client and is not in this build yet.
+#include <CLI/CLI.hpp>
+
+#include <fstream>
+#include <iostream>
+
+#include "cli/command.h"
+#include "core/errors.h"
+#include "recipe/snapshot.h"
+
+namespace gpufleet::cli {
+namespace {
+
+struct SnapshotFlags {
+  std::string from_dir;
+  std::string output;
+};
+
+void run_snapshot(const SnapshotFlags& f) {
+  if (f.from_dir.empty()) {
+    throw core::InvalidInput(
+        "--from-dir DIR is required: recording a snapshot straight from a live cluster is not "
+        "available in this build yet; dump the objects with kubectl (docs/recipe.md) and pass "
+        "their directory");
+  }
+  std::string text = recipe::snapshot_to_yaml(
+      recipe::snapshot_from_objects(recipe::cluster_objects_from_dir(f.from_dir)));
+  if (f.output.empty() || f.output == "-") {
+    std::cout << text;
+    return;
+  }
+  std::ofstream out(f.output, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) throw std::runtime_error("cannot write " + f.output);
+}
+
+void setup_snapshot(CLI::App& root) {
+  auto flags = std::make_shared<SnapshotFlags>();
+  auto* cmd = root.add_subcommand(
+      "snapshot",
+      "Record a cluster's facts as a Snapshot document: Kubernetes version; per node OS, kernel,\n"
+      "runtime, GPU product/count/driver; Helm releases; workload and CRD states; failing pods.\n"
+      "Reads kubectl dumps (--from-dir); see docs/recipe.md.");
+  cmd->add_option("--from-dir", flags->from_dir,
+                  "directory with version.json, nodes.json, helm-releases.json, crds.json, "
+                  "deployments.json, daemonsets.json, statefulsets.json, pods.json");
+  cmd->add_option("-o,--output", flags->output,
+                  "write the snapshot here (default: standard output)");
+  cmd->callback([flags] { run_snapshot(*flags); });
+}
+
+const CommandRegistration kSnapshot(setup_snapshot);
+
+}  // namespace
+}  // namespace gpufleet::cli
