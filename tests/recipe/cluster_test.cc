@@ -3,7 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -109,6 +112,34 @@ TEST(SnapshotTest, FixtureSnapshotFileIsCurrent) {
   std::ostringstream s;
   s << in.rdbuf();
   EXPECT_EQ(s.str(), text) << "UPDATE_GOLDEN=1 regenerates " << path;
+}
+
+TEST(SnapshotTest, ObjectsFromKubectlDumps) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("gpufleet-dump-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  core::Value objs = read_json("cluster-objects.json");
+  auto write = [&](const char* file, const std::string& text) {
+    std::ofstream(dir / file) << text;
+  };
+  write("version.json", R"({"clientVersion": {}, "serverVersion": {"gitVersion": "v1.32.4"}})");
+  core::Value list = core::Value::map();
+  list["kind"] = "List";
+  list["items"] = *objs.find("nodes");
+  write("nodes.json", core::to_json(list));
+  // YAML with several documents works too.
+  write("pods.json",
+        "kind: Pod\nmetadata: {name: a, namespace: x}\n---\nkind: Pod\nmetadata: {name: b, "
+        "namespace: x}\n");
+  ClusterObjects o = cluster_objects_from_dir(dir.string());
+  EXPECT_EQ(o.kubernetes_version, "v1.32.4");
+  EXPECT_EQ(o.nodes.size(), 3u);
+  EXPECT_EQ(o.pods.size(), 2u);
+  EXPECT_TRUE(o.deployments.empty());
+  write("crds.json", "[1, 2]");
+  EXPECT_THROW(cluster_objects_from_dir(dir.string()), core::InvalidInput);
+  fs::remove_all(dir);
+  EXPECT_THROW(cluster_objects_from_dir(dir.string()), core::InvalidInput);
 }
 
 TEST(SnapshotTest, DocumentRoundTrip) {
