@@ -448,7 +448,7 @@ Value Client::patch(const ResourceId& r, std::string_view ns, std::string_view n
                        ": must be a list of operations ({\"op\":...,\"path\":...})");
   }
   std::string resource = r.qualified_name();
-  if (!subresource.empty()) resource += "/" + std::string(subresource);
+  if (!subresource.empty()) resource.append("/").append(subresource);
   RequestInfo info{"patch", resource, std::string(ns), std::string(name)};
   Query q;
   q.add("fieldManager", field_manager);
@@ -472,7 +472,7 @@ Value Client::apply(const ResourceId& r, const Value& obj, const ApplyOptions& o
                        ": apiVersion and kind must be set in the applied object");
   }
   std::string resource = r.qualified_name();
-  if (!subresource.empty()) resource += "/" + std::string(subresource);
+  if (!subresource.empty()) resource.append("/").append(subresource);
   RequestInfo info{"apply", resource, r.namespaced ? ns : "", name};
   Query q;
   q.add("fieldManager", options.field_manager)

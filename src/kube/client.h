@@ -110,6 +110,7 @@ class HttpStream;
 // One watch request. next() blocks for the next event; it returns nullopt when the stream
 // ends normally (server timeout, cancel()) and throws TransportError when the connection breaks
 // and ApiError for an error answer or an ERROR event (410 Gone: resourceVersion too old).
+// A WatchStream must not outlive the Client that opened it.
 class WatchStream {
  public:
   WatchStream(std::shared_ptr<HttpStream> stream, RequestInfo info,
