@@ -1,7 +1,8 @@
 // Benchmarks against a real API server (kube-local): memory of an informer cache of N Nodes,
 // listing N Nodes against `kubectl get nodes -o json`, and watch event -> handler latency at a
 // fixed update rate. Run through run-live-bench.sh; prints one line per figure.
-//   kube_live_bench KUBECONFIG [NODES=5000] [RATE=500] [SECONDS=10] [PARTS=list,memory,watch]
+//   kube_live_bench KUBECONFIG [NODES=5000] [RATE=500] [SECONDS=10]
+//   [PARTS=list,memory,watch-nodes,watch-configmaps]
 #include <malloc.h>
 
 #include <algorithm>
@@ -136,15 +137,23 @@ void measure_list(kube::Client& client, const std::string& kubeconfig) {
       count, median(ours), median(kubectl), median(kubectl) / median(ours));
 }
 
-void measure_watch_latency(kube::Client& client, int n, int rate, int seconds) {
+// Update sent -> handler latency for `total` merge patches at `rate`/s over objects
+// name_prefix0..n-1 of `resource` in namespace `ns` ("" for cluster-scoped).
+void measure_watch_latency(kube::Client& client, const kube::ResourceId& resource,
+                           const std::string& ns, const std::string& name_prefix,
+                           const std::string& selector, int n, int rate, int seconds,
+                           const char* label) {
   std::mutex mu;
   std::vector<double> latencies_ms;
   kube::InformerOptions o;
-  o.resource = kube::resources::nodes();
-  o.label_selector = kSelector;
-  o.shape.prune = kube::node_prune_paths();
-  kube::Projection keep(kube::node_cache_fields());
-  o.transform = [keep](core::Value& v) { v = keep.apply(std::move(v)); };
+  o.resource = resource;
+  o.namespace_ = ns;
+  o.label_selector = selector;
+  if (resource == kube::resources::nodes()) {
+    o.shape.prune = kube::node_prune_paths();
+    kube::Projection keep(kube::node_cache_fields());
+    o.transform = [keep](core::Value& v) { v = keep.apply(std::move(v)); };
+  }
   kube::Informer inf(client, o);
   inf.add_handlers(
       {{},
@@ -173,8 +182,8 @@ void measure_watch_latency(kube::Client& client, int n, int rate, int seconds) {
         patch["metadata"]["annotations"]["gpufleet.io/bench-sent"] =
             std::to_string(Steady::now().time_since_epoch().count());
         try {
-          client.patch(kube::resources::nodes(), "", "bench-node-" + std::to_string(i % n),
-                       kube::PatchType::Merge, patch);
+          client.patch(resource, ns, name_prefix + std::to_string(i % n), kube::PatchType::Merge,
+                       patch);
         } catch (const std::exception&) {
           ++errors;
         }
@@ -195,10 +204,10 @@ void measure_watch_latency(kube::Client& client, int n, int rate, int seconds) {
     return l[std::min(l.size() - 1, static_cast<std::size_t>(p * l.size()))];
   };
   std::printf(
-      "watch: %d updates in %.1f s (%.0f/s), %zu seen by the handler, %d errors; update sent -> "
+      "watch %s: %d updates in %.1f s (%.0f/s), %zu seen by the handler, %d errors; update sent -> "
       "handler latency p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms\n",
-      total, elapsed, total / elapsed, l.size(), errors.load(), pct(0.5), pct(0.9), pct(0.99),
-      l.back());
+      label, total, elapsed, total / elapsed, l.size(), errors.load(), pct(0.5), pct(0.9),
+      pct(0.99), l.back());
 }
 
 }  // namespace
@@ -213,12 +222,15 @@ int main(int argc, char** argv) {
   int n = argc > 2 ? std::atoi(argv[2]) : 5000;
   int rate = argc > 3 ? std::atoi(argv[3]) : 500;
   int seconds = argc > 4 ? std::atoi(argv[4]) : 10;
-  std::string parts = argc > 5 ? argv[5] : "list,memory,watch";
+  std::string parts = argc > 5 ? argv[5] : "list,memory,watch-nodes,watch-configmaps";
   kube::ClientConfig cfg = kube::load_kubeconfig({{kubeconfig}, ""});
   cfg.qps = 0;  // measure the server and the client, not the client-side limiter
   cfg.request_timeout = 120s;
   kube::Client client(cfg);
-  create_nodes(client, n);
+  if (parts.find("list") != std::string::npos || parts.find("memory") != std::string::npos ||
+      parts.find("watch-nodes") != std::string::npos) {
+    create_nodes(client, n);
+  }
   if (parts.find("list") != std::string::npos) measure_list(client, kubeconfig);
   if (parts.find("memory") != std::string::npos) {
     measure_cache_memory(client, n, "pruned (images, managedFields)", {});
@@ -232,6 +244,30 @@ int main(int argc, char** argv) {
     measure_cache_memory(client, n, "pruned + health projection",
                          [health](core::Value& v) { v = health.apply(std::move(v)); });
   }
-  if (parts.find("watch") != std::string::npos) measure_watch_latency(client, n, rate, seconds);
+  if (parts.find("watch-nodes") != std::string::npos) {
+    measure_watch_latency(client, kube::resources::nodes(), "", "bench-node-", kSelector, n, rate,
+                          seconds, "(Nodes)");
+  }
+  if (parts.find("watch-configmaps") != std::string::npos) {
+    // Small objects: what the API server itself can carry at this rate on this machine.
+    const std::string ns = "kube-live-bench";
+    core::Value nsobj;
+    nsobj["metadata"]["name"] = ns;
+    try {
+      client.create(kube::resources::namespaces(), nsobj);
+    } catch (const kube::ApiError&) {
+    }
+    for (int i = 0; i < 100; ++i) {
+      core::Value cm;
+      cm["metadata"]["name"] = "bench-cm-" + std::to_string(i);
+      cm["metadata"]["namespace"] = ns;
+      try {
+        client.create(kube::resources::config_maps(), cm);
+      } catch (const kube::ApiError&) {
+      }
+    }
+    measure_watch_latency(client, kube::resources::config_maps(), ns, "bench-cm-", "", 100, rate,
+                          seconds, "(ConfigMaps)");
+  }
   return 0;
 }
