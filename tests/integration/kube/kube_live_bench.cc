@@ -36,13 +36,18 @@ core::Value fixture() {
   return core::parse_json(ss.str(), "node-gpu.json");
 }
 
+kube::ListOptions bench_selector() {
+  kube::ListOptions o;
+  o.label_selector = kSelector;
+  return o;
+}
+
 double seconds_since(Steady::time_point t) {
   return std::chrono::duration<double>(Steady::now() - t).count();
 }
 
 void create_nodes(kube::Client& client, int n) {
-  std::size_t existing =
-      client.list(kube::resources::nodes(), "", {.label_selector = kSelector}).items.size();
+  std::size_t existing = client.list(kube::resources::nodes(), "", bench_selector()).items.size();
   if (static_cast<int>(existing) >= n) {
     std::printf("setup: %zu bench Nodes already exist\n", existing);
     return;
@@ -122,7 +127,7 @@ void measure_list(kube::Client& client, const std::string& kubeconfig) {
   std::size_t count = 0;
   for (int rep = 0; rep < 3; ++rep) {
     auto t = Steady::now();
-    kube::ListResult r = client.list(kube::resources::nodes(), "", {.label_selector = kSelector});
+    kube::ListResult r = client.list(kube::resources::nodes(), "", bench_selector());
     ours.push_back(seconds_since(t));
     count = r.items.size();
     t = Steady::now();
