@@ -4,6 +4,8 @@
 #include <fstream>
 
 #include "core/errors.h"
+#include "core/json.h"
+#include "core/yaml.h"
 #include "recipe/bundle_render.h"
 #include "recipe/sha256.h"
 
@@ -54,6 +56,27 @@ std::string shell_quote(std::string_view s) {
 
 }  // namespace detail
 
+namespace {
+
+// Which settings and constraints apply to which node pool: the bundle installs cluster-wide
+// components, so the per-pool part is stated for the operator (and checked by validate).
+std::string pools_section(const Recipe& r) {
+  std::string s = "\n## Node pools\n\n";
+  for (const NodePool& p : r.pools) {
+    s += "### " + p.name + " (" + p.accelerator +
+         (p.node_count ? ", " + std::to_string(*p.node_count) + " nodes" : "") + ")\n\n";
+    s += "Nodes: `" + core::to_json(p.node_selector) + "`. Overlays: ";
+    for (std::size_t i = 0; i < p.overlays.size(); ++i) s += (i ? ", " : "") + p.overlays[i];
+    s += ".\n\nSettings:\n\n```yaml\n" + core::to_yaml(p.settings) + "```\n\nConstraints:\n\n";
+    for (const Constraint& c : p.constraints)
+      s += "- " + c.fact + " " + c.requirement + " (" + c.name + ")\n";
+    s += "\n";
+  }
+  return s;
+}
+
+}  // namespace
+
 const std::vector<std::string_view>& deployer_names() {
   static const std::vector<std::string_view> names = {"helm", "argocd", "argocd-helm", "flux",
                                                       "helmfile"};
@@ -90,6 +113,7 @@ Bundle render_bundle(const Recipe& recipe, Deployer deployer, const BundleOption
     case Deployer::Flux: detail::render_flux(recipe, options, out); break;
     case Deployer::Helmfile: detail::render_helmfile(recipe, options, out); break;
   }
+  if (auto it = out.find("README.md"); it != out.end()) it->second.content += pools_section(recipe);
   out["recipe.yaml"] = {recipe_to_yaml(recipe), false};
   out["checksums.txt"] = {checksums_of(out), false};
   return out;
