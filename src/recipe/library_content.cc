@@ -1,0 +1,207 @@
+#include "recipe/library_content.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/errors.h"
+#include "recipe/pin.h"
+#include "recipe/requirement.h"
+#include "recipe/schema_check.h"
+
+namespace gpufleet::recipe::detail {
+
+using core::InvalidInput;
+using core::Value;
+
+namespace {
+
+constexpr std::string_view kHealthKinds[] = {"CustomResourceDefinition", "Deployment", "DaemonSet",
+                                             "StatefulSet", "Pods"};
+constexpr std::string_view kClusterFacts[] = {"kubernetes.version", "node.os", "node.osVersion",
+                                              "node.kernel", "node.containerRuntime"};
+constexpr std::string_view kPoolFacts[] = {
+    "node.os",     "node.osVersion", "node.kernel", "node.containerRuntime",
+    "gpu.product", "gpu.family",     "gpu.driver",  "gpu.count"};
+
+template <std::size_t N>
+std::string join(const std::string_view (&items)[N]) {
+  std::string out;
+  for (std::string_view s : items) out += (out.empty() ? "" : ", ") + std::string(s);
+  return out;
+}
+
+template <std::size_t N>
+bool contains(const std::string_view (&items)[N], std::string_view s) {
+  return std::find(std::begin(items), std::end(items), s) != std::end(items);
+}
+
+// chart.repository: where Helm finds the chart. Only https and oci registries: a pinned
+// recipe must not depend on a path on the machine that rendered it.
+void check_repository(const std::string& repo, std::string_view where) {
+  bool ok = repo.rfind("https://", 0) == 0 || repo.rfind("oci://", 0) == 0;
+  if (!ok || repo.back() == '/') {
+    throw InvalidInput(std::string(where) + ": repository '" + repo +
+                       "' must be an https:// Helm repository or an oci:// registry path, "
+                       "without a trailing '/'");
+  }
+}
+
+Value normalize_chart(const Value& v, std::string_view where, bool required) {
+  const core::Map& m = expect_map(v, where);
+  check_keys(m, {"repository", "name", "version"}, where);
+  Value out = Value::map();
+  for (std::string_view key : {"repository", "name", "version"}) {
+    const Value* f = m.find(key);
+    std::string w = field_path(where, key);
+    if (f == nullptr) {
+      if (required)
+        throw InvalidInput(w + ": missing; every registry chart names its " + std::string(key));
+      continue;
+    }
+    const std::string& s = expect_string(*f, w);
+    if (key == "version") require_exact_pin(s, w);
+    if (key == "repository") check_repository(s, w);
+    if (key == "name") expect_dns_label(s, w);
+    out[key] = s;
+  }
+  return out;
+}
+
+Value normalize_health(const Value& v, std::string_view where) {
+  Value out = Value::map();
+  const core::List& list = expect_list(v, where);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    std::string w = std::string(where) + "[" + std::to_string(i) + "]";
+    const core::Map& m = expect_map(list[i], w);
+    check_keys(m, {"kind", "name", "namespace"}, w);
+    const Value* kind = m.find("kind");
+    if (kind == nullptr) throw InvalidInput(w + ".kind: missing; one of " + join(kHealthKinds));
+    const std::string& k = expect_string(*kind, w + ".kind");
+    if (!contains(kHealthKinds, k)) {
+      throw InvalidInput(w + ".kind: '" + k + "' is not a health check kind; use one of " +
+                         join(kHealthKinds));
+    }
+    Value check = Value::map();
+    check["kind"] = k;
+    const Value* name = m.find("name");
+    if (k == "Pods") {
+      if (name != nullptr)
+        throw InvalidInput(w + ".name: a Pods check covers a whole namespace; remove the name");
+    } else {
+      if (name == nullptr)
+        throw InvalidInput(w + ".name: missing; a " + k + " check names the object");
+      check["name"] = expect_string(*name, w + ".name");
+    }
+    if (const Value* ns = m.find("namespace")) {
+      if (k == "CustomResourceDefinition") {
+        throw InvalidInput(w +
+                           ".namespace: CustomResourceDefinitions are cluster-scoped; remove it");
+      }
+      expect_dns_label(expect_string(*ns, w + ".namespace"), w + ".namespace");
+      check["namespace"] = *ns;
+    }
+    std::string key = k + "/" + std::string(check.get_string({"namespace"})) + "/" +
+                      std::string(check.get_string({"name"}));
+    out[key] = std::move(check);
+  }
+  return out;
+}
+
+Value normalize_constraints(const Value& v, std::string_view where, bool pool) {
+  Value out = Value::map();
+  for (const auto& e : expect_map(v, where)) {
+    std::string w = field_path(where, e.key);
+    expect_dns_label(e.key, w);
+    const core::Map& m = expect_map(e.value, w);
+    check_keys(m, {"fact", "requirement"}, w);
+    const Value* fact = m.find("fact");
+    const Value* req = m.find("requirement");
+    if (fact == nullptr || req == nullptr)
+      throw InvalidInput(w + ": needs both fact and requirement");
+    const std::string& f = expect_string(*fact, w + ".fact");
+    bool known = pool ? contains(kPoolFacts, f) : contains(kClusterFacts, f);
+    if (!known) {
+      throw InvalidInput(w + ".fact: '" + f + "' is not a " + (pool ? "node-pool" : "cluster") +
+                         " fact; use one of " + (pool ? join(kPoolFacts) : join(kClusterFacts)));
+    }
+    Requirement r = parse_requirement(expect_string(*req, w + ".requirement"), w + ".requirement");
+    Value c = Value::map();
+    c["fact"] = f;
+    c["requirement"] = r.text;
+    out[e.key] = std::move(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+Value normalize_component(const Value& v, std::string_view where, bool registry) {
+  const core::Map& m = expect_map(v, where);
+  if (registry) {
+    check_keys(m, {"description", "chart", "namespace", "values", "dependencies", "health"}, where);
+  } else {
+    check_keys(m, {"enabled", "chart", "namespace", "values", "dependencies", "health"}, where);
+  }
+  Value out = Value::map();
+  if (registry) {
+    out["enabled"] = false;
+    const Value* chart = m.find("chart");
+    if (chart == nullptr)
+      throw InvalidInput(field_path(where, "chart") +
+                         ": missing; give repository, name and version");
+    if (m.find("namespace") == nullptr)
+      throw InvalidInput(field_path(where, "namespace") + ": missing");
+    out["description"] = expect_string(m.find("description") ? *m.find("description") : Value(""),
+                                       field_path(where, "description"));
+  }
+  if (const Value* f = m.find("enabled"))
+    out["enabled"] = expect_bool(*f, field_path(where, "enabled"));
+  if (const Value* f = m.find("chart"))
+    out["chart"] = normalize_chart(*f, field_path(where, "chart"), registry);
+  if (const Value* f = m.find("namespace")) {
+    std::string w = field_path(where, "namespace");
+    expect_dns_label(expect_string(*f, w), w);
+    out["namespace"] = *f;
+  }
+  if (const Value* f = m.find("values")) {
+    expect_map(*f, field_path(where, "values"));
+    out["values"] = *f;
+  }
+  if (const Value* f = m.find("dependencies")) {
+    std::string w = field_path(where, "dependencies");
+    Value deps = Value::map();
+    for (const Value& d : expect_list(*f, w)) deps[expect_string(d, w)] = true;
+    out["dependencies"] = std::move(deps);
+  }
+  if (const Value* f = m.find("health"))
+    out["health"] = normalize_health(*f, field_path(where, "health"));
+  return out;
+}
+
+Value normalize_content(const core::Map& m, std::string_view where) {
+  Value out = Value::map();
+  if (const Value* comps = m.find("components")) {
+    std::string w = field_path(where, "components");
+    Value& dst = out["components"];
+    dst = Value::map();
+    for (const auto& e : expect_map(*comps, w)) {
+      dst[e.key] = normalize_component(e.value, field_path(w, e.key), false);
+    }
+  }
+  if (const Value* c = m.find("constraints")) {
+    out["constraints"] = normalize_constraints(*c, field_path(where, "constraints"), false);
+  }
+  if (const Value* p = m.find("nodePool")) {
+    std::string w = field_path(where, "nodePool");
+    Value pool = *p;
+    expect_map(pool, w);
+    if (const Value* pc = p->find("constraints")) {
+      pool["constraints"] = normalize_constraints(*pc, field_path(w, "constraints"), true);
+    }
+    out["nodePool"] = std::move(pool);
+  }
+  return out;
+}
+
+}  // namespace gpufleet::recipe::detail
