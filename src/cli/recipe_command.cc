@@ -97,6 +97,7 @@ void setup_recipe(CLI::App& root) {
   cmd->add_option("-o,--output", flags->output, "write the recipe here (default: standard output)");
   auto* list =
       cmd->add_subcommand("list", "List criteria values, mixins and components of the library");
+  list->fallthrough();  // `recipe list --data DIR` reads the parent's --data
   list->callback([flags] { run_list(flags->data_dirs); });
   cmd->require_subcommand(0, 1);
   cmd->callback([flags, list] {
