@@ -69,9 +69,11 @@ Store::ReplaceResult Store::replace(std::vector<ObjectPtr> objects) {
   ReplaceResult result;
   std::unordered_map<std::string, ObjectPtr> fresh;
   fresh.reserve(objects.size());
+  std::vector<std::string> order;  // changes are reported in the list's order
+  order.reserve(objects.size());
   for (auto& o : objects) {
     std::string key = object_key(*o);
-    fresh[std::move(key)] = std::move(o);
+    if (fresh.insert_or_assign(key, std::move(o)).second) order.push_back(std::move(key));
   }
   std::unique_lock lock(mu_);
   for (auto& [key, obj] : objects_) {
@@ -80,12 +82,13 @@ Store::ReplaceResult Store::replace(std::vector<ObjectPtr> objects) {
       result.removed.push_back(obj);
     }
   }
-  for (auto& [key, obj] : fresh) {
+  for (const std::string& key : order) {
+    ObjectPtr& obj = fresh[key];
     auto it = objects_.find(key);
     ObjectPtr old = it == objects_.end() ? nullptr : it->second;
     if (old && resource_version_of(*old) == resource_version_of(*obj) &&
         !resource_version_of(*obj).empty()) {
-      fresh[key] = old;  // unchanged: keep the cached instance
+      obj = old;  // unchanged: keep the cached instance
       continue;
     }
     index_locked(key, old.get(), obj.get());

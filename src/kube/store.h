@@ -43,7 +43,7 @@ class Store {
     std::vector<ObjectPtr> removed;                        // present before, gone now
   };
   // Replaces the whole content (after a list). Objects whose resourceVersion did not change
-  // are not reported as changed.
+  // are not reported as changed; changes come in the order of `objects`.
   ReplaceResult replace(std::vector<ObjectPtr> objects);
 
   [[nodiscard]] ObjectPtr get(const std::string& key) const;

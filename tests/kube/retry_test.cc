@@ -13,111 +13,16 @@
 #include <thread>
 
 #include "kube/client.h"
+#include "scripted_server.h"
 
 namespace gpufleet::kube {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::string response(int code, const std::string& reason, const std::string& body,
-                     const std::string& extra_headers = {}) {
-  return "HTTP/1.1 " + std::to_string(code) + " " + reason +
-         "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-         "\r\n" + extra_headers + "\r\n" + body;
-}
-
-std::string status(int code, const std::string& reason) {
-  return R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"scripted","reason":")" +
-         reason + R"(","code":)" + std::to_string(code) + "}";
-}
-
-const std::string kConfigMap =
-    R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"x","resourceVersion":"7"}})";
-
-// Answers each request with the next scripted response (500 once they run out) and records the
-// request line and headers.
-class ScriptedServer {
- public:
-  explicit ScriptedServer(std::vector<std::string> script) : script_(std::move(script)) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    socklen_t len = sizeof addr;
-    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-    ::listen(listen_fd_, 8);
-    thread_ = std::thread([this] { serve(); });
-  }
-  ~ScriptedServer() {
-    ::shutdown(listen_fd_, SHUT_RDWR);
-    ::close(listen_fd_);
-    {
-      std::lock_guard lock(mu_);
-      if (conn_fd_ >= 0) ::shutdown(conn_fd_, SHUT_RDWR);
-    }
-    thread_.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  std::vector<std::string> requests() {
-    std::lock_guard lock(mu_);
-    return requests_;
-  }
-
- private:
-  void serve() {
-    for (;;) {
-      int fd = ::accept(listen_fd_, nullptr, nullptr);
-      if (fd < 0) return;
-      {
-        std::lock_guard lock(mu_);
-        conn_fd_ = fd;
-      }
-      std::string buf;
-      char chunk[4096];
-      for (;;) {
-        std::size_t end = buf.find("\r\n\r\n");
-        if (end == std::string::npos) {
-          ssize_t n = ::read(fd, chunk, sizeof chunk);
-          if (n <= 0) break;
-          buf.append(chunk, static_cast<std::size_t>(n));
-          continue;
-        }
-        std::string head = buf.substr(0, end);
-        std::size_t body_len = 0;
-        if (auto cl = head.find("Content-Length: "); cl != std::string::npos) {
-          body_len = std::stoul(head.substr(cl + 16));
-        }
-        while (buf.size() < end + 4 + body_len) {
-          ssize_t n = ::read(fd, chunk, sizeof chunk);
-          if (n <= 0) break;
-          buf.append(chunk, static_cast<std::size_t>(n));
-        }
-        buf.erase(0, end + 4 + body_len);
-        std::string reply;
-        {
-          std::lock_guard lock(mu_);
-          requests_.push_back(head);
-          reply = next_ < script_.size() ? script_[next_++] : response(500, "Oops", "");
-        }
-        if (::write(fd, reply.data(), reply.size()) < 0) break;
-      }
-      std::lock_guard lock(mu_);
-      ::close(fd);
-      conn_fd_ = -1;
-    }
-  }
-
-  std::vector<std::string> script_;
-  std::size_t next_ = 0;
-  int listen_fd_ = -1;
-  int conn_fd_ = -1;
-  int port_ = 0;
-  std::mutex mu_;
-  std::vector<std::string> requests_;
-  std::thread thread_;
-};
+using testing::kConfigMap;
+using testing::response;
+using testing::ScriptedServer;
+using testing::status;
 
 ClientConfig config_for(const ScriptedServer& s) {
   ClientConfig c;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 
 #include "core/errors.h"
@@ -86,6 +87,7 @@ TEST(Store, ReplaceReportsChangesAndRemovals) {
 TEST(Store, ConcurrentReadersAndWriters) {
   Store s;
   s.add_index(kNodeNameIndex, index_by_node_name);
+  std::atomic<int> writers_left{2};
   std::vector<std::thread> threads;
   for (int w = 0; w < 2; ++w) {
     threads.emplace_back([&, w] {
@@ -94,19 +96,22 @@ TEST(Store, ConcurrentReadersAndWriters) {
         s.upsert(pod("ns", name, "n" + std::to_string((i + w) % 7), std::to_string(i)));
         if (i % 13 == 0) s.erase("ns/" + name);
       }
+      --writers_left;
     });
   }
+  std::atomic<std::size_t> seen{0};
   for (int r = 0; r < 2; ++r) {
     threads.emplace_back([&] {
-      std::size_t seen = 0;
-      for (int i = 0; i < 2000; ++i) {
-        for (const auto& o : s.by_index(kNodeNameIndex, "n3")) seen += name_of(*o).size();
+      // Read for as long as the writers write (and once more after).
+      for (bool last = false; !last;) {
+        last = writers_left.load() == 0;
+        for (const auto& o : s.by_index(kNodeNameIndex, "n3")) seen += name_of(*o).size() > 0;
         seen += s.list().size();
       }
-      EXPECT_GT(seen, 0u);
     });
   }
   for (auto& t : threads) t.join();
+  EXPECT_GT(seen.load(), 0u);
   // Every indexed key is a stored object on the node its index bucket says.
   for (const auto& node : s.index_values(kNodeNameIndex)) {
     for (const auto& o : s.by_index(kNodeNameIndex, node)) {
