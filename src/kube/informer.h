@@ -52,6 +52,7 @@ struct EventHandlers {
 
 class Informer {
  public:
+  // `client` must outlive the informer (stop or destroy informers before their Client).
   Informer(Client& client, InformerOptions options);
   ~Informer();  // stops
   Informer(const Informer&) = delete;
