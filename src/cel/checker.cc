@@ -426,7 +426,8 @@ class Compiler {
       }
       result = types::dyn();
     }
-    if (e.name == "matches" && e.args.size() == 2 && e.args[1]->op == Op::Const &&
+    const bool regex_call = e.name == "matches" || e.name == "find" || e.name == "findAll";
+    if (regex_call && e.args.size() >= 2 && e.args[1]->op == Op::Const &&
         e.args[1]->value.kind() == ValKind::String) {
       std::string error;
       e.aux = precompile_regex(e.args[1]->value.text(), &error);

@@ -51,6 +51,17 @@ TEST(CelStdlib, StringsExtension) {
   EXPECT_EQ(eval("'Ab'.lowerAscii() + 'Ab'.upperAscii()").text(), "abAB");
   EXPECT_TRUE(eval("'NVIDIA-H100-80GB'.matches('^NVIDIA-H1[0-9]{2}')").as_bool());
   EXPECT_EQ(eval("'é'.size()").as_int(), 1);
+  EXPECT_EQ(eval("'driver 535.104.05 ok'.find('[0-9]+[.][0-9]+')").text(), "535.104");
+  EXPECT_EQ(eval("'abc'.find('[0-9]')").text(), "");
+  EXPECT_EQ(eval("'a1b22c333'.findAll('[0-9]+')").debug_string(), "[1, 22, 333]");
+  EXPECT_EQ(eval("'a1b22c333'.findAll('[0-9]+', 2)").debug_string(), "[1, 22]");
+  EXPECT_EQ(eval("'ab'.findAll('x*')").size(), 3u);  // empty matches advance
+  Env env;
+  env.variable("re", "string");
+  Activation act;
+  act.bind("re", Val::string_view("("));
+  EXPECT_THAT(compile("'a'.find(re)", env).evaluate(act).error_message(),
+              HasSubstr("invalid regular expression"));
 }
 
 TEST(CelStdlib, ListHelpers) {
