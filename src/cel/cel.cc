@@ -128,6 +128,9 @@ Val Program::evaluate(const Activation& activation) const {
   }
   try {
     return evaluate_expr(*impl_->root, ctx).detach();
+  } catch (const core::InvalidInput& e) {
+    // A library routine rejected its input: report it as the evaluation's error value.
+    return Val::error(e.what());
   } catch (const CostLimitExceeded&) {
     return Val::error("evaluation cost limit of " + std::to_string(impl_->cost_limit) +
                       " units exceeded (the expression does too much work; simplify it or raise "

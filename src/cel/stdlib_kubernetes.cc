@@ -113,18 +113,17 @@ Val semver_part(EvalContext&, const Val* a, std::size_t n) {
 
 Val fn_is_integer(EvalContext&, const Val* a, std::size_t n) {
   if (n != 1 || !is_opaque(a[0], kQuantity)) return no_such_overload("isInteger", a, n);
-  const core::Quantity& q = quantity_of(a[0]);
-  return Val::boolean(core::Quantity::from_int64(q.as_int64()) == q);
+  return Val::boolean(quantity_of(a[0]).as_exact_int64().has_value());
 }
 
 Val fn_as_integer(EvalContext&, const Val* a, std::size_t n) {
   if (n != 1 || !is_opaque(a[0], kQuantity)) return no_such_overload("asInteger", a, n);
-  const core::Quantity& q = quantity_of(a[0]);
-  if (core::Quantity::from_int64(q.as_int64()) != q) {
-    return Val::error("asInteger(): quantity " + q.to_string() +
-                      " is not a whole number (check isInteger() first)");
+  auto v = quantity_of(a[0]).as_exact_int64();
+  if (!v) {
+    return Val::error("asInteger(): quantity " + quantity_of(a[0]).to_string() +
+                      " is not a whole number within int64 (check isInteger() first)");
   }
-  return Val::integer(q.as_int64());
+  return Val::integer(*v);
 }
 
 Val fn_as_float(EvalContext&, const Val* a, std::size_t n) {

@@ -89,6 +89,9 @@ TEST(CelStdlib, Quantity) {
   EXPECT_TRUE(eval("isQuantity('2Ki') && !isQuantity('2 KiB')").as_bool());
   EXPECT_THAT(eval("quantity('lots')").error_message(), HasSubstr("cannot parse 'lots'"));
   EXPECT_EQ(eval("quantity('-3').sign()").as_int(), -1);
+  EXPECT_FALSE(eval("quantity('12E').isInteger()").as_bool());  // beyond int64
+  EXPECT_TRUE(eval("quantity('12E').asInteger()").is_error());
+  EXPECT_EQ(eval("quantity('2k').asInteger()").as_int(), 2000);
 }
 
 TEST(CelStdlib, Semver) {
