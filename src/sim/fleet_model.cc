@@ -240,6 +240,22 @@ std::size_t FleetModel::write_signals(const std::string& root) const {
   return n;
 }
 
+std::vector<std::pair<std::string, std::string>> FleetModel::take_signal_writes(
+    const std::string& root, std::size_t max_nodes) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::size_t taken = 0;
+  for (std::size_t seen = 0; seen < order_.size() && taken < max_nodes; ++seen) {
+    signal_cursor_ = (signal_cursor_ + 1) % order_.size();
+    const NodeModel& n = *nodes_.at(order_[signal_cursor_]);
+    if (!n.signals_dirty(root)) continue;
+    auto writes = n.take_signal_writes(root);
+    out.insert(out.end(), std::make_move_iterator(writes.begin()),
+               std::make_move_iterator(writes.end()));
+    ++taken;
+  }
+  return out;
+}
+
 core::Value FleetModel::summary(double now_s) const {
   core::Value s;
   s["fleet"] = spec_.name;

@@ -58,6 +58,10 @@ class FleetModel {
   [[nodiscard]] std::vector<GroupMember> group(const std::vector<std::string>& hosts) const;
   // Writes every node's signal files under `root` (only files that changed).
   std::size_t write_signals(const std::string& root) const;
+  // Signal file writes of at most `max_nodes` changed nodes (round robin, so a big fleet's
+  // first mirror spreads over several calls): render under the caller's lock, write outside.
+  std::vector<std::pair<std::string, std::string>> take_signal_writes(const std::string& root,
+                                                                      std::size_t max_nodes);
   // Counts for the status summary: nodes per pool, down, faulty, GPUs, ports.
   [[nodiscard]] core::Value summary(double now_s) const;
 
@@ -72,6 +76,7 @@ class FleetModel {
   std::unordered_map<std::string, double> down_until_;
   std::vector<SimEvent> queue_;  // sorted by at_s, stable
   std::uint64_t picks_ = 0;
+  std::size_t signal_cursor_ = 0;
 };
 
 }  // namespace gpufleet::sim

@@ -578,22 +578,28 @@ std::map<std::string, std::string> NodeModel::signal_files() const {
   return out;
 }
 
-std::size_t NodeModel::write_signal_files(const std::string& root) const {
-  if (written_generation_ == generation_ && written_root_ == root) return 0;
+std::vector<std::pair<std::string, std::string>> NodeModel::take_signal_writes(
+    const std::string& root) const {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!signals_dirty(root)) return out;
   if (written_root_ != root) written_.clear();
-  std::size_t written = 0;
   std::string base = root + "/" + id_.name + "/";
-  for (const auto& [rel, content] : signal_files()) {
+  for (auto& [rel, content] : signal_files()) {
     std::size_t h = std::hash<std::string>{}(content);
     auto it = written_.find(rel);
     if (it != written_.end() && it->second == h) continue;
-    write_file_atomic(base + rel, content);
     written_[rel] = h;
-    ++written;
+    out.emplace_back(base + rel, std::move(content));
   }
   written_generation_ = generation_;
   written_root_ = root;
-  return written;
+  return out;
+}
+
+std::size_t NodeModel::write_signal_files(const std::string& root) const {
+  auto writes = take_signal_writes(root);
+  for (const auto& [path, content] : writes) write_file_atomic(path, content);
+  return writes.size();
 }
 
 }  // namespace gpufleet::sim

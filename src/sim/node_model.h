@@ -99,6 +99,14 @@ class NodeModel {
   // (and the whole node when nothing changed since the last call for this root).
   // Returns the number of files written.
   std::size_t write_signal_files(const std::string& root) const;
+  // The (absolute path, content) pairs write_signal_files would write, marking them written:
+  // lets a caller render under its lock and do the file I/O outside it.
+  [[nodiscard]] std::vector<std::pair<std::string, std::string>> take_signal_writes(
+      const std::string& root) const;
+  // Whether anything changed since the last take/write for `root`.
+  [[nodiscard]] bool signals_dirty(const std::string& root) const noexcept {
+    return written_generation_ != generation_ || written_root_ != root;
+  }
 
   // The header of query-gpu.csv: the --query-gpu fields the simulator fills.
   static const char* gpu_query_fields();

@@ -75,6 +75,7 @@ class FleetKubelet {
   };
 
   void tick_loop();
+  void signal_loop();  // mirrors changed nodes' signal files under <state-dir>/nodes
   void worker_loop();
   bool process(const std::string& key);
   bool process_node(const std::string& name);
@@ -103,6 +104,7 @@ class FleetKubelet {
   std::unique_ptr<kube::Informer> pods_;
   std::vector<std::thread> workers_;
   std::thread ticker_;
+  std::thread signals_;
   std::atomic<bool> stopping_{false};
 
   std::atomic<std::uint64_t> api_errors_{0};
