@@ -22,3 +22,11 @@ if [[ -x "$out/fluxcheck" && "$out/fluxcheck" -nt "$f/go.mod" && "$out/fluxcheck
 else
   (cd "$f" && go build -buildvcs=false -trimpath -ldflags='-s -w' -o "$out/fluxcheck" .)
 fi
+# helmfile (optional, heavy: ~375 modules): HELMFILE=1 builds it from its own module
+# directory, where its go.mod replace directives apply (as a dependency it does not resolve).
+if [[ "${HELMFILE:-0}" == 1 && ! -x "$out/helmfile" ]]; then
+  version=v1.8.0
+  go mod download "github.com/helmfile/helmfile@$version"
+  (cd "$(go env GOMODCACHE)/github.com/helmfile/helmfile@$version" &&
+    go build -buildvcs=false -trimpath -ldflags='-s -w' -o "$out/helmfile" .)
+fi

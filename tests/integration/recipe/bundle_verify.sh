@@ -8,7 +8,8 @@
 # The CRDs come from the projects' Go modules (argo-cd manifests/crds, source-controller
 # config/crd/bases) through the Go module proxy. Flux's HelmRelease CRD is not available
 # there (the helm-controller module is not served): HelmReleases are decoded strictly into
-# Flux's API types by fluxcheck (tools/helm-lint/fluxcheck) instead.
+# Flux's API types by fluxcheck (tools/helm-lint/fluxcheck) instead; the helmfile is read by
+# helmfile itself (`helmfile list`, built with HELMFILE=1 tools/helm-lint/build.sh).
 # Usage: bundle_verify.sh REPO_ROOT   (env: KUBECONFIG, GPUFLEET_BIN; HELM_BIN optional)
 # Exit 77 (skipped) when neither helm nor the CRDs are available.
 set -euo pipefail
@@ -16,6 +17,7 @@ repo="$1"
 gpufleet="$GPUFLEET_BIN"
 helm="${HELM_BIN:-$repo/build/bin/helm}"
 fluxcheck="${FLUXCHECK_BIN:-$repo/build/bin/fluxcheck}"
+helmfile="${HELMFILE_BIN:-$repo/build/bin/helmfile}"
 argocd_version=v3.6.1
 source_controller_version=v1.10.1
 work="$(mktemp -d)"
@@ -38,6 +40,7 @@ for r in recipe mixed; do
     -o "$work/$r-argocd" >/dev/null
   "$gpufleet" bundle -r "$work/$r.yaml" --deployer argocd-helm -o "$work/$r-argocd-helm" >/dev/null
   "$gpufleet" bundle -r "$work/$r.yaml" --deployer flux -o "$work/$r-flux" >/dev/null
+  "$gpufleet" bundle -r "$work/$r.yaml" --deployer helmfile -o "$work/$r-helmfile" >/dev/null
 done
 
 # A file of a Go module, downloaded through the module proxy ("" when unavailable).
@@ -153,6 +156,23 @@ if [[ -x "$fluxcheck" ]]; then
   verified=1
 else
   echo "skip fluxcheck: no $fluxcheck (run tools/helm-lint/build.sh)"
+fi
+
+# 5. helmfile reads the generated helmfile.yaml (its state is decoded strictly: an unknown or
+# misspelt field is an error) and lists every release with its version. `helmfile lint` and
+# `helmfile build` pull the charts, which needs the network, so they are not run here.
+if [[ -x "$helmfile" && -x "$helm" ]]; then
+  for r in recipe mixed; do
+    (cd "$work/$r-helmfile" && "$helmfile" --helm-binary "$helm" list --output json >"$work/$r-helmfile.json") ||
+      fail "helmfile list $r"
+    want=$(grep -c '^- chart:' "$work/$r-helmfile/helmfile.yaml" || true)
+    got=$(grep -o '"name":' "$work/$r-helmfile.json" | wc -l)
+    [[ $want == "$got" && $want -gt 0 ]] || fail "helmfile lists $got releases, the bundle has $want"
+  done
+  echo "helmfile list: ok"
+  verified=1
+else
+  echo "skip helmfile checks: no helmfile at $helmfile (tools/helm-lint/README.md)"
 fi
 
 [[ $verified == 1 ]] || exit 77
