@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -255,6 +255,20 @@ bool safe_zone_name(std::string_view name) {
   });
 }
 
+// Reads a regular file of plausible TZif size; false for directories ("Asia"), missing
+// files and read errors (which must not escape as exceptions).
+bool read_zone_file(const std::string& path, std::string* out) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  auto size = std::filesystem::file_size(path, ec);
+  if (ec || size == 0 || size > (1u << 20)) return false;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  out->resize(static_cast<std::size_t>(size));
+  in.read(out->data(), static_cast<std::streamsize>(size));
+  return in.gcount() == static_cast<std::streamsize>(size);
+}
+
 // Zones are cached for the life of the process. Names come from expressions and data, so
 // misses are cached only up to a bound: a stream of distinct bad names cannot grow memory.
 const Zone* load_zone(std::string_view name) {
@@ -267,11 +281,8 @@ const Zone* load_zone(std::string_view name) {
   auto it = cache.find(name);
   if (it != cache.end()) return it->second.get();
   std::unique_ptr<Zone> zone;
-  std::ifstream in(std::string(kZoneDir) + std::string(name), std::ios::binary);
-  if (in) {
-    std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    zone = parse_tzif(data);
-  }
+  std::string data;
+  if (read_zone_file(std::string(kZoneDir) + std::string(name), &data)) zone = parse_tzif(data);
   const Zone* result = zone.get();
   if (result == nullptr && ++misses > kMaxCachedMisses) return nullptr;
   cache.emplace(std::string(name), std::move(zone));

@@ -27,6 +27,9 @@ TEST(CelStdlib, TimeZones) {
   EXPECT_THAT(eval("timestamp('2024-07-01T12:00:00Z').getHours('Mars/Olympus')").error_message(),
               HasSubstr("unknown time zone 'Mars/Olympus'"));
   EXPECT_TRUE(eval("timestamp('2024-07-01T12:00:00Z').getHours('../../etc/passwd')").is_error());
+  // Directories of the tz database are not zones (found by eval_fuzz).
+  EXPECT_TRUE(eval("timestamp('2009-02-13T23:31:30Z').getMinutes('Asia')").is_error());
+  EXPECT_TRUE(eval("timestamp('2008-03-13T23:31:30Z').getDayOfMonth('US/')").is_error());
 }
 
 TEST(CelStdlib, TimestampsAndDurations) {
