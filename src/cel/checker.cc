@@ -516,6 +516,8 @@ class Compiler {
       v = evaluate_expr(e, ctx);
     } catch (const CostLimitExceeded&) {
       return;
+    } catch (const core::InvalidInput&) {
+      return;  // left for evaluation, which reports it as an error value
     }
     if (v.is_error()) return;
     e.value = std::move(v);
