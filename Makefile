@@ -3,7 +3,7 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps kube-local build asan tsan test unit integration demo demo-down bench fuzz format clean
+.PHONY: all deps kube-local tools build asan tsan test unit integration demo demo-down bench fuzz-smoke format clean
 
 all: build
 
@@ -12,6 +12,10 @@ deps:
 
 kube-local: deps
 	@scripts/build-kube-local.sh
+
+# Test tools built from Go modules: the local control plane, helm and fluxcheck (bundle checks).
+tools: kube-local
+	@tools/helm-lint/build.sh
 
 # Release build: the binary users run and the benchmarks.
 build: deps
@@ -28,16 +32,21 @@ tsan: deps
 	@cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGPUFLEET_SANITIZE=thread $(CMAKE_FLAGS) >/dev/null
 	@ninja -C build/tsan -j $(JOBS) tsan_tests
 
-# Everything: TSan tests first, then every unit and integration test under ASan+UBSan, so
-# the last line printed is CTest's summary of the full run.
-test: kube-local tsan asan
+# Everything: a short fuzz run, the TSan tests, then every unit and integration test under
+# ASan+UBSan, so the last line printed is CTest's summary of the full run.
+test: tools tsan asan fuzz-smoke
 	@ctest --test-dir build/tsan -L tsan --output-on-failure -j $(JOBS)
 	@ctest --test-dir build/asan --output-on-failure -j $(JOBS)
+
+# libFuzzer targets (clang) for a few seconds each; long runs: scripts/fuzz-smoke.sh 600
+FUZZ_SECONDS ?= 20
+fuzz-smoke: deps
+	@scripts/fuzz-smoke.sh $(FUZZ_SECONDS)
 
 unit: asan
 	@ctest --test-dir build/asan -L unit --output-on-failure -j $(JOBS)
 
-integration: kube-local asan
+integration: tools asan
 	@ctest --test-dir build/asan -L integration --output-on-failure
 
 demo: kube-local build
