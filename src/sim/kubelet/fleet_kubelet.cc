@@ -94,16 +94,16 @@ void FleetKubelet::start() {
 
 bool FleetKubelet::wait_registered(std::chrono::milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
+  while (true) {
     {
       std::lock_guard lock(mu_);
       bool all = std::all_of(nodes_.begin(), nodes_.end(),
                              [](const auto& e) { return e.second.registered; });
       if (all) return true;
     }
+    if (Clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  return false;
 }
 
 void FleetKubelet::stop(bool remove_nodes) {
@@ -440,21 +440,23 @@ bool FleetKubelet::process_node(const std::string& name) {
 
 bool FleetKubelet::process_lease(const std::string& name) {
   std::string uid;
+  bool exists = false;
   {
     std::lock_guard lock(mu_);
     auto it = nodes_.find(name);
     if (it == nodes_.end() || model_.find(name) == nullptr || !it->second.registered) return true;
     if (model_.is_down(name)) return true;  // a rebooting node stops heartbeating
     uid = it->second.uid;
+    exists = it->second.lease_exists;
   }
   core::Value patch;
   patch["spec"]["holderIdentity"] = name;
   patch["spec"]["leaseDurationSeconds"] = options_.lease_duration_seconds;
   patch["spec"]["renewTime"] = now_micros();
-  try {
-    client_.patch(kube::resources::leases(), kLeaseNamespace, name, kube::PatchType::Merge, patch);
-  } catch (const kube::ApiError& e) {
-    if (!is_not_found(e)) throw;
+  bool created = false;
+  if (!exists) {
+    // First heartbeat of this run: create the Lease (owned by the Node, so that deleting the
+    // Node lets the garbage collector take it), or adopt one left by an earlier run.
     core::Value lease = patch;
     lease["apiVersion"] = "coordination.k8s.io/v1";
     lease["kind"] = "Lease";
@@ -470,10 +472,25 @@ bool FleetKubelet::process_lease(const std::string& name) {
     }
     try {
       client_.create(kube::resources::leases(), lease, options_.field_manager);
-    } catch (const kube::ApiError& ce) {
-      if (!ce.is(kube::Reason::AlreadyExists)) throw;
-      return false;  // raced with another writer: retry the patch
+      created = true;
+    } catch (const kube::ApiError& e) {
+      if (!e.is(kube::Reason::AlreadyExists)) throw;
     }
+  }
+  if (!created) {
+    try {
+      client_.patch(kube::resources::leases(), kLeaseNamespace, name, kube::PatchType::Merge,
+                    patch);
+    } catch (const kube::ApiError& e) {
+      if (!is_not_found(e)) throw;
+      std::lock_guard lock(mu_);
+      if (auto it = nodes_.find(name); it != nodes_.end()) it->second.lease_exists = false;
+      return false;  // deleted under us: create it on the retry
+    }
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = nodes_.find(name); it != nodes_.end()) it->second.lease_exists = true;
   }
   ++lease_renewals_;
   // Jitter of up to 4% keeps thousands of renewals from lining up.

@@ -72,6 +72,7 @@ class FleetKubelet {
     bool ready = true;
     std::string ready_transition;
     std::string reported_labels;  // JSON of the labels last patched
+    bool lease_exists = false;    // known to exist: renew by patch, else create first
   };
 
   void tick_loop();

@@ -1,5 +1,6 @@
 #include "sim/kubelet/sim_run.h"
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <thread>
@@ -30,7 +31,15 @@ int run_simulation(const SimRunOptions& options, const std::atomic<bool>& stop) 
     sc.behaviours = BehaviourTable::load_file(options.behaviours_file);
   std::optional<double> duration = options.duration_s ? options.duration_s : sc.duration_s;
 
-  kube::Client client(kube::load_default_config(options.kubeconfig));
+  // One client speaks for every simulated kubelet: its request budget must cover a lease
+  // renewal per node per interval (plus status reports and pods), where each real kubelet
+  // would have its own.
+  kube::ClientConfig config = kube::load_default_config(options.kubeconfig);
+  double renew_s = std::max(0.1, options.kubelet.lease_renew.count() / 1000.0);
+  double needed = static_cast<double>(sc.fleet.node_count()) / renew_s * 1.5 + 50;
+  config.qps = std::max(config.qps, needed);
+  config.burst = std::max(config.burst, static_cast<int>(needed));
+  kube::Client client(std::move(config));
   FleetKubelet fleet(client, sc.fleet, sc.behaviours, options.kubelet);
   for (auto& e : sc.timeline) fleet.schedule(e);
 

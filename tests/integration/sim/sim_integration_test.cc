@@ -342,7 +342,10 @@ TEST_F(SimFleet, HundredNodesStayReadyPastTheNodeMonitorGracePeriod) {
 }
 
 TEST(SimThousand, AThousandNodeFleetComesUpAndGoesAwayCleanly) {
-  kube::Client client(kube::load_default_config());
+  kube::ClientConfig config = kube::load_default_config();
+  config.qps = 400;  // one client speaks for 1,000 kubelets (as gpufleet sim sizes it)
+  config.burst = 400;
+  kube::Client client(std::move(config));
   std::string fleet = "k" + kRun;
   KubeletOptions o;
   o.workers = 16;
