@@ -354,7 +354,7 @@ FleetSpec parse_fleet(const core::Value& doc, std::string_view source_view) {
   if (fleet.kubelet_version.empty() || fleet.kubelet_version[0] != 'v' ||
       !dotted_numbers(fleet.kubelet_version.substr(1, fleet.kubelet_version.find('-') - 1), 3)) {
     spec.fail("kubeletVersion", core::Value(fleet.kubelet_version), "is not a Kubernetes version",
-              "write it like v1.33.1");
+              "write it like v1.32.4");
   }
   const core::Value* pv = spec.get("pools");
   spec.done();
