@@ -1,5 +1,6 @@
-// `gpufleet diff`: a recipe against a cluster snapshot (missing, extra, wrong version,
-// values drift), or one snapshot against another. --fail-on-drift exits 3 on any difference.
+// `gpufleet diff`: a recipe against the live cluster or a snapshot (missing, extra, wrong
+// version, values drift), or one snapshot against another (the live cluster against a later
+// one when --snapshot is not given). --fail-on-drift exits 3 on any difference.
 #include <CLI/CLI.hpp>
 
 #include <fstream>
@@ -7,9 +8,11 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "cli/snapshot_cluster_flags.h"
 #include "core/errors.h"
 #include "core/json.h"
 #include "recipe/drift.h"
+#include "recipe/live_cluster.h"
 #include "recipe/recipe.h"
 #include "recipe/snapshot.h"
 
@@ -30,23 +33,24 @@ struct DiffFlags {
   std::string against_file;
   std::string output = "table";
   bool fail_on_drift = false;
+  recipe::LiveClusterOptions cluster;
 };
 
 void run_diff(const DiffFlags& f) {
   if (f.output != "table" && f.output != "json")
     throw core::InvalidInput("-o '" + f.output + "': use table or json");
-  if (f.snapshot_file.empty()) {
+  if (!f.snapshot_file.empty() && (!f.cluster.kubeconfig.empty() || !f.cluster.context.empty()))
     throw core::InvalidInput(
-        "--snapshot FILE is required: diffing a live cluster directly is not available in this "
-        "build yet; record a snapshot and pass it");
-  }
+        "--snapshot reads a file: it cannot be combined with --kubeconfig/--context");
   if (f.recipe_file.empty() == f.against_file.empty()) {
     throw core::InvalidInput(
         "give either -r RECIPE (recipe against snapshot) or --against SNAPSHOT "
         "(snapshot against snapshot)");
   }
   recipe::Snapshot s =
-      recipe::snapshot_from_text(read_input("--snapshot", f.snapshot_file), f.snapshot_file);
+      f.snapshot_file.empty()
+          ? recipe::snapshot_from_live_cluster(f.cluster)
+          : recipe::snapshot_from_text(read_input("--snapshot", f.snapshot_file), f.snapshot_file);
   std::vector<recipe::Drift> drift;
   if (!f.recipe_file.empty()) {
     recipe::Recipe r = recipe::recipe_from_yaml(read_input("-r", f.recipe_file), f.recipe_file);
@@ -68,14 +72,17 @@ void setup_diff(CLI::App& root) {
   auto flags = std::make_shared<DiffFlags>();
   auto* cmd = root.add_subcommand(
       "diff",
-      "Compare a recipe with a cluster snapshot (missing, extra, wrong version, values drift),\n"
+      "Compare a recipe with the live cluster or a --snapshot (missing, extra, wrong version, "
+      "values drift),\n"
       "or a snapshot with a later one (--against). With --fail-on-drift, exit 3 on drift.");
   cmd->add_option("-r,--recipe", flags->recipe_file, "recipe file written by `gpufleet recipe`");
   cmd->add_option("--snapshot", flags->snapshot_file,
-                  "Snapshot document of the cluster (the 'before' one with --against)");
+                  "Snapshot document of the cluster (the 'before' one with --against; default: "
+                  "the live cluster)");
   cmd->add_option("--against", flags->against_file, "a later Snapshot to compare --snapshot with");
   cmd->add_option("-o,--output", flags->output, "table or json")->capture_default_str();
   cmd->add_flag("--fail-on-drift", flags->fail_on_drift, "exit 3 when anything differs");
+  add_cluster_flags(*cmd, flags->cluster);
   cmd->callback([flags] { run_diff(*flags); });
 }
 

@@ -1,12 +1,14 @@
-// `gpufleet snapshot --from-dir DIR`: a Snapshot document from kubectl dumps. Recording one
-// straight from a live cluster needs the Kubernetes client and is not in this build yet.
+// `gpufleet snapshot`: a Snapshot document of the live cluster (--kubeconfig/--context), or
+// from kubectl dumps (--from-dir DIR).
 #include <CLI/CLI.hpp>
 
 #include <fstream>
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/snapshot_cluster_flags.h"
 #include "core/errors.h"
+#include "recipe/live_cluster.h"
 #include "recipe/snapshot.h"
 
 namespace gpufleet::cli {
@@ -15,17 +17,17 @@ namespace {
 struct SnapshotFlags {
   std::string from_dir;
   std::string output;
+  recipe::LiveClusterOptions cluster;
 };
 
 void run_snapshot(const SnapshotFlags& f) {
-  if (f.from_dir.empty()) {
+  if (!f.from_dir.empty() && (!f.cluster.kubeconfig.empty() || !f.cluster.context.empty()))
     throw core::InvalidInput(
-        "--from-dir DIR is required: recording a snapshot straight from a live cluster is not "
-        "available in this build yet; dump the objects with kubectl (docs/recipe.md) and pass "
-        "their directory");
-  }
+        "--from-dir reads dumps: it cannot be combined with --kubeconfig/--context");
   std::string text = recipe::snapshot_to_yaml(
-      recipe::snapshot_from_objects(recipe::cluster_objects_from_dir(f.from_dir)));
+      f.from_dir.empty()
+          ? recipe::snapshot_from_live_cluster(f.cluster)
+          : recipe::snapshot_from_objects(recipe::cluster_objects_from_dir(f.from_dir)));
   if (f.output.empty() || f.output == "-") {
     std::cout << text;
     return;
@@ -42,12 +44,14 @@ void setup_snapshot(CLI::App& root) {
       "snapshot",
       "Record a cluster's facts as a Snapshot document: Kubernetes version; per node OS, kernel,\n"
       "runtime, GPU product/count/driver; Helm releases; workload and CRD states; failing pods.\n"
-      "Reads kubectl dumps (--from-dir); see docs/recipe.md.");
+      "Reads the live cluster (--kubeconfig, --context) or kubectl dumps (--from-dir);\n"
+      "see docs/recipe.md.");
   cmd->add_option("--from-dir", flags->from_dir,
                   "directory with version.json, nodes.json, helm-releases.json, crds.json, "
                   "deployments.json, daemonsets.json, statefulsets.json, pods.json");
   cmd->add_option("-o,--output", flags->output,
                   "write the snapshot here (default: standard output)");
+  add_cluster_flags(*cmd, flags->cluster);
   cmd->callback([flags] { run_snapshot(*flags); });
 }
 

@@ -1,5 +1,6 @@
-// `gpufleet validate -r recipe.yaml --snapshot FILE`: constraints and health assertions of a
-// recipe against a cluster snapshot. Exit 4 when a check fails.
+// `gpufleet validate -r recipe.yaml [--snapshot FILE]`: constraints and health assertions of a
+// recipe against a cluster snapshot, recorded now from the live cluster unless --snapshot is
+// given. Exit 4 when a check fails.
 #include <CLI/CLI.hpp>
 
 #include <fstream>
@@ -7,8 +8,10 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "cli/snapshot_cluster_flags.h"
 #include "core/errors.h"
 #include "core/json.h"
+#include "recipe/live_cluster.h"
 #include "recipe/recipe.h"
 #include "recipe/snapshot.h"
 #include "recipe/validate.h"
@@ -28,20 +31,21 @@ struct ValidateFlags {
   std::string recipe_file;
   std::string snapshot_file;
   std::string output = "table";
+  recipe::LiveClusterOptions cluster;
 };
 
 void run_validate(const ValidateFlags& f) {
   if (f.output != "table" && f.output != "json") {
     throw core::InvalidInput("-o '" + f.output + "': use table or json");
   }
-  if (f.snapshot_file.empty()) {
+  if (!f.snapshot_file.empty() && (!f.cluster.kubeconfig.empty() || !f.cluster.context.empty()))
     throw core::InvalidInput(
-        "--snapshot FILE is required: validating a live cluster directly is not available in "
-        "this build yet; record a snapshot and pass it");
-  }
+        "--snapshot reads a file: it cannot be combined with --kubeconfig/--context");
   recipe::Recipe r = recipe::recipe_from_yaml(read_input("-r", f.recipe_file), f.recipe_file);
   recipe::Snapshot s =
-      recipe::snapshot_from_text(read_input("--snapshot", f.snapshot_file), f.snapshot_file);
+      f.snapshot_file.empty()
+          ? recipe::snapshot_from_live_cluster(f.cluster)
+          : recipe::snapshot_from_text(read_input("--snapshot", f.snapshot_file), f.snapshot_file);
   recipe::ValidationReport report = recipe::validate(r, s);
   if (f.output == "json") {
     std::cout << core::to_json(recipe::report_to_value(report), core::JsonStyle::Pretty) << "\n";
@@ -55,14 +59,16 @@ void setup_validate(CLI::App& root) {
   auto flags = std::make_shared<ValidateFlags>();
   auto* cmd = root.add_subcommand(
       "validate",
-      "Check a cluster snapshot against a recipe: constraints (Kubernetes version, OS, kernel,\n"
+      "Check the live cluster (or a --snapshot) against a recipe: constraints (Kubernetes version, "
+      "OS, kernel,\n"
       "driver, GPU model; version-aware) and health (CRDs Established, Deployments available,\n"
       "DaemonSets fully ready, no container waiting in CrashLoopBackOff, ImagePullBackOff,\n"
       "ErrImagePull or CreateContainerConfigError). Exit 0 when all pass, 4 when one fails.");
   cmd->add_option("-r,--recipe", flags->recipe_file, "recipe file written by `gpufleet recipe`")
       ->required();
   cmd->add_option("--snapshot", flags->snapshot_file,
-                  "Snapshot document (YAML or JSON) of the cluster");
+                  "Snapshot document (YAML or JSON) of the cluster (default: the live cluster)");
+  add_cluster_flags(*cmd, flags->cluster);
   cmd->add_option("-o,--output", flags->output, "table or json")->capture_default_str();
   cmd->callback([flags] { run_validate(*flags); });
 }
