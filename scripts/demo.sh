@@ -10,6 +10,7 @@ gpufleet=$root/build/release/bin/gpufleet
 kubeconfig=$demo_dir/kube-local/admin.kubeconfig
 
 if [[ ${1:-} == down ]]; then
+  if [[ -d $demo_dir/sim ]]; then "$gpufleet" sim stop --state-dir "$demo_dir/sim" || true; fi
   "$kube_local" down --data-dir "$demo_dir/kube-local"
   echo "demo: control plane stopped (data kept in $demo_dir/kube-local)"
   exit 0
@@ -37,11 +38,28 @@ if "$gpufleet" recipe --help >/dev/null 2>&1; then
   done
 fi
 
-if "$gpufleet" sim --help >/dev/null 2>&1 && [[ -f examples/fleet-h100.yaml ]]; then
-  step "4. A simulated H100 fleet on the control plane"
-  "$gpufleet" sim --fleet examples/fleet-h100.yaml --kubeconfig "$kubeconfig" \
-    --state-dir "$demo_dir/sim" --detach 2>/dev/null || true
-fi
+step "4. A simulated GPU fleet: kubelets that heartbeat, run pods and emit real GPU signals"
+"$gpufleet" sim stop --state-dir "$demo_dir/sim" >/dev/null 2>&1 || true
+"$gpufleet" sim --fleet examples/fleet-h100.yaml --kubeconfig "$kubeconfig" \
+  --state-dir "$demo_dir/sim" --detach
+for _ in $(seq 60); do
+  ready=$(kubectl --kubeconfig "$kubeconfig" get nodes --no-headers 2>/dev/null | grep -c ' Ready' || true)
+  total=$(kubectl --kubeconfig "$kubeconfig" get nodes --no-headers 2>/dev/null | wc -l)
+  ((total > 0 && ready == total)) && break
+  sleep 1
+done
+kubectl --kubeconfig "$kubeconfig" get nodes -L nvidia.com/gpu.product,nvidia.com/gpu.count | head -8
+echo "... $ready of $total nodes Ready"
+
+step "5. A GPU falls off the bus: inject Xid 79 and read it where the node agent will"
+node=$(kubectl --kubeconfig "$kubeconfig" get nodes -o name | head -1 | cut -d/ -f2)
+"$gpufleet" sim inject --state-dir "$demo_dir/sim" --event "{node: $node, type: xid, gpu: 3, code: 79}"
+for _ in $(seq 20); do
+  grep -q 'Xid' "$demo_dir/sim/nodes/$node/dev/kmsg" 2>/dev/null && break
+  sleep 0.5
+done
+grep 'Xid' "$demo_dir/sim/nodes/$node/dev/kmsg" | tail -1
+"$gpufleet" sim status --state-dir "$demo_dir/sim" | head -15
 
 step "Reach the control plane yourself"
 echo "  kubectl --kubeconfig $kubeconfig get --raw /readyz"
