@@ -99,8 +99,29 @@ grep -q 'extra .*kube-system/metrics-server' "$work/diff.txt" || fail "extra rel
 "$bin" diff -r "$work/train.yaml" --snapshot "$snapshot" >/dev/null || fail "diff without --fail-on-drift"
 "$bin" diff --snapshot "$snapshot" --against "$snapshot" --fail-on-drift | grep -q 'no drift' ||
   fail "snapshot against itself"
+# Without --snapshot they read the live cluster: an unreachable one exits 1 naming the
+# server, an unusable kubeconfig exits 2 naming the file or context.
+cat >"$work/nowhere.kubeconfig" <<'YAML'
+apiVersion: v1
+kind: Config
+current-context: nowhere
+clusters: [{name: nowhere, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: test-token}}]
+contexts: [{name: nowhere, context: {cluster: nowhere, user: u}}]
+YAML
 set +e
-"$bin" validate -r "$work/train.yaml" 2>/dev/null; rc=$?
+"$bin" validate -r "$work/train.yaml" --kubeconfig "$work/nowhere.kubeconfig" 2>"$work/err.txt"; rc=$?
 set -e
-[[ $rc == 2 ]] || fail "validate without --snapshot exited $rc, want 2"
+[[ $rc == 1 ]] || fail "validate of an unreachable cluster exited $rc, want 1"
+grep -q 'cannot reach the Kubernetes API server https://127.0.0.1:1' "$work/err.txt" ||
+  fail "unreachable cluster not named: $(cat "$work/err.txt")"
+set +e
+"$bin" diff -r "$work/train.yaml" --kubeconfig "$work/nowhere.kubeconfig" --context other 2>"$work/err.txt"; rc=$?
+set -e
+[[ $rc == 2 ]] || fail "diff with an unknown context exited $rc, want 2"
+grep -q 'context "other" not found' "$work/err.txt" || fail "unknown context: $(cat "$work/err.txt")"
+set +e
+"$bin" snapshot --kubeconfig "$work/nowhere.kubeconfig" --from-dir "$work" 2>/dev/null; rc=$?
+set -e
+[[ $rc == 2 ]] || fail "snapshot --from-dir with --kubeconfig exited $rc, want 2"
 echo "cli_test: ok"
