@@ -46,8 +46,7 @@ std::string rbac_rule(const kube::RequestInfo& req) {
 }
 
 std::string where(const kube::RequestInfo& req) {
-  return req.namespace_.empty() ? "across the cluster"
-                                : "in namespace " + req.namespace_;
+  return req.namespace_.empty() ? "across the cluster" : "in namespace " + req.namespace_;
 }
 
 }  // namespace
