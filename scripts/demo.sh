@@ -17,12 +17,18 @@ if [[ ${1:-} == down ]]; then
 fi
 
 mkdir -p "$demo_dir"
+# kube-local carries a kubectl of the same version for machines without one.
+if ! command -v kubectl >/dev/null 2>&1; then kubectl() { "$kube_local" kubectl "$@"; }; fi
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 step "1. Local control plane (etcd, kube-apiserver, controller-manager, scheduler on 127.0.0.1)"
-"$kube_local" up --data-dir "$demo_dir/kube-local" --detach
+if [[ -f $kubeconfig ]] && kubectl --kubeconfig "$kubeconfig" get --raw /readyz >/dev/null 2>&1; then
+  echo "already running: $kubeconfig"
+else
+  "$kube_local" up --data-dir "$demo_dir/kube-local" --detach
+fi
 echo "API server ready: $(kubectl --kubeconfig "$kubeconfig" get --raw /readyz)"
-kubectl --kubeconfig "$kubeconfig" version 2>/dev/null | sed -n '2p' || true
+kubectl --kubeconfig "$kubeconfig" version 2>/dev/null | grep '^Server' || true
 
 if "$gpufleet" recipe --help >/dev/null 2>&1; then
   step "2. A version-pinned recipe for EKS + H100 + Ubuntu, inference on Dynamo"
@@ -33,7 +39,11 @@ if "$gpufleet" recipe --help >/dev/null 2>&1; then
   step "3. Bundles for every deployer"
   for d in helm argocd argocd-helm flux helmfile; do
     rm -rf "$demo_dir/bundle-$d"
-    "$gpufleet" bundle -r "$demo_dir/recipe.yaml" --deployer "$d" -o "$demo_dir/bundle-$d"
+    extra=()
+    # The app of apps syncs from the Git repository the bundle is pushed to.
+    [[ $d == argocd ]] && extra=(--repo-url https://git.example.com/gpu-cluster.git)
+    "$gpufleet" bundle -r "$demo_dir/recipe.yaml" --deployer "$d" "${extra[@]}" \
+      -o "$demo_dir/bundle-$d" >/dev/null
     echo "$d: $(find "$demo_dir/bundle-$d" -type f | wc -l) files in $demo_dir/bundle-$d"
   done
 fi
@@ -48,18 +58,19 @@ for _ in $(seq 60); do
   ((total > 0 && ready == total)) && break
   sleep 1
 done
-kubectl --kubeconfig "$kubeconfig" get nodes -L nvidia.com/gpu.product,nvidia.com/gpu.count | head -8
+kubectl --kubeconfig "$kubeconfig" get nodes -L nvidia.com/gpu.product,nvidia.com/gpu.count | sed -n '1,8p'
 echo "... $ready of $total nodes Ready"
 
 step "5. A GPU falls off the bus: inject Xid 79 and read it where the node agent will"
-node=$(kubectl --kubeconfig "$kubeconfig" get nodes -o name | head -1 | cut -d/ -f2)
-"$gpufleet" sim inject --state-dir "$demo_dir/sim" --event "{node: $node, type: xid, gpu: 3, code: 79}"
+node=$(kubectl --kubeconfig "$kubeconfig" get nodes -o name | sed -n '1s|.*/||p')
+"$gpufleet" sim inject --state-dir "$demo_dir/sim" --event "{node: $node, type: xid, gpu: 3, code: 79}" >/dev/null
+echo "injected Xid 79 on GPU 3 of $node; its kernel log ($demo_dir/sim/nodes/$node/dev/kmsg) now reads:"
 for _ in $(seq 20); do
   grep -q 'Xid' "$demo_dir/sim/nodes/$node/dev/kmsg" 2>/dev/null && break
   sleep 0.5
 done
-grep 'Xid' "$demo_dir/sim/nodes/$node/dev/kmsg" | tail -1
-"$gpufleet" sim status --state-dir "$demo_dir/sim" | head -15
+grep 'Xid' "$demo_dir/sim/nodes/$node/dev/kmsg" | tail -n 2
+"$gpufleet" sim status --state-dir "$demo_dir/sim" | sed -n '1,15p'
 
 step "Reach the control plane yourself"
 echo "  kubectl --kubeconfig $kubeconfig get --raw /readyz"
