@@ -13,9 +13,10 @@ deps:
 kube-local: deps
 	@scripts/build-kube-local.sh
 
-# Test tools built from Go modules: the local control plane, helm and fluxcheck (bundle checks).
+# Test tools built from Go modules: the local control plane, and helm, fluxcheck and helmfile
+# for the bundle checks (each is rebuilt only when its pins change).
 tools: kube-local
-	@tools/helm-lint/build.sh
+	@HELMFILE=1 tools/helm-lint/build.sh
 
 # Release build: the binary users run and the benchmarks.
 build: deps
