@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "core/json.h"
-#include "kube/store.h"
-#include "kube/trim.h"
+#include "kube/api/store.h"
+#include "kube/api/trim.h"
 #include "kube/watch_decoder.h"
 
 namespace {

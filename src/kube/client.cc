@@ -15,41 +15,6 @@ namespace gpufleet::kube {
 using core::InvalidInput;
 using core::Value;
 
-namespace resources {
-ResourceId nodes() { return {"", "v1", "nodes", false}; }
-ResourceId pods() { return {"", "v1", "pods", true}; }
-ResourceId namespaces() { return {"", "v1", "namespaces", false}; }
-ResourceId config_maps() { return {"", "v1", "configmaps", true}; }
-ResourceId events() { return {"events.k8s.io", "v1", "events", true}; }
-ResourceId leases() { return {"coordination.k8s.io", "v1", "leases", true}; }
-ResourceId jobs() { return {"batch", "v1", "jobs", true}; }
-ResourceId deployments() { return {"apps", "v1", "deployments", true}; }
-ResourceId pod_disruption_budgets() { return {"policy", "v1", "poddisruptionbudgets", true}; }
-ResourceId service_accounts() { return {"", "v1", "serviceaccounts", true}; }
-ResourceId custom_resource_definitions() {
-  return {"apiextensions.k8s.io", "v1", "customresourcedefinitions", false};
-}
-}  // namespace resources
-
-std::string_view name_of(const Value& obj) noexcept { return obj.get_string({"metadata", "name"}); }
-std::string_view namespace_of(const Value& obj) noexcept {
-  return obj.get_string({"metadata", "namespace"});
-}
-std::string_view resource_version_of(const Value& obj) noexcept {
-  return obj.get_string({"metadata", "resourceVersion"});
-}
-std::string_view uid_of(const Value& obj) noexcept { return obj.get_string({"metadata", "uid"}); }
-
-std::string object_key(std::string_view ns, std::string_view name) {
-  if (ns.empty()) return std::string(name);
-  std::string k;
-  k.reserve(ns.size() + name.size() + 1);
-  k.append(ns).append("/").append(name);
-  return k;
-}
-
-std::string object_key(const Value& obj) { return object_key(namespace_of(obj), name_of(obj)); }
-
 namespace {
 
 constexpr std::string_view kJson = "application/json";

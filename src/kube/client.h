@@ -13,42 +13,12 @@
 
 #include "core/json.h"
 #include "core/value.h"
+#include "kube/api/meta.h"
+#include "kube/api/resource.h"
 #include "kube/config.h"
 #include "kube/errors.h"
 
 namespace gpufleet::kube {
-
-// A resource collection: {"", "v1", "pods"}, {"coordination.k8s.io", "v1", "leases"}.
-struct ResourceId {
-  std::string group;  // "" for the core group
-  std::string version;
-  std::string resource;  // lower-case plural
-  bool namespaced = true;
-
-  [[nodiscard]] std::string api_version() const {
-    return group.empty() ? version : group + "/" + version;
-  }
-  // "pods", "leases.coordination.k8s.io": the spelling RBAC and kubectl use.
-  [[nodiscard]] std::string qualified_name() const {
-    return group.empty() ? resource : resource + "." + group;
-  }
-  friend bool operator==(const ResourceId&, const ResourceId&) = default;
-};
-
-// The built-in resources gpufleet acts on.
-namespace resources {
-ResourceId nodes();
-ResourceId pods();
-ResourceId namespaces();
-ResourceId config_maps();
-ResourceId events();  // events.k8s.io/v1
-ResourceId leases();
-ResourceId jobs();
-ResourceId deployments();
-ResourceId pod_disruption_budgets();
-ResourceId service_accounts();
-ResourceId custom_resource_definitions();
-}  // namespace resources
 
 struct ListOptions {
   std::string label_selector;          // "app=x,tier!=db"
@@ -63,14 +33,6 @@ struct ListResult {
   std::vector<core::Value> items;
   std::string resource_version;  // of the list, to start a watch from
   std::string continue_token;    // non-empty when more pages remain (list_page)
-};
-
-// Shapes the objects the server returns: metadata-only (PartialObjectMetadata) and/or with
-// paths pruned while decoding (e.g. "status.images", "metadata.managedFields"), so that large
-// fields never reach memory.
-struct ObjectShape {
-  bool metadata_only = false;
-  std::vector<std::string> prune;  // dotted paths inside each object
 };
 
 struct DeleteOptions {
@@ -205,14 +167,5 @@ class Client {
   class Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// metadata.* accessors used everywhere.
-std::string_view name_of(const core::Value& obj) noexcept;
-std::string_view namespace_of(const core::Value& obj) noexcept;
-std::string_view resource_version_of(const core::Value& obj) noexcept;
-std::string_view uid_of(const core::Value& obj) noexcept;
-// "ns/name" or "name": the key stores and work queues use.
-std::string object_key(const core::Value& obj);
-std::string object_key(std::string_view ns, std::string_view name);
 
 }  // namespace gpufleet::kube

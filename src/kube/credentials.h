@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "kube/api/meta.h"
 #include "kube/config.h"
 
 namespace gpufleet::kube {
@@ -41,8 +42,6 @@ class Credentials {
   std::optional<std::chrono::system_clock::time_point> exec_expiry_;
 };
 
-// Parses an RFC 3339 time ("2026-11-30T05:00:00Z", fractions and offsets allowed).
-std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view s);
 // Formats a time as Kubernetes MicroTime ("2026-11-30T05:00:00.123456Z").
 std::string format_micro_time(std::chrono::system_clock::time_point t);
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "kube/client.h"
-#include "kube/store.h"
+#include "kube/api/store.h"
 
 namespace gpufleet::kube {
 

@@ -4,7 +4,7 @@
 
 #include "core/errors.h"
 #include "kube/credentials.h"
-#include "kube/objects.h"
+#include "kube/api/objects.h"
 #include "kube/rate_limit.h"
 
 namespace gpufleet::kube {

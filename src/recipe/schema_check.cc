@@ -1,6 +1,7 @@
 #include "recipe/schema_check.h"
 
 #include "core/errors.h"
+#include "kube/api/names.h"
 
 namespace gpufleet::recipe::detail {
 
@@ -54,13 +55,7 @@ void check_keys(const core::Map& m, std::initializer_list<std::string_view> allo
   }
 }
 
-bool is_dns_label(std::string_view s) {
-  if (s.empty() || s.size() > 63 || s.front() == '-' || s.back() == '-') return false;
-  for (char c : s) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
-  }
-  return true;
-}
+bool is_dns_label(std::string_view s) { return kube::check_dns_label(s).empty(); }
 
 void expect_dns_label(std::string_view s, std::string_view where) {
   if (is_dns_label(s)) return;

@@ -5,11 +5,16 @@
 
 #include "core/errors.h"
 #include "core/yaml.h"
+#include "kube/api/names.h"
 #include "sim/atomic_file.h"
 #include "sim/field_reader.h"
-#include "sim/k8s_names.h"
 
 namespace gpufleet::sim {
+
+using kube::check_dns_subdomain;
+using kube::check_label_key;
+using kube::check_label_value;
+
 namespace {
 
 constexpr std::string_view kApiVersion = "gpufleet.io/v1alpha1";

@@ -1,4 +1,4 @@
-#include "kube/objects.h"
+#include "kube/api/objects.h"
 
 #include <gtest/gtest.h>
 

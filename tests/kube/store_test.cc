@@ -1,4 +1,4 @@
-#include "kube/store.h"
+#include "kube/api/store.h"
 
 #include <gtest/gtest.h>
 

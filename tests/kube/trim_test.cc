@@ -1,4 +1,4 @@
-#include "kube/trim.h"
+#include "kube/api/trim.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "core/json.h"
-#include "kube/objects.h"
+#include "kube/api/objects.h"
 
 namespace gpufleet::kube {
 namespace {

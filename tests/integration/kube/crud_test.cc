@@ -5,7 +5,7 @@
 #include "core/json.h"
 #include "core/yaml.h"
 #include "kube/client.h"
-#include "kube/objects.h"
+#include "kube/api/objects.h"
 #include "test_env.h"
 
 namespace gpufleet::kube {

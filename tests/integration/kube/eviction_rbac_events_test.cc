@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "kube/events.h"
-#include "kube/objects.h"
+#include "kube/api/objects.h"
 #include "test_env.h"
 
 namespace gpufleet::kube {

@@ -2,7 +2,7 @@
 #include "example_controller.h"
 // --- example begin ---
 #include "kube/informer.h"
-#include "kube/objects.h"
+#include "kube/api/objects.h"
 #include "kube/work_queue.h"
 
 using namespace gpufleet;

@@ -4,7 +4,7 @@
 #include <thread>
 
 #include "example_controller.h"
-#include "kube/objects.h"
+#include "kube/api/objects.h"
 #include "test_env.h"
 
 namespace gpufleet::kube {

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "kube/informer.h"
-#include "kube/objects.h"
+#include "kube/api/objects.h"
 #include "test_env.h"
 
 namespace gpufleet::kube {

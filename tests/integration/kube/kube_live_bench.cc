@@ -18,8 +18,8 @@
 
 #include "core/json.h"
 #include "kube/informer.h"
-#include "kube/objects.h"
-#include "kube/trim.h"
+#include "kube/api/objects.h"
+#include "kube/api/trim.h"
 
 using namespace gpufleet;
 using namespace std::chrono_literals;

@@ -16,7 +16,7 @@
 #include "core/errors.h"
 #include "kube/credentials.h"
 #include "kube/leader_election.h"
-#include "kube/objects.h"
+#include "kube/api/objects.h"
 #include "test_env.h"
 
 namespace gpufleet::kube {

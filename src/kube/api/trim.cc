@@ -1,4 +1,4 @@
-#include "kube/trim.h"
+#include "kube/api/trim.h"
 
 namespace gpufleet::kube {
 

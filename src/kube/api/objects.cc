@@ -1,6 +1,6 @@
-#include "kube/objects.h"
+#include "kube/api/objects.h"
 
-#include "kube/credentials.h"
+#include "kube/api/meta.h"
 
 namespace gpufleet::kube {
 

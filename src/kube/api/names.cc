@@ -1,8 +1,8 @@
-#include "sim/k8s_names.h"
+#include "kube/api/names.h"
 
 #include <cctype>
 
-namespace gpufleet::sim {
+namespace gpufleet::kube {
 namespace {
 
 bool alnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
@@ -38,6 +38,13 @@ std::string check_dns_subdomain(std::string_view name) {
   return {};
 }
 
+std::string check_dns_label(std::string_view name) {
+  if (name.size() > 63) return "is longer than 63 characters";
+  if (name.find('.') != std::string_view::npos)
+    return "holds '.'; only lower-case letters, digits and '-'";
+  return check_dns_subdomain(name);
+}
+
 std::string check_label_key(std::string_view key) {
   auto slash = key.find('/');
   if (slash != std::string_view::npos) {
@@ -53,4 +60,4 @@ std::string check_label_value(std::string_view value) {
   return check_name_part(value);
 }
 
-}  // namespace gpufleet::sim
+}  // namespace gpufleet::kube

@@ -1,9 +1,9 @@
-#include "kube/store.h"
+#include "kube/api/store.h"
 
 #include <mutex>
 
 #include "core/errors.h"
-#include "kube/client.h"
+#include "kube/api/meta.h"
 
 namespace gpufleet::kube {
 
