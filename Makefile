@@ -3,7 +3,7 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps kube-local tools build asan tsan test unit integration demo demo-down bench fuzz-smoke format clean
+.PHONY: all deps kube-local tools build release asan tsan test unit integration demo demo-down bench fuzz-smoke format clean
 
 all: build
 
@@ -18,9 +18,15 @@ kube-local: deps
 tools: kube-local
 	@HELMFILE=1 tools/helm-lint/build.sh
 
-# Release build: the binary users run and the benchmarks.
+# Release build of the binary users run (all the demo needs); `make release` builds every
+# target of the release tree, `make bench` the benchmarks.
+RELEASE_CONFIGURE = cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
 build: deps
-	@cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	@$(RELEASE_CONFIGURE)
+	@ninja -C build/release -j $(JOBS) gpufleet
+
+release: deps
+	@$(RELEASE_CONFIGURE)
 	@ninja -C build/release -j $(JOBS)
 
 # ASan+UBSan build: unit and integration tests.
@@ -57,6 +63,7 @@ demo-down:
 	@scripts/demo.sh down
 
 bench: build
+	@ninja -C build/release -j $(JOBS) benchmarks
 	@scripts/bench.sh
 
 format:
