@@ -138,6 +138,71 @@ TEST(BehaviourTable, ErrorsNameTheField) {
               HasSubstr("behaviours[0].colour: is not a known field"));
 }
 
+TEST(BehaviourTable, ContainerBehavioursTargetContainersByNameAndImage) {
+  BehaviourTable t = BehaviourTable::parse(core::parse_yaml(R"(
+apiVersion: gpufleet.io/v1alpha1
+kind: BehaviourTable
+crashLoopBackOff: {initial: 100ms, max: 1s}
+behaviours:
+- name: flaky-apply
+  match: {initContainer: "*-apply", image: "*package*"}
+  duration: 2s
+  exitCodes: [1, 1, 0]
+- name: slow-main
+  match: {container: main}
+  startDelay: 0s
+  duration: forever
+)"),
+                                           "b.yaml");
+  EXPECT_DOUBLE_EQ(t.back_off().initial_s, 0.1);
+  EXPECT_DOUBLE_EQ(t.back_off().max_s, 1.0);
+  PodPlan p = t.plan(pod(R"(
+spec:
+  restartPolicy: OnFailure
+  initContainers:
+  - {name: kernel-apply, image: example.com/host-package:1}
+  - {name: other-apply, image: example.com/other:1}
+  - {name: proxy, image: envoy, restartPolicy: Always}
+  containers:
+  - {name: main, image: busybox}
+  - {name: helper, image: busybox}
+)"));
+  ASSERT_EQ(p.init_containers.size(), 3u);
+  EXPECT_EQ(p.init_containers[0].behaviour, "flaky-apply");
+  EXPECT_EQ(p.init_containers[0].exit_code(0), 1);
+  EXPECT_EQ(p.init_containers[0].exit_code(1), 1);
+  EXPECT_EQ(p.init_containers[0].exit_code(2), 0);
+  EXPECT_EQ(p.init_containers[0].exit_code(9), 0);
+  EXPECT_EQ(p.init_containers[1].behaviour, "init");  // the image does not match
+  EXPECT_EQ(p.init_containers[1].duration_s, 1.0);
+  EXPECT_EQ(p.init_containers[2].behaviour, "sidecar");
+  EXPECT_FALSE(p.init_containers[2].duration_s.has_value());
+  ASSERT_EQ(p.containers.size(), 2u);
+  EXPECT_EQ(p.containers[0].behaviour, "slow-main");
+  EXPECT_FALSE(p.containers[0].duration_s.has_value());
+  EXPECT_EQ(p.containers[1].behaviour, "batch");  // the pod's behaviour
+  EXPECT_EQ(p.behaviour, "batch");
+
+  auto error_of = [](const std::string& yaml) -> std::string {
+    try {
+      BehaviourTable::parse(core::parse_yaml(yaml), "b.yaml");
+    } catch (const core::InvalidInput& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_THAT(error_of("[{name: a, exitCodes: [1, 300]}]"),
+              HasSubstr("behaviours[0].exitCodes[1]: value 300 is not an exit status"));
+  EXPECT_THAT(error_of("[{name: a, exitCodes: []}]"), HasSubstr("behaviours[0].exitCodes: value"));
+  EXPECT_THAT(error_of("[{name: a, exitCode: 1, exitCodes: [1]}]"),
+              HasSubstr("is given together with exitCode"));
+  EXPECT_THAT(error_of("[{name: a, match: {container: x, initContainer: y}}]"),
+              HasSubstr("behaviours[0].match.initContainer"));
+  EXPECT_THAT(error_of("{apiVersion: gpufleet.io/v1alpha1, kind: BehaviourTable, behaviours: [],"
+                       " crashLoopBackOff: {initial: 10s, max: 1s}}"),
+              HasSubstr("crashLoopBackOff: initial"));
+}
+
 TEST(BehaviourTable, TerminationTailKeepsWholeLinesUnder4096) {
   std::string text;
   for (int i = 0; i < 500; ++i) text += "line " + std::to_string(i) + " of the output\n";
