@@ -38,7 +38,7 @@ const kube::ResourceId kServices{"", "v1", "services"};
 constexpr const char* kBehaviours = R"(
 apiVersion: gpufleet.io/v1alpha1
 kind: BehaviourTable
-crashLoopBackOff: {initial: 1s, max: 4s}
+crashLoopBackOff: {initial: 2s, max: 4s}
 behaviours:
 - name: flaky-apply
   match: {initContainer: "*-apply", image: "*package*"}
