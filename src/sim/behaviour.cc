@@ -366,6 +366,14 @@ PodPlan BehaviourTable::plan(const core::Value& pod) const {
     plan.output = plan.error + "\n";
   }
 
+  add_container_plans(plan, pod, containers, matched_container, exit_codes);
+  return plan;
+}
+
+void BehaviourTable::add_container_plans(PodPlan& plan, const core::Value& pod,
+                                         const std::vector<const core::Value*>& containers,
+                                         const core::Value* matched_container,
+                                         const std::vector<int>& exit_codes) const {
   // Per container: a behaviour naming the container wins; regular containers otherwise do
   // what the pod's behaviour (with its annotation overrides) says, the NCCL run only in the
   // container whose image matched.
@@ -393,7 +401,6 @@ PodPlan BehaviourTable::plan(const core::Value& pod) const {
     p.nccl = plan.nccl && c == matched_container;
     plan.containers.push_back(std::move(p));
   }
-  return plan;
 }
 
 const Behaviour* BehaviourTable::container_behaviour(const core::Value& pod, bool init,

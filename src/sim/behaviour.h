@@ -105,6 +105,11 @@ class BehaviourTable {
   [[nodiscard]] PodPlan plan(const core::Value& pod) const;
 
  private:
+  // The per-container plans of `plan` (its pod-level fields already final).
+  void add_container_plans(PodPlan& plan, const core::Value& pod,
+                           const std::vector<const core::Value*>& containers,
+                           const core::Value* matched_container,
+                           const std::vector<int>& exit_codes) const;
   [[nodiscard]] const Behaviour* container_behaviour(const core::Value& pod, bool init,
                                                      const core::Value& container) const;
   std::vector<Behaviour> items_;

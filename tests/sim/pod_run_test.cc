@@ -29,6 +29,11 @@ class FakeKubelet {
     pod_["status"] = pod_status(run_, rfc(s), pod_.get({"status"}));
     return pod_;
   }
+  core::Value reboot(double s) {
+    kill_for_restart(run_, "node n rebooted", rfc(s));
+    pod_["status"] = pod_status(run_, rfc(s), pod_.get({"status"}));
+    return pod_;
+  }
   core::Value stop(double s, int code) {
     stop_pod(run_, code, "", rfc(s));
     pod_["status"] = pod_status(run_, rfc(s), pod_.get({"status"}));
@@ -345,6 +350,39 @@ spec: {containers: [{name: c, image: nginx}]}
   EXPECT_EQ(*main_status(p, 0).get({"state", "terminated", "exitCode"}), core::Value(143));
   EXPECT_EQ(main_status(p, 0).get_string({"state", "terminated", "reason"}), "Error");
   EXPECT_EQ(condition(p, "Ready").get_string({"reason"}), "PodFailed");
+}
+
+TEST(PodRun, ARebootStartsThePodOverWithInitContainers) {
+  FakeKubelet k(R"(
+metadata: {name: p, namespace: ns, uid: u9}
+spec:
+  initContainers: [{name: setup, image: x/setup:1}]
+  containers: [{name: c, image: nginx}]
+)");
+  k.at(0);
+  k.at(1);
+  k.at(2);
+  core::Value up = k.at(3);
+  ASSERT_EQ(up.get_string({"status", "phase"}), "Running");
+  std::string ready_since(condition(up, "Ready").get_string({"lastTransitionTime"}));
+  core::Value down = k.reboot(10);
+  // getPhase counts containers that ran before as stopped, not pending: an Always pod stays
+  // Running while its init containers run again, as on a real node after a reboot.
+  EXPECT_EQ(down.get_string({"status", "phase"}), "Running");
+  EXPECT_EQ(kubectl_status(down), "Init:0/1");
+  EXPECT_EQ(*main_status(down, 0).get({"lastState", "terminated", "exitCode"}), core::Value(137));
+  EXPECT_EQ(main_status(down, 0).get_string({"lastState", "terminated", "message"}),
+            "node n rebooted");
+  EXPECT_EQ(condition(down, "Ready").get_string({"status"}), "False");
+  EXPECT_EQ(condition(down, "PodReadyToStartContainers").get_string({"status"}), "False");
+  k.at(20);
+  k.at(21);
+  k.at(22);
+  core::Value again = k.at(23);
+  EXPECT_EQ(again.get_string({"status", "phase"}), "Running");
+  EXPECT_EQ(*main_status(again, 0).find("restartCount"), core::Value(1));
+  EXPECT_EQ(*init_status(again, 0).find("restartCount"), core::Value(1));
+  EXPECT_NE(condition(again, "Ready").get_string({"lastTransitionTime"}), ready_since);
 }
 
 TEST(PodRun, OthersConditionsAreKept) {
