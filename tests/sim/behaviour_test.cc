@@ -5,6 +5,7 @@
 
 #include "core/errors.h"
 #include "core/yaml.h"
+#include "sim/atomic_file.h"
 
 namespace gpufleet::sim {
 namespace {
@@ -201,6 +202,27 @@ spec:
   EXPECT_THAT(error_of("{apiVersion: gpufleet.io/v1alpha1, kind: BehaviourTable, behaviours: [],"
                        " crashLoopBackOff: {initial: 10s, max: 1s}}"),
               HasSubstr("crashLoopBackOff: initial"));
+}
+
+// The BehaviourTable example in docs/sim.md parses and means what the text says.
+TEST(BehaviourTable, TheDocsExampleParses) {
+  std::string doc = read_text_file(GPUFLEET_SOURCE_DIR "/docs/sim.md");
+  auto start = doc.find("```yaml\napiVersion: gpufleet.io/v1alpha1\nkind: BehaviourTable");
+  ASSERT_NE(start, std::string::npos);
+  start += 8;
+  std::string yaml = doc.substr(start, doc.find("```", start) - start);
+  BehaviourTable t = BehaviourTable::parse(core::parse_yaml(yaml), "docs/sim.md");
+  EXPECT_DOUBLE_EQ(t.back_off().max_s, 300);
+  PodPlan p = t.plan(pod(R"(
+spec:
+  initContainers: [{name: os-apply, image: example.com/os-package:1}]
+  containers: [{name: log-shipper, image: fluent-bit}, {name: app, image: nginx}]
+)"));
+  EXPECT_EQ(p.init_containers[0].behaviour, "flaky-apply");
+  EXPECT_EQ(p.init_containers[0].exit_code(1), 1);
+  EXPECT_EQ(p.init_containers[0].exit_code(2), 0);
+  EXPECT_EQ(p.containers[0].behaviour, "slow-sidecar");
+  EXPECT_EQ(p.containers[1].behaviour, "service");
 }
 
 TEST(BehaviourTable, TerminationTailKeepsWholeLinesUnder4096) {

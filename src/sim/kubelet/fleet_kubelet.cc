@@ -613,6 +613,10 @@ FleetKubelet::PodAction FleetKubelet::delete_pod_locked(PodRun& run, const core:
     for (const auto& c : *list) anything_running = anything_running || c.running();
   }
   if (run.terminal() || !anything_running || down) {
+    // A final status the API server did not take yet goes first (a retry after an error).
+    if (run.terminal() && run.status_unsent) {
+      act.status = pod_status(run, now_seconds(), pod.get({"status"}));
+    }
     act.final_delete = true;
     return act;
   }
@@ -635,6 +639,7 @@ FleetKubelet::PodAction FleetKubelet::delete_pod_locked(PodRun& run, const core:
   PodStage before = run.stage;
   stop_pod(run, 143, "", now);
   count_transition(before, run);
+  run.status_unsent = true;
   act.status = pod_status(run, now, pod.get({"status"}));
   act.final_delete = true;
   return act;
