@@ -9,9 +9,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "../../sim/pod_display.h"
@@ -105,6 +108,29 @@ std::string condition_status(const core::Value& obj, std::string_view type,
 std::int64_t int_at(const core::Value& obj, std::initializer_list<std::string_view> path) {
   const core::Value* v = obj.get(path);
   return v != nullptr && v->is_int() ? v->as_int() : 0;
+}
+
+// The STATUS column of the real `kubectl get pods` (kubectl from PATH, else kube-local's).
+std::vector<std::string> kubectl_statuses(const std::string& ns, const std::string& labels) {
+  const char* kc = std::getenv("KUBECONFIG");
+  const char* kl = std::getenv("KUBE_LOCAL_BIN");
+  std::string kubectl = std::system("kubectl version --client >/dev/null 2>&1") == 0 ? "kubectl"
+                        : kl != nullptr ? std::string("'") + kl + "' kubectl"
+                                        : "kubectl";
+  std::string cmd = kubectl + " --kubeconfig '" + (kc ? kc : "") + "' -n " + ns +
+                    " get pods --no-headers -l " + labels + " 2>&1";
+  std::vector<std::string> out;
+  FILE* f = ::popen(cmd.c_str(), "r");
+  if (f == nullptr) return out;
+  char line[1024];
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    std::istringstream in(line);
+    std::string name, ready, status;
+    in >> name >> ready >> status;
+    out.push_back(status);
+  }
+  ::pclose(f);
+  return out;
 }
 
 kube::ListOptions selector(const std::string& labels) {
@@ -303,6 +329,8 @@ spec:
     EXPECT_EQ(p.get({"status", "initContainerStatuses"})->size(), 2u);
     EXPECT_EQ(kubectl_status(p), "Completed");
   }
+  EXPECT_EQ(kubectl_statuses(ns_, "job-name=burstable-init"),
+            (std::vector<std::string>{"Completed", "Completed", "Completed"}));
 }
 
 TEST_F(SimPods, FailingInitContainersExhaustTheBackoffLimit) {
@@ -335,6 +363,8 @@ spec:
     EXPECT_EQ(init.get_string({"state", "terminated", "message"}),
               "preflight failed: driver missing");
   }
+  EXPECT_EQ(kubectl_statuses(ns_, "job-name=preflight"),
+            (std::vector<std::string>{"Init:Error", "Init:Error"}));
 }
 
 TEST_F(SimPods, PodFailurePolicyActsOnTheContainersExitCode) {
