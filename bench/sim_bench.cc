@@ -6,7 +6,9 @@
 #include <filesystem>
 
 #include "core/json.h"
+#include "core/yaml.h"
 #include "sim/fleet_model.h"
+#include "sim/kubelet/pod_run.h"
 #include "sim/nccl_output.h"
 #include "sim/node_object.h"
 
@@ -112,6 +114,43 @@ void BM_AllReducePerfOutput(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(run_allreduce_test(members, NcclTestConfig{}));
 }
 BENCHMARK(BM_AllReducePerfOutput)->Arg(1)->Arg(4);
+
+// A pod's whole life as the simulated kubelet runs it (2 init containers, one a sidecar, 2
+// containers): plan, every transition and the status bodies (JSON) it posts on the way.
+void BM_PodLifecycle(benchmark::State& state) {
+  core::Value pod = core::parse_yaml(R"(
+metadata: {name: p, namespace: ns, uid: 0b7c-4f1e}
+spec:
+  nodeName: h100-00000
+  restartPolicy: Never
+  initContainers:
+  - {name: setup, image: busybox:1.36}
+  - {name: proxy, image: envoyproxy/envoy:v1.31, restartPolicy: Always}
+  containers:
+  - {name: main, image: ghcr.io/example/trainer:2}
+  - {name: side, image: busybox:1.36}
+)");
+  BehaviourTable table = BehaviourTable::defaults();
+  PodEnv env;
+  env.wall = [](double s) {
+    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(s));
+  };
+  auto t0 = std::chrono::steady_clock::now();
+  std::size_t bytes = 0;
+  for (auto _ : state) {
+    PodRun run = make_pod_run(pod, table.plan(pod), table.back_off(), "10.64.0.1", "10.128.0.2");
+    for (int s = 0; s <= 8 && !run.terminal(); ++s) {
+      if (advance_pod(run, t0 + env.wall(s), "2026-01-01T00:00:00Z", env)) {
+        bytes += core::to_json(pod_status(run, "2026-01-01T00:00:00Z")).size();
+      }
+    }
+    benchmark::DoNotOptimize(run.stage);
+  }
+  state.counters["status_bytes"] =
+      benchmark::Counter(static_cast<double>(bytes), benchmark::Counter::kAvgIterations);
+}
+BENCHMARK(BM_PodLifecycle);
 
 }  // namespace
 }  // namespace gpufleet::sim

@@ -82,7 +82,10 @@ std::optional<std::string> WorkQueue::get() {
     if (delayed_.empty()) {
       cv_.wait(lock);
     } else {
-      cv_.wait_until(lock, delayed_.top().at);
+      // A copy: wait_until reads the deadline again after waking, by which time another
+      // thread's add_after may have reallocated the heap under a reference.
+      const Clock::time_point until = delayed_.top().at;
+      cv_.wait_until(lock, until);
     }
   }
   std::string key = std::move(queue_.front());

@@ -1,5 +1,6 @@
 #include "sim/behaviour.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "core/duration.h"
@@ -19,6 +20,12 @@ Behaviour parse_behaviour(const core::Value& v, const std::string& source,
   if (const core::Value* mv = r.get("match")) {
     FieldReader m(*mv, source, r.field("match"));
     b.image = m.string("image", "");
+    b.container = m.string("container", "");
+    b.init_container = m.string("initContainer", "");
+    if (!b.container.empty() && !b.init_container.empty()) {
+      m.fail("initContainer", core::Value(b.init_container), "is given together with container",
+             "a behaviour targets either containers or init containers; write two behaviours");
+    }
     b.annotations = m.string_map("annotations");
     b.restart_policy = m.one_of("restartPolicy", "", {"", "Always", "OnFailure", "Never"});
     m.done();
@@ -36,6 +43,24 @@ Behaviour parse_behaviour(const core::Value& v, const std::string& source,
     b.duration_s = 3.0;
   }
   b.exit_code = static_cast<int>(r.integer("exitCode", 0, 0, 255, "an exit status 0..255"));
+  if (const core::Value* codes = r.get("exitCodes")) {
+    std::string field = r.field("exitCodes");
+    if (r.has("exitCode")) {
+      fail_field(source, field, "is given together with exitCode", "keep one of the two");
+    }
+    if (!codes->is_list() || codes->size() == 0) {
+      fail_field(source, field, "value " + describe_value(*codes) + " is not a non-empty list",
+                 "list one exit code per run, e.g. [1, 1, 0] (the last one repeats)");
+    }
+    for (std::size_t i = 0; i < codes->size(); ++i) {
+      const core::Value& c = (*codes)[i];
+      if (!c.is_int() || c.as_int() < 0 || c.as_int() > 255) {
+        fail_field(source, field + "[" + std::to_string(i) + "]",
+                   "value " + describe_value(c) + " is not an exit status", "write 0..255");
+      }
+      b.exit_codes.push_back(static_cast<int>(c.as_int()));
+    }
+  }
   b.termination_message = r.string("terminationMessage", "");
   if (b.termination_message.size() > 4096) {
     fail_field(source, r.field("terminationMessage"), "is longer than 4096 bytes",
@@ -62,7 +87,54 @@ std::string tail_lines(const std::string& text, std::size_t limit) {
   return nl == std::string::npos ? text.substr(start) : text.substr(nl + 1);
 }
 
+ContainerPlan container_plan(const Behaviour& b) {
+  ContainerPlan p;
+  p.behaviour = b.name;
+  p.start_delay_s = b.start_delay_s;
+  p.duration_s = b.duration_s;
+  p.exit_codes = b.exit_codes.empty() ? std::vector<int>{b.exit_code} : b.exit_codes;
+  p.termination_message = b.termination_message;
+  p.output = b.output;
+  p.nccl = b.nccl;
+  return p;
+}
+
+bool annotations_match(const Behaviour& b, const core::Value& pod) {
+  const core::Value* annotations = pod.get({"metadata", "annotations"});
+  for (const auto& e : b.annotations) {
+    const core::Value* have = annotations != nullptr ? annotations->find(e.key) : nullptr;
+    if (have == nullptr || !have->is_string() || have->as_string() != e.value.as_string()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Built-in plans for init containers no behaviour names: a regular init container runs 1 s
+// and exits 0; a sidecar (restartPolicy Always) runs until the pod stops.
+ContainerPlan default_init_plan(bool sidecar) {
+  ContainerPlan p;
+  p.behaviour = sidecar ? "sidecar" : "init";
+  p.start_delay_s = 1.0;
+  if (!sidecar) p.duration_s = 1.0;
+  return p;
+}
+
 }  // namespace
+
+int ContainerPlan::exit_code(int run) const {
+  if (exit_codes.empty()) return 0;
+  std::size_t i =
+      std::min<std::size_t>(static_cast<std::size_t>(std::max(0, run)), exit_codes.size() - 1);
+  return exit_codes[i];
+}
+
+double BackOff::delay(int restart) const {
+  if (restart <= 1) return 0;  // the kubelet restarts a container's first crash at once
+  double d = initial_s;
+  for (int i = 2; i < restart && d < max_s; ++i) d *= 2;
+  return std::min(d, max_s);
+}
 
 bool glob_match(std::string_view pattern, std::string_view text) {
   std::size_t p = 0, t = 0, star = std::string_view::npos, mark = 0;
@@ -147,9 +219,28 @@ BehaviourTable BehaviourTable::parse(const core::Value& doc, std::string_view so
   }
   r.get("metadata");
   const core::Value* list = r.get("behaviours");
+  BackOff back_off;
+  if (const core::Value* bv = r.get("crashLoopBackOff")) {
+    FieldReader b(*bv, std::string(source), r.field("crashLoopBackOff"));
+    if (const core::Value* v = b.get("initial")) {
+      back_off.initial_s = seconds_from(*v, source, b.field("initial"));
+    }
+    if (const core::Value* v = b.get("max")) {
+      back_off.max_s = seconds_from(*v, source, b.field("max"));
+    }
+    b.done();
+    if (back_off.initial_s <= 0 || back_off.max_s < back_off.initial_s) {
+      fail_field(source, r.field("crashLoopBackOff"),
+                 "initial " + std::to_string(back_off.initial_s) + "s and max " +
+                     std::to_string(back_off.max_s) + "s are not 0 < initial <= max",
+                 "write e.g. {initial: 10s, max: 5m} (the kubelet's values)");
+    }
+  }
   r.done();
   if (list == nullptr) fail_field(source, "behaviours", "is required", "list behaviours");
-  return parse_list(*list, source, "behaviours");
+  BehaviourTable t = parse_list(*list, source, "behaviours");
+  t.back_off_ = back_off;
+  return t;
 }
 
 BehaviourTable BehaviourTable::load_file(const std::string& path) {
@@ -186,13 +277,9 @@ PodPlan BehaviourTable::plan(const core::Value& pod) const {
   }
   if (chosen == nullptr) {
     for (const auto& b : items_) {
+      if (b.targets_container()) continue;
       if (!b.restart_policy.empty() && b.restart_policy != restart) continue;
-      bool ok = true;
-      for (const auto& e : b.annotations) {
-        const std::string* have = annotation(e.key);
-        if (have == nullptr || *have != e.value.as_string()) ok = false;
-      }
-      if (!ok) continue;
+      if (!annotations_match(b, pod)) continue;
       if (!b.image.empty()) {
         const core::Value* hit = nullptr;
         for (const auto* c : containers) {
@@ -212,7 +299,9 @@ PodPlan BehaviourTable::plan(const core::Value& pod) const {
   plan.behaviour = chosen->name;
   plan.start_delay_s = chosen->start_delay_s;
   plan.duration_s = chosen->duration_s;
-  plan.exit_code = chosen->exit_code;
+  plan.exit_code = chosen->exit_codes.empty() ? chosen->exit_code : chosen->exit_codes.front();
+  std::vector<int> exit_codes =
+      chosen->exit_codes.empty() ? std::vector<int>{chosen->exit_code} : chosen->exit_codes;
   plan.termination_message = chosen->termination_message;
   plan.output = chosen->output;
   plan.nccl = chosen->nccl;
@@ -234,6 +323,7 @@ PodPlan BehaviourTable::plan(const core::Value& pod) const {
                    "\" is not an exit code 0..255";
     } else {
       plan.exit_code = code;
+      exit_codes = {code};
     }
   }
   if (const std::string* m = annotation(kMessageAnnotation))
@@ -269,12 +359,64 @@ PodPlan BehaviourTable::plan(const core::Value& pod) const {
   }
   if (!plan.error.empty()) {
     plan.exit_code = 2;
+    exit_codes = {2};
     plan.duration_s = 0;
     plan.nccl = false;
     plan.termination_message = plan.error;
     plan.output = plan.error + "\n";
   }
+
+  add_container_plans(plan, pod, containers, matched_container, exit_codes);
   return plan;
+}
+
+void BehaviourTable::add_container_plans(PodPlan& plan, const core::Value& pod,
+                                         const std::vector<const core::Value*>& containers,
+                                         const core::Value* matched_container,
+                                         const std::vector<int>& exit_codes) const {
+  // Per container: a behaviour naming the container wins; regular containers otherwise do
+  // what the pod's behaviour (with its annotation overrides) says, the NCCL run only in the
+  // container whose image matched.
+  if (const core::Value* inits = pod.get({"spec", "initContainers"});
+      inits != nullptr && inits->is_list()) {
+    for (const auto& c : inits->as_list()) {
+      bool sidecar = c.get_string({"restartPolicy"}) == "Always";
+      const Behaviour* b = container_behaviour(pod, true, c);
+      plan.init_containers.push_back(b != nullptr ? container_plan(*b)
+                                                  : default_init_plan(sidecar));
+    }
+  }
+  for (const auto* c : containers) {
+    if (const Behaviour* b = container_behaviour(pod, false, *c)) {
+      plan.containers.push_back(container_plan(*b));
+      continue;
+    }
+    ContainerPlan p;
+    p.behaviour = plan.behaviour;
+    p.start_delay_s = plan.start_delay_s;
+    p.duration_s = plan.duration_s;
+    p.exit_codes = exit_codes;
+    p.termination_message = plan.termination_message;
+    p.output = plan.output;
+    p.nccl = plan.nccl && c == matched_container;
+    plan.containers.push_back(std::move(p));
+  }
+}
+
+const Behaviour* BehaviourTable::container_behaviour(const core::Value& pod, bool init,
+                                                     const core::Value& container) const {
+  std::string restart = std::string(pod.get_string({"spec", "restartPolicy"}, "Always"));
+  std::string_view name = container.get_string({"name"});
+  std::string_view image = container.get_string({"image"});
+  for (const auto& b : items_) {
+    const std::string& glob = init ? b.init_container : b.container;
+    if (glob.empty() || !glob_match(glob, name)) continue;
+    if (!b.image.empty() && !glob_match(b.image, image)) continue;
+    if (!b.restart_policy.empty() && b.restart_policy != restart) continue;
+    if (!annotations_match(b, pod)) continue;
+    return &b;
+  }
+  return nullptr;
 }
 
 // Shared by callers that turn nccl output into a termination message.

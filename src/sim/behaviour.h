@@ -1,8 +1,11 @@
 // What a pod "does" on a simulated node (see docs/sim.md "Behaviours"): a table of
 // behaviours matched by image glob, annotations or restart policy, each with a start delay,
-// a duration (or forever), an exit code, a termination message and output text; a
-// behaviour with `nccl: true` runs all_reduce_perf against the bandwidth model instead.
-// Pods can override any of it with sim.gpufleet.io/* annotations, so tests can script work.
+// a duration (or forever), exit codes (one per run: "exits 1 twice, then 0"), a termination
+// message and output text; a behaviour with `nccl: true` runs all_reduce_perf against the
+// bandwidth model instead. A behaviour that names a container or init container (name glob)
+// decides that one container only; the others decide whole pods. Pods can override any of
+// it with sim.gpufleet.io/* annotations, so tests can script work. The table also carries the
+// kubelet's crash-loop back-off, so tests can shrink it.
 #pragma once
 
 #include <optional>
@@ -26,16 +29,45 @@ inline constexpr std::string_view kNcclHostsAnnotation = "sim.gpufleet.io/nccl-h
 struct Behaviour {
   std::string name;
   // Match (all given parts must hold; none given matches every pod).
-  std::string image;           // glob with '*' over any container's image
+  std::string image;           // glob with '*' over any container's image (or the named one's)
+  std::string container;       // name glob: this behaviour decides matching regular containers
+  std::string init_container;  // name glob: ... matching init containers (sidecars included)
   core::Map annotations;       // each must be present with this value
   std::string restart_policy;  // Always, OnFailure, Never
   // Effect.
   double start_delay_s = 1.0;        // Pending -> Running (image pull, container start)
   std::optional<double> duration_s;  // Running -> terminated; nullopt: until deleted
   int exit_code = 0;
+  std::vector<int> exit_codes;  // per run (restarts); the last one repeats; empty: exit_code
   std::string termination_message;
   std::string output;
   bool nccl = false;
+
+  [[nodiscard]] bool targets_container() const {
+    return !container.empty() || !init_container.empty();
+  }
+};
+
+// What one container does on each of its runs.
+struct ContainerPlan {
+  std::string behaviour;
+  double start_delay_s = 1.0;
+  std::optional<double> duration_s;  // nullopt: runs until stopped
+  std::vector<int> exit_codes{0};    // run i exits with exit_codes[min(i, size - 1)]
+  std::string termination_message;
+  std::string output;
+  bool nccl = false;
+
+  [[nodiscard]] int exit_code(int run) const;
+};
+
+// The kubelet's crash-loop back-off: the first restart is immediate, then initial, doubling
+// up to max (kubelet: 10 s and 5 min).
+struct BackOff {
+  double initial_s = 10;
+  double max_s = 300;
+  // Delay before restart number `restart` (1 = the first restart).
+  [[nodiscard]] double delay(int restart) const;
 };
 
 struct PodPlan {
@@ -49,6 +81,9 @@ struct PodPlan {
   NcclTestConfig nccl_config;
   std::vector<std::string> nccl_hosts;  // empty: the pod's own node
   std::string error;                    // a bad annotation: the pod fails with this message
+  // Per container, in spec order: init containers and regular containers.
+  std::vector<ContainerPlan> init_containers;
+  std::vector<ContainerPlan> containers;
 };
 
 class BehaviourTable {
@@ -64,11 +99,21 @@ class BehaviourTable {
   static BehaviourTable load_file(const std::string& path);
 
   [[nodiscard]] const std::vector<Behaviour>& behaviours() const noexcept { return items_; }
+  [[nodiscard]] const BackOff& back_off() const noexcept { return back_off_; }
+  void set_back_off(BackOff b) { back_off_ = b; }
   // The plan for a v1 Pod object.
   [[nodiscard]] PodPlan plan(const core::Value& pod) const;
 
  private:
+  // The per-container plans of `plan` (its pod-level fields already final).
+  void add_container_plans(PodPlan& plan, const core::Value& pod,
+                           const std::vector<const core::Value*>& containers,
+                           const core::Value* matched_container,
+                           const std::vector<int>& exit_codes) const;
+  [[nodiscard]] const Behaviour* container_behaviour(const core::Value& pod, bool init,
+                                                     const core::Value& container) const;
   std::vector<Behaviour> items_;
+  BackOff back_off_;
 };
 
 // '*' matches any run of characters (including '/' and ':'); everything else is literal.

@@ -5,6 +5,7 @@
 
 #include "core/errors.h"
 #include "core/yaml.h"
+#include "sim/atomic_file.h"
 
 namespace gpufleet::sim {
 namespace {
@@ -136,6 +137,92 @@ TEST(BehaviourTable, ErrorsNameTheField) {
               HasSubstr("behaviours[0].match.restartPolicy"));
   EXPECT_THAT(error_of("[{name: a, colour: red}]"),
               HasSubstr("behaviours[0].colour: is not a known field"));
+}
+
+TEST(BehaviourTable, ContainerBehavioursTargetContainersByNameAndImage) {
+  BehaviourTable t = BehaviourTable::parse(core::parse_yaml(R"(
+apiVersion: gpufleet.io/v1alpha1
+kind: BehaviourTable
+crashLoopBackOff: {initial: 100ms, max: 1s}
+behaviours:
+- name: flaky-apply
+  match: {initContainer: "*-apply", image: "*package*"}
+  duration: 2s
+  exitCodes: [1, 1, 0]
+- name: slow-main
+  match: {container: main}
+  startDelay: 0s
+  duration: forever
+)"),
+                                           "b.yaml");
+  EXPECT_DOUBLE_EQ(t.back_off().initial_s, 0.1);
+  EXPECT_DOUBLE_EQ(t.back_off().max_s, 1.0);
+  PodPlan p = t.plan(pod(R"(
+spec:
+  restartPolicy: OnFailure
+  initContainers:
+  - {name: kernel-apply, image: example.com/host-package:1}
+  - {name: other-apply, image: example.com/other:1}
+  - {name: proxy, image: envoy, restartPolicy: Always}
+  containers:
+  - {name: main, image: busybox}
+  - {name: helper, image: busybox}
+)"));
+  ASSERT_EQ(p.init_containers.size(), 3u);
+  EXPECT_EQ(p.init_containers[0].behaviour, "flaky-apply");
+  EXPECT_EQ(p.init_containers[0].exit_code(0), 1);
+  EXPECT_EQ(p.init_containers[0].exit_code(1), 1);
+  EXPECT_EQ(p.init_containers[0].exit_code(2), 0);
+  EXPECT_EQ(p.init_containers[0].exit_code(9), 0);
+  EXPECT_EQ(p.init_containers[1].behaviour, "init");  // the image does not match
+  EXPECT_EQ(p.init_containers[1].duration_s, 1.0);
+  EXPECT_EQ(p.init_containers[2].behaviour, "sidecar");
+  EXPECT_FALSE(p.init_containers[2].duration_s.has_value());
+  ASSERT_EQ(p.containers.size(), 2u);
+  EXPECT_EQ(p.containers[0].behaviour, "slow-main");
+  EXPECT_FALSE(p.containers[0].duration_s.has_value());
+  EXPECT_EQ(p.containers[1].behaviour, "batch");  // the pod's behaviour
+  EXPECT_EQ(p.behaviour, "batch");
+
+  auto error_of = [](const std::string& yaml) -> std::string {
+    try {
+      BehaviourTable::parse(core::parse_yaml(yaml), "b.yaml");
+    } catch (const core::InvalidInput& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_THAT(error_of("[{name: a, exitCodes: [1, 300]}]"),
+              HasSubstr("behaviours[0].exitCodes[1]: value 300 is not an exit status"));
+  EXPECT_THAT(error_of("[{name: a, exitCodes: []}]"), HasSubstr("behaviours[0].exitCodes: value"));
+  EXPECT_THAT(error_of("[{name: a, exitCode: 1, exitCodes: [1]}]"),
+              HasSubstr("is given together with exitCode"));
+  EXPECT_THAT(error_of("[{name: a, match: {container: x, initContainer: y}}]"),
+              HasSubstr("behaviours[0].match.initContainer"));
+  EXPECT_THAT(error_of("{apiVersion: gpufleet.io/v1alpha1, kind: BehaviourTable, behaviours: [],"
+                       " crashLoopBackOff: {initial: 10s, max: 1s}}"),
+              HasSubstr("crashLoopBackOff: initial"));
+}
+
+// The BehaviourTable example in docs/sim.md parses and means what the text says.
+TEST(BehaviourTable, TheDocsExampleParses) {
+  std::string doc = read_text_file(GPUFLEET_SOURCE_DIR "/docs/sim.md");
+  auto start = doc.find("```yaml\napiVersion: gpufleet.io/v1alpha1\nkind: BehaviourTable");
+  ASSERT_NE(start, std::string::npos);
+  start += 8;
+  std::string yaml = doc.substr(start, doc.find("```", start) - start);
+  BehaviourTable t = BehaviourTable::parse(core::parse_yaml(yaml), "docs/sim.md");
+  EXPECT_DOUBLE_EQ(t.back_off().max_s, 300);
+  PodPlan p = t.plan(pod(R"(
+spec:
+  initContainers: [{name: os-apply, image: example.com/os-package:1}]
+  containers: [{name: log-shipper, image: fluent-bit}, {name: app, image: nginx}]
+)"));
+  EXPECT_EQ(p.init_containers[0].behaviour, "flaky-apply");
+  EXPECT_EQ(p.init_containers[0].exit_code(1), 1);
+  EXPECT_EQ(p.init_containers[0].exit_code(2), 0);
+  EXPECT_EQ(p.containers[0].behaviour, "slow-sidecar");
+  EXPECT_EQ(p.containers[1].behaviour, "service");
 }
 
 TEST(BehaviourTable, TerminationTailKeepsWholeLinesUnder4096) {

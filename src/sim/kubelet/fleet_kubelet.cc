@@ -518,11 +518,12 @@ bool FleetKubelet::process_delete(const std::string& name) {
   return true;
 }
 
-void FleetKubelet::write_pod_log(const PodRun& run, const std::string& output) const {
-  if (options_.state_dir.empty() || output.empty() || run.containers.empty()) return;
+void FleetKubelet::write_pod_log(const PodRun& run, const ContainerRun& container,
+                                 const std::string& output) const {
+  if (options_.state_dir.empty() || output.empty()) return;
   // The CRI log layout and line format kubelets use: <time> stdout F <line>.
   std::string dir = options_.state_dir + "/nodes/" + run.node + "/var/log/pods/" + run.ns + "_" +
-                    run.name + "_" + run.uid + "/" + run.containers.front().first + "/";
+                    run.name + "_" + run.uid + "/" + container.name + "/";
   std::string now = core::Timestamp::now().to_rfc3339(core::TimestampPrecision::Nanos);
   std::string text;
   std::size_t start = 0;
@@ -534,7 +535,168 @@ void FleetKubelet::write_pod_log(const PodRun& run, const std::string& output) c
     if (nl == std::string::npos) break;
     start = nl + 1;
   }
-  write_file_atomic(dir + std::to_string(run.restart_count) + ".log", text);
+  write_file_atomic(dir + std::to_string(container.restart_count()) + ".log", text);
+}
+
+PodEnv FleetKubelet::pod_env_locked() {
+  PodEnv env;
+  env.wall = [this](double s) { return wall(s); };
+  auto hosts_of = [](const PodRun& run) {
+    std::vector<std::string> hosts = run.plan.nccl_hosts;
+    if (hosts.empty()) hosts.push_back(run.node);
+    return hosts;
+  };
+  env.nccl_duration = [this, hosts_of](const PodRun& run, const ContainerRun&) {
+    return allreduce_test_seconds(estimate_allreduce(model_.group(hosts_of(run))),
+                                  run.plan.nccl_config);
+  };
+  env.nccl_result = [this, hosts_of](const PodRun& run, const ContainerRun&) {
+    NcclTestConfig config = run.plan.nccl_config;
+    config.seed = derive_seed(model_.spec().seed, run.uid);
+    NcclTestResult result = run_allreduce_test(model_.group(hosts_of(run)), config);
+    return std::make_pair(result.exit_code, result.output);
+  };
+  env.log = [this](const PodRun& run, const ContainerRun& c, const std::string& output) {
+    write_pod_log(run, c, output);
+  };
+  return env;
+}
+
+void FleetKubelet::count_transition(PodStage before, const PodRun& run) {
+  if (before == PodStage::Pending && run.stage == PodStage::Running) ++pods_started_;
+  if (!(before == PodStage::Succeeded || before == PodStage::Failed) && run.terminal()) {
+    ++pods_finished_;
+  }
+}
+
+// A pod this kubelet has not seen yet: take it (startTime, first status) unless it is done,
+// going away, or its node is down.
+FleetKubelet::PodAction FleetKubelet::admit_pod_locked(const std::string& key,
+                                                       const core::Value& pod, bool down) {
+  PodAction act;
+  std::string server_phase(pod.get_string({"status", "phase"}));
+  bool deleting = pod.get({"metadata", "deletionTimestamp"}) != nullptr;
+  if (server_phase == "Succeeded" || server_phase == "Failed" || deleting) {
+    act.final_delete = deleting;
+    return act;
+  }
+  if (down) return act;  // picked up again when the node boots
+  const NodeModel* m = model_.find(std::string(pod.get_string({"spec", "nodeName"})));
+  PodRun run = make_pod_run(pod, table_.plan(pod), table_.back_off(), m->identity().internal_ip,
+                            next_pod_ip());
+  if (const core::Value* conds = pod.get({"status", "conditions"}); conds && conds->is_list()) {
+    for (const auto& c : conds->as_list()) {
+      if (c.get_string({"type"}) == "PodScheduled") {
+        run.scheduled_since = std::string(c.get_string({"lastTransitionTime"}));
+      }
+    }
+  }
+  std::string now = now_seconds();
+  PodStage before = run.stage;
+  advance_pod(run, Clock::now(), now, pod_env_locked());
+  count_transition(before, run);
+  act.status = pod_status(run, now, pod.get({"status"}));
+  act.requeue = next_due(run);
+  run.status_unsent = true;
+  runs_.emplace(key, std::move(run));
+  return act;
+}
+
+// Graceful deletion (and so eviction): SIGTERM, the processes exit within min(1 s, grace),
+// the final status, then the grace-0 delete. Pods with nothing running go at once.
+FleetKubelet::PodAction FleetKubelet::delete_pod_locked(PodRun& run, const core::Value& pod,
+                                                        bool down) {
+  PodAction act;
+  auto wall_now = Clock::now();
+  bool anything_running = false;
+  for (const auto* list : {&run.init, &run.main}) {
+    for (const auto& c : *list) anything_running = anything_running || c.running();
+  }
+  if (run.terminal() || !anything_running || down) {
+    // A final status the API server did not take yet goes first (a retry after an error).
+    if (run.terminal() && run.status_unsent) {
+      act.status = pod_status(run, now_seconds(), pod.get({"status"}));
+    }
+    act.final_delete = true;
+    return act;
+  }
+  if (!run.stopping) {
+    std::int64_t grace = 30;
+    if (const core::Value* g = pod.get({"metadata", "deletionGracePeriodSeconds"});
+        g && g->is_int()) {
+      grace = g->as_int();
+    }
+    run.stopping = true;
+    double stop_s = std::min<double>(1.0, static_cast<double>(grace));
+    run.stop_due = wall_now + std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double>(stop_s));
+  }
+  if (wall_now < run.stop_due) {
+    act.requeue = run.stop_due;
+    return act;
+  }
+  std::string now = now_seconds();
+  PodStage before = run.stage;
+  stop_pod(run, 143, "", now);
+  count_transition(before, run);
+  run.status_unsent = true;
+  act.status = pod_status(run, now, pod.get({"status"}));
+  act.final_delete = true;
+  return act;
+}
+
+// The pod's node is rebooting: running containers die (137); Never pods fail, the others
+// start over once the node is back.
+FleetKubelet::PodAction FleetKubelet::node_down_locked(PodRun& run, const core::Value& pod) {
+  PodAction act;
+  bool anything_running = false;
+  for (const auto* list : {&run.init, &run.main}) {
+    for (const auto& c : *list) anything_running = anything_running || c.running();
+  }
+  if (run.terminal() || !anything_running) return act;
+  std::string now = now_seconds();
+  std::string message = "node " + run.node + " rebooted";
+  PodStage before = run.stage;
+  if (run.restart_policy == "Never") {
+    stop_pod(run, 137, message, now);
+    count_transition(before, run);
+  } else {
+    kill_for_restart(run, message, now);
+  }
+  run.status_unsent = true;
+  act.status = pod_status(run, now, pod.get({"status"}));
+  return act;
+}
+
+FleetKubelet::PodAction FleetKubelet::decide_pod_locked(const std::string& key,
+                                                        const core::Value& pod) {
+  std::string node(pod.get_string({"spec", "nodeName"}));
+  if (model_.find(node) == nullptr) return {};  // not a simulated node
+  std::string uid(kube::uid_of(pod));
+  auto it = runs_.find(key);
+  if (it != runs_.end() && it->second.uid != uid) {
+    runs_.erase(it);
+    it = runs_.end();
+  }
+  bool down = model_.is_down(node);
+  if (it == runs_.end()) return admit_pod_locked(key, pod, down);
+  PodRun& run = it->second;
+  if (pod.get({"metadata", "deletionTimestamp"}) != nullptr) {
+    PodAction act = delete_pod_locked(run, pod, down);
+    if (act.final_delete && act.status.is_null()) runs_.erase(it);
+    return act;
+  }
+  if (down) return node_down_locked(run, pod);
+  std::string now = now_seconds();
+  PodStage before = run.stage;
+  PodAction act;
+  if (advance_pod(run, Clock::now(), now, pod_env_locked()) || run.status_unsent) {
+    act.status = pod_status(run, now, pod.get({"status"}));
+    run.status_unsent = true;  // until the patch succeeds
+  }
+  count_transition(before, run);
+  act.requeue = next_due(run);
+  return act;
 }
 
 bool FleetKubelet::process_pod(const std::string& key) {
@@ -546,165 +708,16 @@ bool FleetKubelet::process_pod(const std::string& key) {
     return true;
   }
   const core::Value& pod = *obj;
-  std::string node(pod.get_string({"spec", "nodeName"}));
-  std::string uid(kube::uid_of(pod));
-  std::string server_phase(pod.get_string({"status", "phase"}));
-  bool deleting = pod.get({"metadata", "deletionTimestamp"}) != nullptr;
-  std::string now = now_seconds();
-  auto wall_now = Clock::now();
-
-  core::Value status;
-  bool final_delete = false;
-  std::optional<Clock::duration> requeue;
+  PodAction act;
   {
     std::lock_guard lock(mu_);
-    const NodeModel* m = model_.find(node);
-    if (m == nullptr) return true;  // not a simulated node
-    auto it = runs_.find(key);
-    if (it != runs_.end() && it->second.uid != uid) {
-      runs_.erase(it);
-      it = runs_.end();
-    }
-    bool down = model_.is_down(node);
-    if (it == runs_.end()) {
-      if (server_phase == "Succeeded" || server_phase == "Failed" || deleting) {
-        final_delete = deleting;
-      } else if (down) {
-        return true;  // picked up again when the node boots
-      } else {
-        PodRun run = make_pod_run(pod, table_.plan(pod), m->identity().internal_ip, next_pod_ip());
-        run.start_time = now;
-        run.ready_transition = now;
-        run.due = wall_now + wall(run.plan.start_delay_s);
-        status = pod_status(run, now);
-        requeue = run.due - wall_now;
-        runs_.emplace(key, std::move(run));
-      }
-    } else {
-      PodRun& run = it->second;
-      bool terminal = run.stage == PodStage::Succeeded || run.stage == PodStage::Failed;
-      if (deleting) {
-        std::int64_t grace = 30;
-        if (const core::Value* g = pod.get({"metadata", "deletionGracePeriodSeconds"});
-            g && g->is_int()) {
-          grace = g->as_int();
-        }
-        if (terminal || run.stage == PodStage::Pending || down) {
-          final_delete = true;
-        } else if (!run.stopping) {
-          // SIGTERM: the simulated process exits within a second, never after the grace period.
-          run.stopping = true;
-          double stop_s = std::min<double>(1.0, static_cast<double>(grace));
-          run.stop_due = wall_now + std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(stop_s));
-          requeue = run.stop_due - wall_now;
-        } else if (wall_now >= run.stop_due) {
-          run.terminated = finish_container(run, 143, "", now);
-          run.stage = PodStage::Failed;
-          run.ready_transition = now;
-          status = pod_status(run, now);
-          final_delete = true;
-        } else {
-          requeue = run.stop_due - wall_now;
-        }
-        if (final_delete && status.is_null()) runs_.erase(it);
-      } else if (terminal) {
-        // Nothing more to do.
-      } else if (down) {
-        if (run.stage == PodStage::Running) {
-          ContainerTermination killed =
-              finish_container(run, 137, "node " + node + " rebooted", now);
-          run.ready_transition = now;
-          if (run.restart_policy == "Never") {
-            run.terminated = killed;
-            run.stage = PodStage::Failed;
-            ++pods_finished_;
-          } else {
-            run.last_state = killed;
-            ++run.restart_count;
-            run.stage = PodStage::Pending;
-          }
-          status = pod_status(run, now);
-        }
-      } else if (run.stage == PodStage::Pending) {
-        if (wall_now < run.due) {
-          requeue = run.due - wall_now;
-        } else {
-          std::optional<double> duration = run.plan.duration_s;
-          if (run.plan.nccl) {
-            std::vector<std::string> hosts = run.plan.nccl_hosts;
-            if (hosts.empty()) hosts.push_back(node);
-            try {
-              duration = allreduce_test_seconds(estimate_allreduce(model_.group(hosts)),
-                                                run.plan.nccl_config);
-            } catch (const core::InvalidInput& e) {
-              run.plan.nccl = false;
-              run.plan.exit_code = 2;
-              run.plan.termination_message = std::string("gpufleet sim: ") + e.what();
-              run.plan.output = run.plan.termination_message + "\n";
-              duration = 0;
-            }
-          }
-          run.stage = PodStage::Running;
-          run.running_since = now;
-          run.ready_transition = now;
-          ++pods_started_;
-          if (duration) {
-            run.due = wall_now + wall(*duration);
-            requeue = run.due - wall_now;
-          }
-          status = pod_status(run, now);
-        }
-      } else if (run.stage == PodStage::Running &&
-                 (run.plan.duration_s.has_value() || run.plan.nccl)) {
-        if (wall_now < run.due) {
-          requeue = run.due - wall_now;
-        } else {
-          int exit_code = run.plan.exit_code;
-          std::string message = run.plan.termination_message;
-          std::string output = run.plan.output;
-          if (run.plan.nccl) {
-            std::vector<std::string> hosts = run.plan.nccl_hosts;
-            if (hosts.empty()) hosts.push_back(node);
-            NcclTestConfig config = run.plan.nccl_config;
-            config.seed = derive_seed(model_.spec().seed, run.uid);
-            try {
-              NcclTestResult result = run_allreduce_test(model_.group(hosts), config);
-              exit_code = result.exit_code;
-              output = result.output;
-            } catch (const core::InvalidInput& e) {
-              exit_code = 2;
-              output = std::string("gpufleet sim: ") + e.what() + "\n";
-            }
-            message = termination_tail(output);
-          }
-          write_pod_log(run, output);
-          ContainerTermination done = finish_container(run, exit_code, message, now);
-          run.ready_transition = now;
-          bool stays_done = run.restart_policy == "Never" ||
-                            (run.restart_policy == "OnFailure" && exit_code == 0);
-          if (stays_done) {
-            run.terminated = done;
-            run.stage = exit_code == 0 ? PodStage::Succeeded : PodStage::Failed;
-            ++pods_finished_;
-          } else {
-            // The kubelet restarts the container after its back-off (10 s at first).
-            run.last_state = done;
-            ++run.restart_count;
-            run.stage = PodStage::Pending;
-            run.due = wall_now + wall(10);
-            requeue = run.due - wall_now;
-          }
-          status = pod_status(run, now);
-        }
-      }
-    }
+    act = decide_pod_locked(key, pod);
   }
-
-  if (!status.is_null()) {
+  std::string uid(kube::uid_of(pod));
+  if (!act.status.is_null()) {
     core::Value patch;
     patch["metadata"]["uid"] = uid;
-    patch["status"] = std::move(status);
+    patch["status"] = std::move(act.status);
     try {
       client_.patch(kube::resources::pods(), kube::namespace_of(pod), kube::name_of(pod),
                     kube::PatchType::Merge, patch, "status");
@@ -714,8 +727,12 @@ bool FleetKubelet::process_pod(const std::string& key) {
       runs_.erase(key);
       return true;
     }
+    std::lock_guard lock(mu_);
+    if (auto it = runs_.find(key); it != runs_.end() && it->second.uid == uid) {
+      it->second.status_unsent = false;
+    }
   }
-  if (final_delete) {
+  if (act.final_delete) {
     kube::DeleteOptions del;
     del.grace_period_seconds = 0;
     del.precondition_uid = uid;
@@ -728,7 +745,10 @@ bool FleetKubelet::process_pod(const std::string& key) {
     runs_.erase(key);
     return true;
   }
-  if (requeue) queue_.add_after("p:" + key, *requeue + std::chrono::milliseconds(5));
+  if (act.requeue) {
+    auto wait = std::max(Clock::duration::zero(), *act.requeue - Clock::now());
+    queue_.add_after("p:" + key, wait + std::chrono::milliseconds(5));
+  }
   return true;
 }
 

@@ -1,7 +1,8 @@
 // The simulated kubelets of a whole fleet against a real API server: registers the Nodes,
 // keeps them Ready with coordination.k8s.io Leases in kube-node-lease and status updates,
-// runs the pods bound to them through Pending -> Running -> Succeeded/Failed via the status
-// subresource as the behaviour table says, honours graceful deletion (and so evictions),
+// runs the pods bound to them (init containers, sidecars, containers; see pod_run.h) and
+// reports their status as a real kubelet shapes it via the status subresource, as the
+// behaviour table says, honours graceful deletion (and so evictions),
 // reboots nodes (NotReady, pods killed, new boot ID), scales pools, and mirrors every node's
 // GPU/fabric/host signals into <state-dir>/nodes/<node>/. It only ever patches Node status
 // and its own labels, so cordons and taints set by others are never touched.
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -81,14 +83,28 @@ class FleetKubelet {
   bool process(const std::string& key);
   bool process_node(const std::string& name);
   bool process_lease(const std::string& name);
+  // Pods: process_pod reads the pod and sends what decide_pod_locked decided (the status,
+  // then the grace-0 delete); the deciding is split by situation.
+  struct PodAction {
+    core::Value status;  // null: nothing to report
+    bool final_delete = false;
+    std::optional<std::chrono::steady_clock::time_point> requeue;
+  };
   bool process_pod(const std::string& key);
+  PodAction decide_pod_locked(const std::string& key, const core::Value& pod);
+  PodAction admit_pod_locked(const std::string& key, const core::Value& pod, bool down);
+  PodAction delete_pod_locked(PodRun& run, const core::Value& pod, bool down);
+  PodAction node_down_locked(PodRun& run, const core::Value& pod);
+  PodEnv pod_env_locked();
+  void count_transition(PodStage before, const PodRun& run);
   bool process_delete(const std::string& name);
   void handle_events(const std::vector<AppliedEvent>& events);  // mu_ held
   void drain_inbox();                                           // mu_ held
   NodeRuntime runtime_locked(const std::string& name) const;
   std::string next_pod_ip();
   std::chrono::steady_clock::duration wall(double sim_seconds) const;
-  void write_pod_log(const PodRun& run, const std::string& output) const;
+  void write_pod_log(const PodRun& run, const ContainerRun& container,
+                     const std::string& output) const;
 
   kube::Client& client_;
   BehaviourTable table_;
