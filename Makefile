@@ -1,6 +1,10 @@
 # Thin wrapper over scripts and CMake presets; see README.md.
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
+# ccache keys on paths relative to the checkout, so a fresh clone in another folder (as CI
+# makes) reuses what an earlier build of the same sources compiled.
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
 CMAKE_FLAGS ?=
 
 .PHONY: all deps kube-local tools build release asan tsan test unit integration demo demo-down bench fuzz-smoke format clean
