@@ -51,11 +51,16 @@ MapFunc to_controller_owner(std::string owner_group, std::string owner_kind,
 }
 
 MapFunc by_selector(const Cache& owners, std::string selector_path) {
-  return [&owners, path = std::move(selector_path)](const core::Value& obj) {
+  return by_selector([&owners] { return owners.list(); }, std::move(selector_path));
+}
+
+MapFunc by_selector(std::function<std::vector<kube::ObjectPtr>()> list_owners,
+                    std::string selector_path) {
+  return [list_owners = std::move(list_owners), path = std::move(selector_path)](const core::Value& obj) {
     static const core::Value kNoLabels;
     const core::Value* labels = obj.get({"metadata", "labels"});
     std::vector<Request> out;
-    for (const kube::ObjectPtr& owner : owners.list()) {
+    for (const kube::ObjectPtr& owner : list_owners()) {
       const core::Value* sel = at_path(*owner, path);
       if (sel == nullptr || sel->is_null()) continue;
       if (kube::selector_matches(*sel, labels != nullptr ? *labels : kNoLabels)) {

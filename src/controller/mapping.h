@@ -9,6 +9,7 @@
 
 #include "controller/reconciler.h"
 #include "core/value.h"
+#include "kube/api/store.h"
 
 namespace gpufleet::controller {
 
@@ -29,6 +30,9 @@ MapFunc to_controller_owner(std::string owner_group, std::string owner_kind, boo
 // meant for few selecting objects (sets, policies) and many selected ones (Nodes). An owner
 // with an absent selector selects nothing (unlike an empty selector {}, which selects all).
 MapFunc by_selector(const Cache& owners, std::string selector_path);
+// The same over any list of selecting objects (e.g. a filtered view of a cache).
+MapFunc by_selector(std::function<std::vector<kube::ObjectPtr>()> list_owners,
+                    std::string selector_path);
 }  // namespace mapping
 
 }  // namespace gpufleet::controller
