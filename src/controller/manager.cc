@@ -255,9 +255,10 @@ Manager::Exit Manager::run(std::stop_token stop) {
 
   Exit exit = Exit::Stopped;
   if (!options_.leader_election) {
-    std::stop_source never;
-    std::stop_callback forward(stop, [&] { never.request_stop(); });
-    lead(never.get_token(), stop);
+    // Without an election this process leads until it is stopped.
+    std::stop_source leading;
+    std::stop_callback forward(stop, [&] { leading.request_stop(); });
+    lead(leading.get_token(), stop);
   } else {
     kube::LeaderElectionConfig cfg;
     cfg.lease_namespace = options_.lease_namespace;

@@ -98,6 +98,12 @@ TEST(Manager, SharesCachesServesHealthAndMapsOwners) {
   EXPECT_TRUE(wait_until([&] { return b->has(k_sel) && b->has(k_parent); }, 30s));
   EXPECT_FALSE(b->has(k_child));  // not a primary of b: only its owner is reconciled
 
+  // Events are reported as the controller, from this replica's identity.
+  kube::EventRecorder& events = manager.event_recorder("a");
+  EXPECT_TRUE(events.record(owner, kube::EventType::Normal, "Reconciled", "Reconcile", "tested"))
+      << events.last_error();
+  EXPECT_EQ(&manager.event_recorder("a"), &events);
+
   std::string text = testing::http_get(port, "/metrics").second;
   EXPECT_EQ(testing::metric(text, "gpufleet_controller_leader{manager=\"manager-test\"}"), 1.0);
   EXPECT_GE(testing::metric(
