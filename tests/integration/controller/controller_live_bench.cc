@@ -1,9 +1,10 @@
 // Controller runtime benchmarks against a real API server (kube-local; see
 // docs/performance.md and run-controller-bench.sh):
-//   controller_live_bench KUBECONFIG [PARTS=events,rss] [NODES=5000] [SECONDS=20]
+//   controller_live_bench KUBECONFIG [PARTS=events,queue,rss] [NODES=5000] [SECONDS=20]
 // events: ConfigMap patches from 4 writer threads for SECONDS; events/s through
 //         watch -> cache -> queue -> reconcile with a no-op reconciler, counted once every
 //         event has reached the cache and the queue is empty.
+// queue:  the work loop alone (no API server): 500,000 enqueues of 5,000 keys, no-op reconciles.
 // rss:    NODES real-looking Nodes (the simulator's labels, status, GFD/NFD labels) in a
 //         Manager cache with a no-op controller; process RSS before and after.
 #include <malloc.h>
@@ -21,6 +22,7 @@
 #include "core/yaml.h"
 #include "kube/api/trim.h"
 #include "kube/config.h"
+#include "kube/informer.h"
 #include "sim/fleet_spec.h"
 #include "sim/node_identity.h"
 #include "sim/node_object.h"
@@ -173,8 +175,51 @@ void create_nodes(kube::Client& client, int n) {
               secs(Clock::now() - t0));
 }
 
+// The same Nodes in a bare informer (no manager, no controller): what the cache alone costs.
+void measure_informer_heap(kube::Client& client) {
+  malloc_trim(0);
+  std::size_t heap0 = mallinfo2().uordblks;
+  kube::InformerOptions o;
+  o.resource = kube::resources::nodes();
+  o.label_selector = "gpufleet.io/fleet=controller-bench";
+  o.shape.prune = kube::node_prune_paths();
+  o.shape.prune.push_back("metadata.managedFields");
+  kube::Informer inf(client, o);
+  inf.start();
+  inf.wait_for_sync(300s);
+  inf.stop();
+  std::size_t heap1 = mallinfo2().uordblks;
+  std::printf("cache: %zu Nodes in a bare informer: heap %.1f MB (%.0f B/Node)\n",
+              inf.store().size(), (heap1 - heap0) / 1048576.0,
+              double(heap1 - heap0) / double(inf.store().size()));
+}
+
+// The work loop alone, without an API server: keys through the queue to a no-op reconciler.
+void bench_queue() {
+  core::metrics::Registry reg;
+  auto noop = std::make_shared<Noop>();
+  controller::ControllerOptions o;
+  o.max_concurrent_reconciles = 2;
+  controller::Controller c("queue-bench", noop, o, reg);
+  c.start();
+  const int keys = 5000, rounds = 100;
+  auto t0 = Clock::now();
+  std::vector<controller::Request> requests;
+  for (int k = 0; k < keys; ++k)
+    requests.push_back({"ns", std::string("k").append(std::to_string(k))});
+  for (int r = 0; r < rounds; ++r)
+    for (const auto& req : requests) c.enqueue(req);
+  while (c.stats().depth > 0) std::this_thread::sleep_for(1ms);
+  c.drain(10s);
+  auto t = secs(Clock::now() - t0);
+  std::printf("queue: %d enqueues (%d keys) in %.2f s: %.0f enqueues/s, %llu reconciles (%.0f/s)\n",
+              keys * rounds, keys, t, keys * rounds / t, (unsigned long long)noop->calls.load(),
+              noop->calls.load() / t);
+}
+
 void bench_rss(kube::Client& client, int n) {
   create_nodes(client, n);
+  measure_informer_heap(client);
   malloc_trim(0);
   long before = rss_kib();
   std::size_t heap0 = mallinfo2().uordblks;
@@ -208,7 +253,8 @@ void bench_rss(kube::Client& client, int n) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s KUBECONFIG [PARTS=events,rss] [NODES=5000] [SECONDS=20]\n",
+    std::fprintf(stderr,
+                 "usage: %s KUBECONFIG [PARTS=events,queue,rss] [NODES=5000] [SECONDS=20]\n",
                  argv[0]);
     return 2;
   }
@@ -216,10 +262,11 @@ int main(int argc, char** argv) {
   kube::ClientConfig cfg = kube::load_kubeconfig({{argv[1]}, ""});
   cfg.qps = 0;
   kube::Client client(cfg);
-  std::string parts = argc > 2 ? argv[2] : "events,rss";
+  std::string parts = argc > 2 ? argv[2] : "events,queue,rss";
   int nodes = argc > 3 ? std::atoi(argv[3]) : 5000;
   int seconds = argc > 4 ? std::atoi(argv[4]) : 20;
   if (parts.find("events") != std::string::npos) bench_events(client, seconds);
+  if (parts.find("queue") != std::string::npos) bench_queue();
   if (parts.find("rss") != std::string::npos) bench_rss(client, nodes);
   return 0;
 }
