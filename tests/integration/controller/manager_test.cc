@@ -238,3 +238,38 @@ spec:
 
 }  // namespace
 }  // namespace gpufleet::controller
+
+namespace gpufleet::controller {
+namespace {
+
+// /readyz stays 503 while a cache cannot sync (here: a resource the server does not serve),
+// and no controller starts on unsynced caches.
+TEST(Manager, NotReadyUntilEveryCacheHasSynced) {
+  kube::Client client(kube::testing::admin_config());
+  core::metrics::Registry registry;
+  ManagerOptions mo;
+  mo.name = "unsynced-test";
+  mo.metrics_address = "127.0.0.1:0";
+  mo.registry = &registry;
+  Manager manager(client, mo);
+  kube::ResourceId missing{"absent.gpufleet.io", "v1", "things", true};
+  auto rec = std::make_shared<Recording>();
+  manager.controller("things").for_resource(missing, "Thing").complete(rec);
+  std::jthread run([&](std::stop_token stop) { manager.run(stop); });
+  ASSERT_TRUE(wait_until([&] { return manager.metrics_port() != 0; }, 10s));
+  int port = manager.metrics_port();
+  std::this_thread::sleep_for(2s);
+  auto [status, body] = testing::http_get(port, "/readyz");
+  EXPECT_EQ(status, 503);
+  EXPECT_NE(body.find("caches not synced"), std::string::npos) << body;
+  EXPECT_EQ(testing::http_get(port, "/healthz").first, 200);
+  EXPECT_NE(testing::http_get(port, "/debug/caches").second.find("synced=false"),
+            std::string::npos);
+  EXPECT_FALSE(manager.is_leader());
+  EXPECT_EQ(manager.controllers().front()->stats().active_workers, 0);
+  run.request_stop();
+  run.join();
+}
+
+}  // namespace
+}  // namespace gpufleet::controller
