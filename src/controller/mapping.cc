@@ -56,7 +56,8 @@ MapFunc by_selector(const Cache& owners, std::string selector_path) {
 
 MapFunc by_selector(std::function<std::vector<kube::ObjectPtr>()> list_owners,
                     std::string selector_path) {
-  return [list_owners = std::move(list_owners), path = std::move(selector_path)](const core::Value& obj) {
+  return [list_owners = std::move(list_owners),
+          path = std::move(selector_path)](const core::Value& obj) {
     static const core::Value kNoLabels;
     const core::Value* labels = obj.get({"metadata", "labels"});
     std::vector<Request> out;
