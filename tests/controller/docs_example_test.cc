@@ -1,4 +1,4 @@
-// The example controller in docs/kube-client.md must be the code the integration test compiles.
+// The example controller in docs/controller.md must be the code the integration test compiles.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -13,18 +13,18 @@ std::string read(const std::string& rel) {
   return ss.str();
 }
 
-TEST(DocsExample, MatchesTheCompiledSource) {
-  std::string src = read("tests/integration/kube/example_controller.cc");
+TEST(DocsExample, ControllerDocMatchesTheCompiledSource) {
+  std::string src = read("tests/integration/controller/node_labeler.cc");
   const std::string begin = "// --- example begin ---\n", end = "// --- example end ---";
   ASSERT_NE(src.find(begin), std::string::npos);
   std::size_t b = src.find(begin) + begin.size();
   std::string code = src.substr(b, src.find(end) - b);
-  std::string doc = read("docs/kube-client.md");
-  const std::string marker = "<!-- example-controller -->\n```cpp\n";
+  std::string doc = read("docs/controller.md");
+  const std::string marker = "<!-- example-reconciler -->\n```cpp\n";
   ASSERT_NE(doc.find(marker), std::string::npos);
   std::size_t db = doc.find(marker) + marker.size();
   std::string block = doc.substr(db, doc.find("```", db) - db);
-  EXPECT_EQ(block, code) << "update docs/kube-client.md from example_controller.cc";
+  EXPECT_EQ(block, code) << "update docs/controller.md from node_labeler.cc";
 }
 
 }  // namespace

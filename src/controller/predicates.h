@@ -1,0 +1,43 @@
+// Predicates filter the events that reach a controller's queue. They only save work: a
+// reconciler must stay correct if every event passed (level-triggered), so a predicate may
+// drop an event only when it knows the reconcile would do nothing new.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "core/value.h"
+
+namespace gpufleet::controller {
+
+struct WatchEvent {
+  enum class Type { Add, Update, Delete };
+  Type type;
+  const core::Value* old_obj;  // Update only; nullptr otherwise
+  const core::Value& obj;      // the new object (Delete: the last state known)
+};
+
+// True: the event goes on (is mapped to keys and queued).
+using Predicate = std::function<bool(const WatchEvent&)>;
+
+namespace predicates {
+// Updates pass when metadata.generation changed (spec changes on objects that have a
+// generation: CRDs, Deployments; status-only writes and resyncs are dropped). Adds and
+// deletes pass.
+Predicate generation_changed();
+// Updates pass when metadata.labels changed.
+Predicate labels_changed();
+// Updates pass when metadata.annotations changed.
+Predicate annotations_changed();
+// Updates pass when the object changed at all (resourceVersion moved): drops resyncs.
+Predicate resource_version_changed();
+// Combinators.
+Predicate any_of(std::vector<Predicate> ps);
+Predicate all_of(std::vector<Predicate> ps);
+Predicate negate(Predicate p);
+}  // namespace predicates
+
+// True when every predicate passes (an empty list passes everything).
+bool passes(const std::vector<Predicate>& ps, const WatchEvent& ev);
+
+}  // namespace gpufleet::controller
