@@ -39,6 +39,7 @@ core::Value record_to_value(const NodeRecord& r) {
   core::Value post = core::Value::list();
   for (const std::string& p : r.pending_post) post.push_back(p);
   v["pendingPost"] = std::move(post);
+  v["interrupted"] = r.interrupted;
   v["state"] = std::string(node_state_name(r.state));
   v["rollout"] = r.rollout;
   v["batch"] = r.batch;
@@ -54,7 +55,7 @@ RecordRead record_from_value(const core::Value& v) noexcept {
     const core::Map& m =
         strict_map(v, "record",
                    {"format", "set", "generation", "installed", "pendingInterrupt", "pendingPost",
-                    "state", "rollout", "batch", "epoch", "bootID", "failure"});
+                    "interrupted", "state", "rollout", "batch", "epoch", "bootID", "failure"});
     std::int64_t format = optional_int(m, "record", "format", 0, 0, 1000);
     if (format != NodeRecord::kFormat) {
       throw core::InvalidInput("record.format: " + std::to_string(format) +
@@ -95,6 +96,7 @@ RecordRead record_from_value(const core::Value& v) noexcept {
     for (std::string& p : string_list(m.find("pendingPost"), "record.pendingPost")) {
       r.pending_post.insert(std::move(p));
     }
+    r.interrupted = optional_bool(m, "record", "interrupted", false);
     std::string state = optional_string(m, "record", "state").value_or("Idle");
     if (state == "Idle")
       r.state = NodeState::Idle;

@@ -46,6 +46,7 @@ struct NodeRecord {
   // makes "one interrupt per change" survive a controller restart between steps.
   Interrupt pending_interrupt;
   std::set<std::string> pending_post;  // packages whose post-interrupt check is still due
+  bool interrupted = false;            // this change's interrupt has been delivered
 
   // Rollout bookkeeping, all relative to one change (`rollout` = the set's target hash).
   NodeState state = NodeState::Idle;

@@ -74,7 +74,7 @@ inline constexpr std::size_t kMaxNamedNodes = 20;  // bounded status lists
 struct CompartmentStatus {
   std::string name;
   std::int64_t nodes = 0, done = 0, in_progress = 0, failed = 0, pending = 0, blocked = 0;
-  std::int64_t out = 0;     // before this plan's starts
+  std::int64_t out = 0;     // nodes out, including this plan's starts
   std::int64_t budget = 0;  // resolved node count
   std::int64_t batch = -1;  // the open (or next) batch
   std::int64_t batch_size = 0;

@@ -191,7 +191,7 @@ NodePlan plan_node(const DesiredState& desired, const NodeRecord& record) {
   // Post-interrupt checks: packages already waiting on one, then the ones changing now.
   std::set<std::string> post(record.pending_post.begin(), record.pending_post.end());
   post.insert(touched.begin(), touched.end());
-  if (!post.empty() && interrupt.kind != InterruptKind::None) {
+  if (!post.empty() && (interrupt.kind != InterruptKind::None || record.interrupted)) {
     for (const Package& p : set.packages) {
       if (!post.contains(p.name)) continue;
       PlannedStep s;
@@ -238,7 +238,10 @@ void record_step_done(NodeRecord& record, const DesiredState& desired, const Pla
       record.pending_post.insert(step.package);
       break;
     }
-    case Stage::Interrupt: record.pending_interrupt = Interrupt{}; break;
+    case Stage::Interrupt:
+      record.pending_interrupt = Interrupt{};
+      record.interrupted = true;
+      break;
     case Stage::PostInterrupt: record.pending_post.erase(step.package); break;
   }
 }
@@ -250,6 +253,7 @@ void mark_node_done(NodeRecord& record, const DesiredState& desired) {
   record.boot_id.clear();
   // Without an interrupt there is no post-interrupt check; nothing stays due.
   record.pending_post.clear();
+  record.interrupted = false;
 }
 
 }  // namespace gpufleet::hostpkg
