@@ -43,7 +43,7 @@ DesiredState digest(const HostPackageSet& set) {
 
 std::string PlannedStep::key() const {
   return (package.empty() ? std::string("*") : package) + "/" + std::string(stage_name(stage)) +
-         "/" + version + "/" + config_hash;
+         "/" + version + "/" + config_hash + "/" + change();
 }
 
 namespace {
@@ -203,6 +203,7 @@ NodePlan plan_node(const DesiredState& desired, const NodeRecord& record) {
       plan.steps.push_back(std::move(s));
     }
   }
+  for (PlannedStep& s : plan.steps) s.generation = record.generation;
   return plan;
 }
 

@@ -47,9 +47,14 @@ struct PlannedStep {
   Interrupt interrupt;  // what completing this step adds to the node's pending interrupt
   std::chrono::seconds timeout{600};
   bool downgrade = false;
-  // package/stage/version/config-hash: the step runner skips a step it already completed
-  // with this key, which makes re-running a step pod after a crash safe.
+  // The record generation the step was planned from. It is part of the key, so the same
+  // content applied again later (a revert, a re-apply after uninstall) is a new step, while a
+  // step re-planned after a crash, before its completion was recorded, keeps its key.
+  std::int64_t generation = 0;
+  // package/stage/version/config-hash/g<generation>: the step runner skips a step it already
+  // completed with this key, which makes re-running a step pod after a crash safe.
   [[nodiscard]] std::string key() const;
+  [[nodiscard]] std::string change() const { return "g" + std::to_string(generation); }
 };
 
 struct NodePlan {

@@ -213,7 +213,7 @@ std::string_view step_status_name(StepStatus s) noexcept {
 
 std::string step_key(const StepRequest& req) {
   return req.package + "/" + std::string(stage_name(req.stage)) + "/" + req.version + "/" +
-         req.config_hash;
+         req.config_hash + "/" + req.change;
 }
 
 core::Value result_to_value(const StepRequest& req, const StepResult& r) {

@@ -10,7 +10,7 @@
 // own tools and libraries. The interrupt stage runs no package script: the runner restarts
 // the named services (`systemctl restart ...`), all services, or reboots the host.
 //
-// Idempotence: every run is keyed package/stage/version/config-hash. A key whose last
+// Idempotence: every run is keyed package/stage/version/config-hash/change. A key whose last
 // history entry is a success is skipped (status "skipped"), so re-running a stage pod after
 // a crash never repeats finished work; a key with only a "started" entry (the runner died
 // mid-step) runs again as the next attempt, which is why package steps must be re-runnable.
@@ -32,6 +32,8 @@ struct StepRequest {
   std::string from_version;  // upgrade / downgrade
   Stage stage = Stage::Apply;
   std::string config_hash;
+  std::string
+      change;  // PlannedStep::change(): makes a later re-apply of the same content a new step
   std::vector<std::string> changed_keys;
   Interrupt interrupt;              // interrupt stage only
   std::string host_root = "/host";  // chroot target; ignored when host_pid > 0

@@ -204,7 +204,10 @@ TEST(StagePlan, StepKeysAndTargetAreStable) {
   changed.replace(changed.find("a=1"), 3, "a=2");
   EXPECT_NE(digest(set_from_yaml(changed)).target, a.target);
   NodePlan p = plan_node(a, NodeRecord{});
-  EXPECT_EQ(p.steps[0].key(), "base/apply/1.0.0/");
+  EXPECT_EQ(p.steps[0].key(), "base/apply/1.0.0//g0");
+  NodeRecord later;
+  later.generation = 7;
+  EXPECT_EQ(plan_node(a, later).steps[0].key(), "base/apply/1.0.0//g7");
   EXPECT_EQ(p.steps[2].key().rfind("tuning/config/1.0.0/", 0), 0u);
   EXPECT_EQ(p.steps[2].timeout.count(), 300);
 }

@@ -11,49 +11,16 @@
 
 #include "core/errors.h"
 #include "core/json.h"
+#include "host_root.h"
 #include "hostpkg/step_runner.h"
 
 namespace gpufleet::hostpkg {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-void write(const fs::path& p, const std::string& data) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p) << data;
-}
-
-// Copies a binary and every library ldd names into the root, at the same paths.
-void install_binary(const fs::path& root, const std::string& binary) {
-  auto copy = [&](const std::string& src) {
-    fs::path dst = root / fs::path(src).relative_path();
-    fs::create_directories(dst.parent_path());
-    fs::copy_file(fs::canonical(src), dst, fs::copy_options::overwrite_existing);
-    fs::permissions(dst, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec,
-                    fs::perm_options::add);
-  };
-  copy(binary);
-  FILE* p = popen(("ldd " + binary).c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  char line[512];
-  while (std::fgets(line, sizeof line, p)) {
-    std::istringstream in(line);
-    std::string a, arrow, b;
-    in >> a >> arrow >> b;
-    if (arrow == "=>" && b.front() == '/')
-      copy(b);
-    else if (a.front() == '/')
-      copy(a);
-  }
-  pclose(p);
-}
+using testing::install_binary;
+using testing::read;
+using testing::write;
 
 class StepRunner : public ::testing::Test {
  protected:
@@ -110,7 +77,7 @@ TEST_F(StepRunner, AppliesInsideTheHostRootAndChecks) {
   EXPECT_NE(r.output.find("applied sysctl 1.0.0 3"), std::string::npos);
   core::Value v = result();
   EXPECT_EQ(v.get_string({"status"}), "succeeded");
-  EXPECT_EQ(v.get_string({"key"}), "sysctl/apply/1.0.0/abc");
+  EXPECT_EQ(v.get_string({"key"}), "sysctl/apply/1.0.0/abc/");
   EXPECT_TRUE(fs::exists(root_ / "var/lib/gpufleet/hostpkg/sysctl/1.0.0/apply.sh"));
 
   // Re-run (the pod ran again): skipped, nothing executed twice.
@@ -166,7 +133,7 @@ TEST_F(StepRunner, RerunAfterACrashRunsTheStepAgain) {
   // A runner that died mid-step left only a "started" line (and a torn one) in the history.
   write(
       req_.history_path,
-      "{\"key\":\"sysctl/apply/1.0.0/abc\",\"event\":\"started\",\"attempt\":1}\n{\"key\":\"sysc");
+      "{\"key\":\"sysctl/apply/1.0.0/abc/\",\"event\":\"started\",\"attempt\":1}\n{\"key\":\"sysc");
   script("apply.sh", "mkdir -p /etc/x && echo $GPUFLEET_ATTEMPT >> /etc/x/attempts\n");
   script("apply-check.sh", "test -s /etc/x/attempts\n");
   StepResult r = run_step(req_);
