@@ -96,7 +96,6 @@ RolloutPlan plan_rollout(const RolloutInput& in) {
 
   static const NodeRecord kNoRecord;
   bool any_unfinished = false;
-  std::unordered_map<const NodeInput*, Class> classes;
   for (const NodeInput* n : nodes) {
     bool member = set.node_selector.matches(n->facts.labels);
     Class cls = Class::Done;
@@ -114,13 +113,16 @@ RolloutPlan plan_rollout(const RolloutInput& in) {
       } else if (rec.state == NodeState::Failed && current) {
         cls = Class::Failed;
       } else {
-        NodePlan np = plan_node(desired, rec);
-        if (!np.blocked.empty()) {
+        std::string reason;
+        NodeNeed need = rec.state == NodeState::Done && rec.rollout == desired.target
+                            ? NodeNeed::UpToDate  // finished this very change: nothing to plan
+                            : node_need(desired, rec, &reason);
+        if (need == NodeNeed::Blocked) {
           cls = Class::Blocked;
           ++plan.blocked_count;
-          add_named(plan.blocked, n->facts.name + ": " + np.blocked.front());
+          add_named(plan.blocked, n->facts.name + ": " + reason);
         } else {
-          cls = np.up_to_date() ? Class::Done : Class::Pending;
+          cls = need == NodeNeed::UpToDate ? Class::Done : Class::Pending;
         }
       }
     }
@@ -129,7 +131,6 @@ RolloutPlan plan_rollout(const RolloutInput& in) {
       ++domain_out[domain_of(*n)];
     }
     if (!member) continue;
-    classes[n] = cls;
     std::size_t c = work.size() - 1;
     for (std::size_t k : safety_order) {
       if (work[k].compartment->selector.matches(n->facts.labels)) {

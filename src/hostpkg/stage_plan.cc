@@ -207,6 +207,36 @@ NodePlan plan_node(const DesiredState& desired, const NodeRecord& record) {
   return plan;
 }
 
+NodeNeed node_need(const DesiredState& desired, const NodeRecord& record, std::string* reason) {
+  const HostPackageSet& set = *desired.set;
+  bool work = record.pending_interrupt.kind != InterruptKind::None ||
+              (record.interrupted && !record.pending_post.empty());
+  for (const auto& [name, inst] : record.installed) {
+    if (inst.uninstall_supported && set.find(name) == nullptr) work = true;
+  }
+  for (std::size_t i = 0; i < set.packages.size(); ++i) {
+    const Package& p = set.packages[i];
+    auto it = record.installed.find(p.name);
+    if (it == record.installed.end()) {
+      work = true;
+      continue;
+    }
+    const InstalledPackage& inst = it->second;
+    if (inst.version != p.version_text) {
+      auto installed = core::SemVer::try_parse(inst.version);
+      if (installed && core::compare(p.version, *installed) < 0 &&
+          p.downgrade == DowngradeRule::Refuse) {
+        // The same decision and message as plan_node's.
+        if (reason != nullptr) *reason = plan_node(desired, record).blocked.front();
+        return NodeNeed::Blocked;
+      }
+      if (!installed || core::compare(p.version, *installed) != 0) work = true;
+    }
+    if (inst.config_hashes != desired.config_hashes[i]) work = true;
+  }
+  return work ? NodeNeed::Work : NodeNeed::UpToDate;
+}
+
 void record_step_done(NodeRecord& record, const DesiredState& desired, const PlannedStep& step) {
   const HostPackageSet& set = *desired.set;
   const Package* p = step.package.empty() ? nullptr : set.find(step.package);

@@ -67,6 +67,11 @@ struct NodePlan {
 
 NodePlan plan_node(const DesiredState& desired, const NodeRecord& record);
 
+// What plan_node would conclude, without building the steps: the rollout planner asks this of
+// every node on every pass, so it allocates nothing. `reason` is set for Blocked only.
+enum class NodeNeed : unsigned char { UpToDate, Work, Blocked };
+NodeNeed node_need(const DesiredState& desired, const NodeRecord& record, std::string* reason);
+
 // Applies a completed step to the record (installed versions and hashes, pending interrupt
 // and post-interrupt checks). The caller writes the record back with commit() semantics.
 void record_step_done(NodeRecord& record, const DesiredState& desired, const PlannedStep& step);

@@ -26,6 +26,8 @@ std::vector<std::string> converge(const HostPackageSet& set, NodeRecord& rec) {
   for (int guard = 0; guard < 100; ++guard) {
     NodePlan p = plan_node(d, rec);
     EXPECT_TRUE(p.blocked.empty());
+    // The allocation-free answer the rollout planner uses agrees with the full plan.
+    EXPECT_EQ(node_need(d, rec, nullptr), p.steps.empty() ? NodeNeed::UpToDate : NodeNeed::Work);
     if (p.steps.empty()) {
       mark_node_done(rec, d);
       return ran;
@@ -155,6 +157,11 @@ TEST(StagePlan, DowngradeRules) {
   EXPECT_TRUE(r.steps.empty());
   ASSERT_EQ(r.blocked.size(), 1u);
   EXPECT_NE(r.blocked[0].find("downgrade rule is refuse"), std::string::npos);
+  std::string reason;
+  EXPECT_EQ(node_need(digest(with("1.5.0", "")), rec2, &reason), NodeNeed::Blocked);
+  EXPECT_EQ(reason, r.blocked[0]);
+  EXPECT_EQ(node_need(digest(with("1.5.0", ", downgrade: inPlace")), rec2, nullptr),
+            NodeNeed::Work);
   EXPECT_FALSE(r.up_to_date());
 }
 
