@@ -1,0 +1,3 @@
+#!/bin/sh
+. "$GPUFLEET_PACKAGE_DIR/sysctl-lib.sh"
+check_files

@@ -1,0 +1,4 @@
+#!/bin/sh
+. "$GPUFLEET_PACKAGE_DIR/sysctl-lib.sh"
+check_files
+check_live

@@ -1,0 +1,82 @@
+// The per-node record: what hostpkg has installed on one node for one HostPackageSet and how
+// far the node is in the current change. It is the source of truth (not the set's status),
+// so it survives controller restarts and set deletion. The controller stores it with
+// optimistic concurrency: every write names the generation it read, and a write against a
+// newer generation is a conflict to re-plan from, never a merge.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include "core/value.h"
+#include "hostpkg/spec.h"
+
+namespace gpufleet::hostpkg {
+
+// What one package left on the host. Kept even when the package leaves the set, so a
+// removed package can still be uninstalled (or reported as kept) later.
+struct InstalledPackage {
+  std::string version;
+  std::string image;
+  std::map<std::string, std::string> config_hashes;  // configMap key -> content hash
+  bool uninstall_supported = false;
+  Interrupt interrupt;  // what its uninstall needs
+  friend bool operator==(const InstalledPackage&, const InstalledPackage&) = default;
+};
+
+enum class NodeState : unsigned char {
+  Idle,        // not started in the current rollout (or finished an earlier one)
+  InProgress,  // cordoned by hostpkg, stages running
+  Done,        // finished the rollout named by `rollout`
+  Failed,      // a stage failed; the node stays cordoned for a person to look at
+};
+std::string_view node_state_name(NodeState s) noexcept;
+
+struct NodeRecord {
+  static constexpr std::int64_t kFormat = 1;
+
+  std::string set;              // HostPackageSet name
+  std::int64_t generation = 0;  // bumped by every accepted write
+  std::map<std::string, InstalledPackage> installed;
+  // Accumulated by completed steps and delivered once by the interrupt stage: this is what
+  // makes "one interrupt per change" survive a controller restart between steps.
+  Interrupt pending_interrupt;
+  std::set<std::string> pending_post;  // packages whose post-interrupt check is still due
+  bool interrupted = false;            // this change's interrupt has been delivered
+
+  // Rollout bookkeeping, all relative to one change (`rollout` = the set's target hash).
+  NodeState state = NodeState::Idle;
+  std::string rollout;
+  std::int64_t batch = -1;  // batch the node was started in
+  std::int64_t epoch = 0;   // reset epoch the node was started under
+  std::string boot_id;      // boot ID before a reboot, to confirm the reboot happened
+  std::string failure;      // Failed: "<package>/<stage>: <reason>"
+
+  friend bool operator==(const NodeRecord&, const NodeRecord&) = default;
+};
+
+core::Value record_to_value(const NodeRecord& r);
+
+// Never throws: a record that cannot be read comes back as an error text naming the field,
+// so the planner reports the node instead of stalling the whole rollout on it.
+struct RecordRead {
+  std::optional<NodeRecord> record;
+  std::string error;
+};
+RecordRead record_from_value(const core::Value& v) noexcept;
+
+class RecordConflict : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Optimistic concurrency for in-process stores and tests: `update` must carry the generation
+// of `stored` it was derived from; on success `stored` becomes `update` with the generation
+// bumped. Throws RecordConflict (and changes nothing) otherwise.
+void commit(NodeRecord& stored, NodeRecord update);
+
+}  // namespace gpufleet::hostpkg

@@ -1,0 +1,290 @@
+#include "hostpkg/stage_plan.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+
+namespace gpufleet::hostpkg {
+
+std::string short_hash(std::string_view data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(16);
+  for (unsigned i = 0; i < 8; ++i) {
+    out += kHex[md[i] >> 4];
+    out += kHex[md[i] & 15];
+  }
+  return out;
+}
+
+DesiredState digest(const HostPackageSet& set) {
+  DesiredState d;
+  d.set = &set;
+  std::string all;
+  for (const Package& p : set.packages) {
+    std::map<std::string, std::string> hashes;
+    std::string joined;
+    for (const auto& [k, content] : p.config_map) {
+      std::string h = short_hash(content);
+      joined += k + "=" + h + "\n";
+      hashes.emplace(k, std::move(h));
+    }
+    std::string ph = short_hash(joined);
+    all += p.name + " " + p.version_text + " " + p.image + " " + ph + "\n";
+    d.config_hashes.push_back(std::move(hashes));
+    d.package_config_hash.push_back(std::move(ph));
+  }
+  d.target = short_hash(all);
+  return d;
+}
+
+std::string PlannedStep::key() const {
+  return (package.empty() ? std::string("*") : package) + "/" + std::string(stage_name(stage)) +
+         "/" + version + "/" + config_hash + "/" + change();
+}
+
+namespace {
+
+std::vector<std::string> changed_keys(const std::map<std::string, std::string>& want,
+                                      const std::map<std::string, std::string>& have) {
+  std::vector<std::string> out;
+  for (const auto& [k, h] : want) {
+    auto it = have.find(k);
+    if (it == have.end() || it->second != h) out.push_back(k);
+  }
+  for (const auto& [k, _] : have) {
+    if (!want.contains(k)) out.push_back(k);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+NodePlan plan_node(const DesiredState& desired, const NodeRecord& record) {
+  NodePlan plan;
+  const HostPackageSet& set = *desired.set;
+  std::vector<PlannedStep> uninstalls, changes;
+  std::vector<std::string> touched;  // packages whose post-interrupt check will be due
+
+  // Packages that left the set. Their dependents are unknown (they left too), so they go in
+  // reverse name order, which is at least deterministic.
+  for (auto it = record.installed.rbegin(); it != record.installed.rend(); ++it) {
+    const auto& [name, inst] = *it;
+    if (set.find(name) != nullptr) continue;
+    if (!inst.uninstall_supported) {
+      plan.kept.push_back(name);
+      continue;
+    }
+    PlannedStep s;
+    s.package = name;
+    s.stage = Stage::Uninstall;
+    s.version = inst.version;
+    s.image = inst.image;
+    s.interrupt = inst.interrupt;
+    uninstalls.push_back(std::move(s));
+  }
+
+  std::vector<PlannedStep> downgrade_uninstalls;
+  for (std::size_t i = 0; i < set.packages.size(); ++i) {
+    const Package& p = set.packages[i];
+    auto it = record.installed.find(p.name);
+    const InstalledPackage* inst = it == record.installed.end() ? nullptr : &it->second;
+    bool config_from_scratch = inst == nullptr;
+    if (inst == nullptr) {
+      PlannedStep s;
+      s.package = p.name;
+      s.stage = Stage::Apply;
+      s.version = p.version_text;
+      s.image = p.image;
+      s.interrupt = p.interrupt;
+      s.timeout = p.timeout(Stage::Apply);
+      changes.push_back(std::move(s));
+    } else {
+      auto installed = core::SemVer::try_parse(inst->version);
+      int cmp = installed ? core::compare(p.version, *installed) : 1;
+      if (cmp > 0 || (cmp < 0 && p.downgrade == DowngradeRule::InPlace)) {
+        PlannedStep s;
+        s.package = p.name;
+        s.stage = Stage::Upgrade;
+        s.version = p.version_text;
+        s.from_version = inst->version;
+        s.image = p.image;
+        s.interrupt = p.interrupt;
+        s.timeout = p.timeout(Stage::Upgrade);
+        s.downgrade = cmp < 0;
+        changes.push_back(std::move(s));
+      } else if (cmp < 0 && p.downgrade == DowngradeRule::Refuse) {
+        plan.blocked.push_back("package " + p.name + ": installed " + inst->version +
+                               " is newer than the desired " + p.version_text +
+                               " and its downgrade rule is refuse; raise the version or set "
+                               "downgrade: inPlace or uninstallFirst");
+        continue;
+      } else if (cmp < 0) {  // UninstallFirst: remove the installed version, then apply
+        PlannedStep u;
+        u.package = p.name;
+        u.stage = Stage::Uninstall;
+        u.version = inst->version;
+        u.image = inst->image;
+        u.interrupt = inst->interrupt;
+        u.timeout = p.timeout(Stage::Uninstall);
+        u.downgrade = true;
+        downgrade_uninstalls.push_back(std::move(u));
+        PlannedStep s;
+        s.package = p.name;
+        s.stage = Stage::Apply;
+        s.version = p.version_text;
+        s.from_version = inst->version;
+        s.image = p.image;
+        s.interrupt = p.interrupt;
+        s.timeout = p.timeout(Stage::Apply);
+        s.downgrade = true;
+        changes.push_back(std::move(s));
+        config_from_scratch = true;
+      }
+    }
+    static const std::map<std::string, std::string> kNone;
+    const auto& have = config_from_scratch || inst == nullptr ? kNone : inst->config_hashes;
+    std::vector<std::string> keys = changed_keys(desired.config_hashes[i], have);
+    bool version_step = !changes.empty() && changes.back().package == p.name;
+    if (!keys.empty()) {
+      PlannedStep s;
+      s.package = p.name;
+      s.stage = Stage::Config;
+      s.version = p.version_text;
+      s.image = p.image;
+      s.config_hash = desired.package_config_hash[i];
+      for (const std::string& k : keys) s.interrupt = coalesce(s.interrupt, p.interrupt_for_key(k));
+      s.changed_keys = std::move(keys);
+      s.timeout = p.timeout(Stage::Config);
+      changes.push_back(std::move(s));
+      version_step = true;
+    }
+    if (version_step) touched.push_back(p.name);
+  }
+  if (!plan.blocked.empty()) return plan;  // a blocked node runs nothing at all
+
+  // Dependents are uninstalled before what they depend on: reverse dependsOn order.
+  std::reverse(downgrade_uninstalls.begin(), downgrade_uninstalls.end());
+  for (auto& s : downgrade_uninstalls) uninstalls.push_back(std::move(s));
+
+  Interrupt interrupt = record.pending_interrupt;
+  for (const PlannedStep& s : uninstalls) interrupt = coalesce(interrupt, s.interrupt);
+  for (const PlannedStep& s : changes) interrupt = coalesce(interrupt, s.interrupt);
+  plan.interrupt = interrupt;
+
+  for (auto& s : uninstalls) plan.steps.push_back(std::move(s));
+  for (auto& s : changes) plan.steps.push_back(std::move(s));
+  if (interrupt.kind != InterruptKind::None) {
+    PlannedStep s;
+    s.stage = Stage::Interrupt;
+    s.interrupt = interrupt;
+    s.version = desired.target;
+    std::chrono::seconds t{0};
+    for (const Package& p : set.packages) t = std::max(t, p.timeout(Stage::Interrupt));
+    s.timeout = t;
+    plan.steps.push_back(std::move(s));
+  }
+  // Post-interrupt checks: packages already waiting on one, then the ones changing now.
+  std::set<std::string> post(record.pending_post.begin(), record.pending_post.end());
+  post.insert(touched.begin(), touched.end());
+  if (!post.empty() && (interrupt.kind != InterruptKind::None || record.interrupted)) {
+    for (const Package& p : set.packages) {
+      if (!post.contains(p.name)) continue;
+      PlannedStep s;
+      s.package = p.name;
+      s.stage = Stage::PostInterrupt;
+      s.version = p.version_text;
+      s.image = p.image;
+      s.timeout = p.timeout(Stage::PostInterrupt);
+      plan.steps.push_back(std::move(s));
+    }
+  }
+  for (PlannedStep& s : plan.steps) s.generation = record.generation;
+  return plan;
+}
+
+NodeNeed node_need(const DesiredState& desired, const NodeRecord& record, std::string* reason) {
+  const HostPackageSet& set = *desired.set;
+  bool work = record.pending_interrupt.kind != InterruptKind::None ||
+              (record.interrupted && !record.pending_post.empty());
+  for (const auto& [name, inst] : record.installed) {
+    if (inst.uninstall_supported && set.find(name) == nullptr) work = true;
+  }
+  for (std::size_t i = 0; i < set.packages.size(); ++i) {
+    const Package& p = set.packages[i];
+    auto it = record.installed.find(p.name);
+    if (it == record.installed.end()) {
+      work = true;
+      continue;
+    }
+    const InstalledPackage& inst = it->second;
+    if (inst.version != p.version_text) {
+      auto installed = core::SemVer::try_parse(inst.version);
+      if (installed && core::compare(p.version, *installed) < 0 &&
+          p.downgrade == DowngradeRule::Refuse) {
+        // The same decision and message as plan_node's.
+        if (reason != nullptr) *reason = plan_node(desired, record).blocked.front();
+        return NodeNeed::Blocked;
+      }
+      if (!installed || core::compare(p.version, *installed) != 0) work = true;
+    }
+    if (inst.config_hashes != desired.config_hashes[i]) work = true;
+  }
+  return work ? NodeNeed::Work : NodeNeed::UpToDate;
+}
+
+void record_step_done(NodeRecord& record, const DesiredState& desired, const PlannedStep& step) {
+  const HostPackageSet& set = *desired.set;
+  const Package* p = step.package.empty() ? nullptr : set.find(step.package);
+  switch (step.stage) {
+    case Stage::Apply:
+    case Stage::Upgrade: {
+      InstalledPackage& inst = record.installed[step.package];
+      inst.version = step.version;
+      inst.image = step.image;
+      if (step.stage == Stage::Apply) inst.config_hashes.clear();
+      if (p != nullptr) {
+        inst.uninstall_supported = p->uninstall_supported;
+        inst.interrupt = p->interrupt;
+      }
+      record.pending_interrupt = coalesce(record.pending_interrupt, step.interrupt);
+      record.pending_post.insert(step.package);
+      break;
+    }
+    case Stage::Uninstall:
+      record.installed.erase(step.package);
+      record.pending_interrupt = coalesce(record.pending_interrupt, step.interrupt);
+      record.pending_post.erase(step.package);
+      break;
+    case Stage::Config: {
+      InstalledPackage& inst = record.installed[step.package];
+      for (std::size_t i = 0; i < set.packages.size(); ++i) {
+        if (set.packages[i].name == step.package) inst.config_hashes = desired.config_hashes[i];
+      }
+      record.pending_interrupt = coalesce(record.pending_interrupt, step.interrupt);
+      record.pending_post.insert(step.package);
+      break;
+    }
+    case Stage::Interrupt:
+      record.pending_interrupt = Interrupt{};
+      record.interrupted = true;
+      break;
+    case Stage::PostInterrupt: record.pending_post.erase(step.package); break;
+  }
+}
+
+void mark_node_done(NodeRecord& record, const DesiredState& desired) {
+  record.state = NodeState::Done;
+  record.rollout = desired.target;
+  record.failure.clear();
+  record.boot_id.clear();
+  // Without an interrupt there is no post-interrupt check; nothing stays due.
+  record.pending_post.clear();
+  record.interrupted = false;
+}
+
+}  // namespace gpufleet::hostpkg

@@ -1,0 +1,399 @@
+#include "hostpkg/step_runner.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/duration.h"
+#include "core/errors.h"
+#include "core/json.h"
+
+namespace gpufleet::hostpkg {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::size_t kTail = 1536;         // bytes of output kept per command
+constexpr std::size_t kHistoryMax = 2000;   // lines before the history is compacted
+constexpr std::size_t kHistoryKeep = 1000;  // lines kept when it is
+constexpr const char* kHostBase = "/var/lib/gpufleet/hostpkg";
+
+struct Exec {
+  int exit_code = -1;
+  bool timed_out = false;
+  std::string tail;
+};
+
+void keep_tail(std::string& tail, const char* data, std::size_t n) {
+  tail.append(data, n);
+  if (tail.size() > 2 * kTail) tail.erase(0, tail.size() - kTail);
+}
+
+// Runs argv in a new process group with stdout+stderr captured, chrooted into `root` when it
+// is not empty; kills the whole group at the deadline.
+Exec run_command(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                 const std::string& root, Clock::time_point deadline) {
+  std::vector<char*> av, ev;
+  for (const std::string& a : argv) av.push_back(const_cast<char*>(a.c_str()));
+  av.push_back(nullptr);
+  for (const std::string& e : env) ev.push_back(const_cast<char*>(e.c_str()));
+  ev.push_back(nullptr);
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0)
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    // Child: only async-signal-safe calls from here on.
+    setpgid(0, 0);
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, 0);
+    if (!root.empty() && (chroot(root.c_str()) != 0 || chdir("/") != 0)) {
+      const char msg[] = "pkg-step: cannot chroot into the host root\n";
+      (void)!write(2, msg, sizeof msg - 1);
+      _exit(126);
+    }
+    execve(av[0], av.data(), ev.data());
+    const char msg[] = "pkg-step: cannot execute the command\n";
+    (void)!write(2, msg, sizeof msg - 1);
+    _exit(127);
+  }
+  close(fds[1]);
+  setpgid(pid, pid);  // both sides set it: no race with the kill below
+  Exec out;
+  char buf[4096];
+  bool open_pipe = true;
+  while (open_pipe) {
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) {
+      out.timed_out = true;
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    int r = poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
+    if (r < 0 && errno != EINTR) break;
+    if (r <= 0) continue;
+    ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n > 0)
+      keep_tail(out.tail, buf, static_cast<std::size_t>(n));
+    else if (n == 0 || errno != EINTR)
+      open_pipe = false;
+  }
+  if (out.timed_out) {
+    kill(-pid, SIGTERM);
+    for (int i = 0; i < 20 && waitpid(pid, nullptr, WNOHANG) == 0; ++i) usleep(100 * 1000);
+    kill(-pid, SIGKILL);
+  }
+  close(fds[0]);
+  int status = 0;
+  pid_t w;
+  while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
+  }
+  if (w == pid && !out.timed_out) {
+    out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  // Children that outlived the shell in its group go with it.
+  kill(-pid, SIGKILL);
+  if (out.tail.size() > kTail) out.tail.erase(0, out.tail.size() - kTail);
+  return out;
+}
+
+std::string now_rfc3339() {
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  core::Timestamp t;
+  t.seconds = std::chrono::duration_cast<std::chrono::seconds>(now).count();
+  return t.to_rfc3339(core::TimestampPrecision::Seconds);
+}
+
+std::string script_name(Stage s, bool check) {
+  return std::string(stage_name(s)) + (check ? "-check.sh" : ".sh");
+}
+
+void write_file_atomic(const std::string& path, const std::string& data) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << data;
+    f.flush();
+    if (!f) throw std::runtime_error("cannot write " + tmp);
+  }
+  fs::rename(tmp, path);
+}
+
+struct History {
+  bool succeeded = false;
+  int attempts = 0;
+};
+
+History read_history(const std::string& path, const std::string& key) {
+  History h;
+  std::ifstream f(path);
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.empty()) continue;
+    try {
+      core::Value v = core::parse_json(line);
+      if (v.get_string({"key"}) != key) continue;
+      std::string_view ev = v.get_string({"event"});
+      if (ev == "started") ++h.attempts;
+      h.succeeded = ev == "succeeded" || ev == "skipped";
+    } catch (const std::exception&) {
+      // A torn last line from a crash mid-write: ignore it, the next line is whole.
+    }
+  }
+  return h;
+}
+
+void append_history(const std::string& path, const core::Value& entry) {
+  if (path.empty()) return;
+  fs::create_directories(fs::path(path).parent_path());
+  std::string line = core::to_json(entry) + "\n";
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot open history " + path + ": " + std::strerror(errno));
+  ssize_t n = write(fd, line.data(), line.size());
+  fsync(fd);
+  close(fd);
+  if (n != static_cast<ssize_t>(line.size()))
+    throw std::runtime_error("short write to history " + path);
+  // Bounded: compact to the newest lines once it grows past the limit.
+  std::ifstream f(path);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(f, l);) lines.push_back(std::move(l));
+  if (lines.size() > kHistoryMax) {
+    std::string keep;
+    for (std::size_t i = lines.size() - kHistoryKeep; i < lines.size(); ++i)
+      keep += lines[i] + "\n";
+    write_file_atomic(path, keep);
+  }
+}
+
+std::string interrupt_script(const Interrupt& i) {
+  switch (i.kind) {
+    case InterruptKind::None: return "exit 0\n";
+    case InterruptKind::Reboot: return "exec systemctl reboot\n";
+    case InterruptKind::RestartServices: {
+      std::string s = "exec systemctl restart";
+      for (const std::string& svc : i.services) s += " '" + svc + "'";
+      return s + "\n";
+    }
+    case InterruptKind::RestartAllServices:
+      return "systemctl daemon-reload || exit $?\n"
+             "for u in $(systemctl list-units --type=service --state=running --plain --no-legend "
+             "| cut -d' ' -f1); do systemctl try-restart \"$u\" || exit $?; done\n";
+  }
+  return "exit 0\n";
+}
+
+}  // namespace
+
+std::string_view step_status_name(StepStatus s) noexcept {
+  switch (s) {
+    case StepStatus::Succeeded: return "succeeded";
+    case StepStatus::Skipped: return "skipped";
+    case StepStatus::Failed: return "failed";
+    case StepStatus::TimedOut: return "timed-out";
+    case StepStatus::CheckFailed: return "check-failed";
+  }
+  return "?";
+}
+
+std::string step_key(const StepRequest& req) {
+  return req.package + "/" + std::string(stage_name(req.stage)) + "/" + req.version + "/" +
+         req.config_hash + "/" + req.change;
+}
+
+core::Value result_to_value(const StepRequest& req, const StepResult& r) {
+  core::Value v = core::Value::map();
+  v["package"] = req.package;
+  v["version"] = req.version;
+  v["stage"] = std::string(stage_name(req.stage));
+  v["key"] = step_key(req);
+  v["status"] = std::string(step_status_name(r.status));
+  v["exitCode"] = r.exit_code;
+  v["attempt"] = r.attempt;
+  v["seconds"] = r.seconds;
+  v["message"] = r.message;
+  v["output"] = r.output;
+  v["checkOutput"] = r.check_output;
+  // Kubernetes keeps at most 4096 bytes of a termination message: shorten the tails.
+  for (std::size_t cap = 1024; core::to_json(v).size() > 4000 && cap >= 64; cap /= 2) {
+    for (const char* k : {"output", "checkOutput"}) {
+      std::string& s = v[k].as_string();
+      if (s.size() > cap) s = "..." + s.substr(s.size() - cap);
+    }
+  }
+  return v;
+}
+
+StepResult run_step(const StepRequest& req) {
+  if (req.package.empty() || req.version.empty()) {
+    throw core::InvalidInput("pkg-step: --package and --version are required");
+  }
+  const bool nsenter = req.host_pid > 0;
+  const std::string root =
+      nsenter ? "/proc/" + std::to_string(req.host_pid) + "/root" : req.host_root;
+  if (!fs::is_directory(root)) {
+    throw core::InvalidInput(
+        "pkg-step: host root \"" + root +
+        "\" is not a directory; mount the host's / there (hostPath) or pass --host-pid");
+  }
+  const std::string key = step_key(req);
+  const std::string host_dir = std::string(kHostBase) + "/" + req.package + "/" + req.version;
+  const bool interrupt = req.stage == Stage::Interrupt;
+  if (!interrupt) {
+    for (bool check : {false, true}) {
+      fs::path p = fs::path(req.package_dir) / script_name(req.stage, check);
+      if (!fs::is_regular_file(p)) {
+        throw core::InvalidInput(
+            "pkg-step: the package has no " + p.string() +
+            "; every stage needs a script and a -check.sh script in the image's package directory");
+      }
+    }
+  }
+
+  StepResult result;
+  History h = req.history_path.empty() ? History{} : read_history(req.history_path, key);
+  result.attempt = h.attempts + 1;
+  auto entry = [&](std::string_view event) {
+    core::Value e = core::Value::map();
+    e["time"] = now_rfc3339();
+    e["key"] = key;
+    e["event"] = std::string(event);
+    e["attempt"] = result.attempt;
+    return e;
+  };
+  if (h.succeeded) {
+    result.status = StepStatus::Skipped;
+    result.exit_code = 0;
+    result.attempt = h.attempts;
+    result.message = "already completed for " + key + "; nothing to do";
+    if (!req.result_path.empty())
+      write_file_atomic(req.result_path, core::to_json(result_to_value(req, result)));
+    return result;
+  }
+  append_history(req.history_path, entry("started"));
+
+  // Stage the package and its configuration inside the host.
+  fs::path staged = fs::path(root) / host_dir.substr(1);
+  fs::create_directories(staged);
+  if (!interrupt) {
+    for (const auto& e : fs::directory_iterator(req.package_dir)) {
+      if (!e.is_regular_file()) continue;
+      fs::copy_file(e.path(), staged / e.path().filename(), fs::copy_options::overwrite_existing);
+      fs::permissions(staged / e.path().filename(),
+                      fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                          fs::perms::others_read | fs::perms::others_exec);
+    }
+  } else {
+    write_file_atomic((staged / "interrupt.sh").string(), interrupt_script(req.interrupt));
+  }
+  fs::remove_all(staged / "config");
+  fs::create_directories(staged / "config");
+  if (!req.config_dir.empty() && fs::is_directory(req.config_dir)) {
+    for (const auto& e : fs::directory_iterator(req.config_dir)) {
+      // ConfigMap volumes hold ..data links; only the plain keys are files to hand over.
+      std::string name = e.path().filename().string();
+      if (name.rfind("..", 0) == 0 || fs::is_directory(e.path())) continue;
+      fs::copy_file(e.path(), staged / "config" / name, fs::copy_options::overwrite_existing);
+    }
+  }
+
+  std::vector<std::string> env = {
+      "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+      "GPUFLEET_PACKAGE=" + req.package,
+      "GPUFLEET_VERSION=" + req.version,
+      "GPUFLEET_FROM_VERSION=" + req.from_version,
+      "GPUFLEET_STAGE=" + std::string(stage_name(req.stage)),
+      "GPUFLEET_PACKAGE_DIR=" + host_dir,
+      "GPUFLEET_CONFIG_DIR=" + host_dir + "/config",
+      "GPUFLEET_ATTEMPT=" + std::to_string(result.attempt),
+  };
+  std::string changed;
+  for (const std::string& k : req.changed_keys) changed += (changed.empty() ? "" : " ") + k;
+  env.push_back("GPUFLEET_CHANGED_KEYS=" + changed);
+  for (const auto& [k, v] : req.env) env.push_back(k + "=" + v);
+
+  auto command = [&](const std::string& script) {
+    std::string path = host_dir + "/" + script;
+    if (nsenter) {
+      return std::vector<std::string>{"/usr/bin/nsenter",
+                                      "-t",
+                                      std::to_string(req.host_pid),
+                                      "-m",
+                                      "-u",
+                                      "-i",
+                                      "-n",
+                                      "-p",
+                                      "--",
+                                      "/bin/sh",
+                                      path};
+    }
+    return std::vector<std::string>{"/bin/sh", path};
+  };
+  const std::string chroot_dir = nsenter ? "" : root;
+  auto start = Clock::now();
+  auto deadline = start + req.timeout;
+  auto finish = [&](StepStatus s, std::string message) {
+    result.status = s;
+    result.message = std::move(message);
+    result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    core::Value e = entry(s == StepStatus::Succeeded ? "succeeded" : step_status_name(s));
+    e["message"] = result.message;
+    append_history(req.history_path, e);
+    if (!req.result_path.empty())
+      write_file_atomic(req.result_path, core::to_json(result_to_value(req, result)));
+    return result;
+  };
+
+  if (interrupt && req.interrupt.kind == InterruptKind::Reboot) {
+    // The reboot takes this process with it: record success first; the controller confirms
+    // the reboot by the node's boot ID changing.
+    result.exit_code = 0;
+    finish(StepStatus::Succeeded, "reboot requested");
+    run_command(command("interrupt.sh"), env, chroot_dir, deadline);
+    return result;
+  }
+  Exec step = run_command(command(interrupt ? "interrupt.sh" : script_name(req.stage, false)), env,
+                          chroot_dir, deadline);
+  result.exit_code = step.exit_code;
+  result.output = std::move(step.tail);
+  std::string what = std::string(stage_name(req.stage)) + " of " + req.package + " " + req.version;
+  if (step.timed_out) {
+    return finish(StepStatus::TimedOut, what + " did not finish within " +
+                                            core::format_duration(req.timeout) + " and was killed");
+  }
+  if (step.exit_code != 0) {
+    return finish(StepStatus::Failed,
+                  what + " failed with exit code " + std::to_string(step.exit_code));
+  }
+  if (!interrupt) {
+    Exec check = run_command(command(script_name(req.stage, true)), env, chroot_dir, deadline);
+    result.check_output = std::move(check.tail);
+    if (check.timed_out) {
+      return finish(StepStatus::TimedOut, "the check of " + what + " did not finish within " +
+                                              core::format_duration(req.timeout));
+    }
+    if (check.exit_code != 0) {
+      result.exit_code = check.exit_code;
+      return finish(StepStatus::CheckFailed, what + " ran but its check failed with exit code " +
+                                                 std::to_string(check.exit_code));
+    }
+  }
+  return finish(StepStatus::Succeeded, what + " succeeded");
+}
+
+}  // namespace gpufleet::hostpkg
