@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "cli/command.h"
-#include "core/duration.h"
+#include "core/time.h"
 #include "core/errors.h"
 #include "core/json.h"
 #include "core/yaml.h"

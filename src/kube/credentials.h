@@ -41,7 +41,8 @@ class Credentials {
   std::optional<std::chrono::system_clock::time_point> exec_expiry_;
 };
 
-// Parses an RFC 3339 time ("2026-11-30T05:00:00Z", fractions and offsets allowed).
+// Parses an RFC 3339 time ("2026-11-30T05:00:00Z", fractions and offsets allowed) with
+// core::Timestamp; times beyond what system_clock holds clamp to its ends.
 std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view s);
 // Formats a time as Kubernetes MicroTime ("2026-11-30T05:00:00.123456Z").
 std::string format_micro_time(std::chrono::system_clock::time_point t);

@@ -2,7 +2,7 @@
 
 #include <charconv>
 
-#include "core/duration.h"
+#include "core/time.h"
 #include "core/errors.h"
 #include "core/yaml.h"
 #include "sim/atomic_file.h"

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "core/duration.h"
+#include "core/time.h"
 #include "core/errors.h"
 #include "core/json.h"
 

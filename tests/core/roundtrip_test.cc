@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/duration.h"
+#include "core/time.h"
 #include "core/quantity.h"
 #include "core/semver.h"
 
