@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/duration.h"
+#include "core/time.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/quantity.h"

@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "core/errors.h"
+#include "core/text.h"
 
 namespace gpufleet::core {
 namespace {
@@ -21,13 +22,6 @@ constexpr std::string_view kTimestampForms =
     "expected RFC 3339 such as 2024-05-01T12:00:00Z or 2024-05-01T12:00:00.5+02:00";
 
 constexpr std::int64_t kNanosPerSecond = 1'000'000'000;
-
-std::string quoted(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s.substr(0, 80)) out += (static_cast<unsigned char>(c) < 0x20) ? '?' : c;
-  if (s.size() > 80) out += "...";
-  return out + '"';
-}
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 

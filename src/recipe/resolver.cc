@@ -5,6 +5,7 @@
 
 #include "core/errors.h"
 #include "core/json.h"
+#include "core/text.h"
 #include "recipe/dependency_graph.h"
 #include "recipe/layered_merge.h"
 #include "recipe/sha256.h"
@@ -18,21 +19,12 @@ namespace {
 
 constexpr int kUserMixinSpecificity = 1000;
 
-std::string join(const std::vector<std::string>& items, std::string_view sep = ", ") {
-  std::string out;
-  for (const std::string& s : items) {
-    if (!out.empty()) out += sep;
-    out += s;
-  }
-  return out;
-}
-
 void check_value(const Library& lib, std::size_t d, const std::string& v, std::string_view flag) {
   if (v == kAny) return;
   const auto& valid = lib.valid[d];
   if (std::find(valid.begin(), valid.end(), v) != valid.end()) return;
   throw InvalidInput(std::string(flag) + " '" + v + "' is not a known " +
-                     std::string(kDimensionNames[d]) + "; valid values are " + join(valid) +
+                     std::string(kDimensionNames[d]) + "; valid values are " + core::join(valid) +
                      " (or any)");
 }
 
@@ -133,7 +125,8 @@ Recipe resolve(const Library& lib, const Query& query) {
     if (!lib.mixins.count(m)) {
       std::vector<std::string> names;
       for (const auto& [n, _] : lib.mixins) names.push_back(n);
-      throw InvalidInput("--mixin '" + m + "' is not a library mixin; available: " + join(names));
+      throw InvalidInput("--mixin '" + m +
+                         "' is not a library mixin; available: " + core::join(names));
     }
   }
   std::vector<PoolQuery> pools = pools_of(lib, query);

@@ -2,13 +2,19 @@
 
 #include <charconv>
 
-#include "core/time.h"
 #include "core/errors.h"
+#include "core/field_reader.h"
+#include "core/text.h"
+#include "core/time.h"
 #include "core/yaml.h"
 #include "sim/atomic_file.h"
-#include "sim/field_reader.h"
 
 namespace gpufleet::sim {
+
+using core::describe_value;
+using core::fail_field;
+using core::FieldReader;
+using core::seconds_from;
 namespace {
 
 Behaviour parse_behaviour(const core::Value& v, const std::string& source,
@@ -63,26 +69,6 @@ std::string tail_lines(const std::string& text, std::size_t limit) {
 }
 
 }  // namespace
-
-bool glob_match(std::string_view pattern, std::string_view text) {
-  std::size_t p = 0, t = 0, star = std::string_view::npos, mark = 0;
-  while (t < text.size()) {
-    if (p < pattern.size() && pattern[p] == '*') {
-      star = p++;
-      mark = t;
-    } else if (p < pattern.size() && pattern[p] == text[t]) {
-      ++p;
-      ++t;
-    } else if (star != std::string_view::npos) {
-      p = star + 1;
-      t = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.size() && pattern[p] == '*') ++p;
-  return p == pattern.size();
-}
 
 BehaviourTable BehaviourTable::defaults() {
   BehaviourTable t;
@@ -153,7 +139,9 @@ BehaviourTable BehaviourTable::parse(const core::Value& doc, std::string_view so
 }
 
 BehaviourTable BehaviourTable::load_file(const std::string& path) {
-  return parse(core::parse_yaml(read_text_file(path), path), path);
+  const std::string text = read_text_file(path);
+  core::DocumentScope scope(path, text);
+  return parse(core::parse_yaml(text, path), path);
 }
 
 PodPlan BehaviourTable::plan(const core::Value& pod) const {
@@ -196,7 +184,7 @@ PodPlan BehaviourTable::plan(const core::Value& pod) const {
       if (!b.image.empty()) {
         const core::Value* hit = nullptr;
         for (const auto* c : containers) {
-          if (glob_match(b.image, c->get_string({"image"}))) {
+          if (core::glob_match(b.image, c->get_string({"image"}))) {
             hit = c;
             break;
           }

@@ -91,6 +91,24 @@ set -e
 grep -q 'CrashLoopBackOff (phase Running)' "$work/validate.txt" || fail "CrashLoopBackOff not reported"
 "$bin" validate -r "$work/train.yaml" --snapshot "$snapshot" -o json >"$work/validate.json" || true
 grep -q '"passed": false' "$work/validate.json" || fail "validate json"
+# A misspelled key is bad input (exit 2) that names the key, its line:column and the fix.
+sed 's/^  components:$/  componets:/' "$work/train.yaml" >"$work/typo.yaml"
+grep -q '^  componets:$' "$work/typo.yaml" || fail "typo fixture"
+line="$(grep -n '^  componets:$' "$work/typo.yaml" | cut -d: -f1)"
+set +e
+"$bin" validate -r "$work/typo.yaml" --snapshot "$snapshot" 2>"$work/err.txt"; rc=$?
+set -e
+[[ $rc == 2 ]] || fail "validate of a recipe with a misspelled key exited $rc, want 2"
+grep -qF "typo.yaml:$line:3: spec.componets: is not a known field (did you mean \"components\"?" \
+  "$work/err.txt" || fail "misspelled recipe key not named: $(cat "$work/err.txt")"
+sed 's/^  podProblems:/  podProblem:/' "$snapshot" >"$work/snap-typo.yaml"
+grep -q '^  podProblem:' "$work/snap-typo.yaml" || fail "snapshot typo fixture"
+set +e
+"$bin" validate -r "$work/train.yaml" --snapshot "$work/snap-typo.yaml" 2>"$work/err.txt"; rc=$?
+set -e
+[[ $rc == 2 ]] || fail "validate of a snapshot with a misspelled key exited $rc, want 2"
+grep -qE 'snap-typo.yaml:[0-9]+:3: spec.podProblem: is not a known field \(did you mean "podProblems"\?' \
+  "$work/err.txt" || fail "misspelled snapshot key not named: $(cat "$work/err.txt")"
 set +e
 "$bin" diff -r "$work/train.yaml" --snapshot "$snapshot" --fail-on-drift >"$work/diff.txt"; rc=$?
 set -e
