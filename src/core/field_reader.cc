@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <sstream>
-
 #include <vector>
 
 #include "core/errors.h"
@@ -45,8 +44,17 @@ std::string located(std::string_view source, std::string_view field) {
   std::string out(source);
   for (auto it = open_documents.rbegin(); it != open_documents.rend(); ++it) {
     if (it->source != source) continue;
-    const TextPosition p = locate_field(it->text, field, it->document);
-    if (p.line != 0) out += ":" + std::to_string(p.line) + ":" + std::to_string(p.column);
+    // A missing field has no position: point at the nearest enclosing one that has.
+    for (std::string_view f = field;;) {
+      const TextPosition p = locate_field(it->text, f, it->document);
+      if (p.line != 0) {
+        out += ":" + std::to_string(p.line) + ":" + std::to_string(p.column);
+        break;
+      }
+      const std::size_t cut = f.find_last_of(".[");
+      if (f.empty() || cut == std::string_view::npos) break;
+      f = f.substr(0, cut);
+    }
     break;
   }
   return out;
@@ -125,7 +133,7 @@ void FieldReader::fail(std::string_view key, const Value& value, std::string_vie
 
 std::string FieldReader::required_string(std::string_view key, std::string_view fix) {
   const Value* v = get(key);
-  if (v == nullptr) fail_field(source_, field(key), "is required", fix);
+  if (v == nullptr) fail_required(key, fix);
   if (!v->is_string() || v->as_string().empty()) fail(key, *v, "is not a non-empty string", fix);
   return v->as_string();
 }
@@ -143,7 +151,7 @@ std::int64_t FieldReader::integer(std::string_view key, std::optional<std::int64
                                   std::int64_t min, std::int64_t max, std::string_view fix) {
   const Value* v = get(key);
   if (v == nullptr) {
-    if (!fallback) fail_field(source_, field(key), "is required", fix);
+    if (!fallback) fail_required(key, fix);
     return *fallback;
   }
   std::int64_t n = 0;
@@ -166,7 +174,7 @@ double FieldReader::number(std::string_view key, std::optional<double> fallback,
                            double max, std::string_view fix) {
   const Value* v = get(key);
   if (v == nullptr) {
-    if (!fallback) fail_field(source_, field(key), "is required", fix);
+    if (!fallback) fail_required(key, fix);
     return *fallback;
   }
   if (!v->is_number()) fail(key, *v, "is not a number", fix);
@@ -195,7 +203,7 @@ std::string FieldReader::one_of(std::string_view key, std::optional<std::string_
   }
   const Value* v = get(key);
   if (v == nullptr) {
-    if (!fallback) fail_field(source_, field(key), "is required", "use one of: " + list);
+    if (!fallback) fail_required(key, "use one of: " + list);
     return std::string(*fallback);
   }
   if (v->is_string()) {
@@ -222,6 +230,19 @@ Map FieldReader::string_map(std::string_view key) {
     }
   }
   return out;
+}
+
+void FieldReader::fail_required(std::string_view key, std::string_view fix) const {
+  // A required key that is missing because it is misspelled: name the misspelling.
+  if (map_ != nullptr) {
+    for (const auto& e : *map_) {
+      if (known_.count(e.key) == 0 && is_near_miss(e.key, key)) {
+        fail_field(source_, field(e.key), "is not a known field",
+                   "did you mean \"" + std::string(key) + "\"?");
+      }
+    }
+  }
+  fail_field(source_, field(key), "is required", fix);
 }
 
 void FieldReader::done() const {

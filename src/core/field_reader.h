@@ -82,6 +82,9 @@ class FieldReader {
                          std::string_view fix) const;
 
  private:
+  // "is required", or the unknown key that misspells it.
+  [[noreturn]] void fail_required(std::string_view key, std::string_view fix) const;
+
   const Map* map_ = nullptr;
   std::string source_;
   std::string path_;

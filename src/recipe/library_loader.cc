@@ -7,12 +7,12 @@
 
 #include "core/errors.h"
 #include "core/field_reader.h"
+#include "core/sha256.h"
 #include "core/text.h"
 #include "core/yaml.h"
 #include "recipe/library.h"
 #include "recipe/library_content.h"
 #include "recipe/schema_check.h"
-#include "recipe/sha256.h"
 
 namespace gpufleet::recipe {
 
@@ -325,7 +325,7 @@ Library load_library(const std::vector<LibraryFile>& files) {
   const LibraryFile* registry = nullptr;
   std::vector<const LibraryFile*> overlays, mixins;
   for (const LibraryFile& f : files) {
-    lib.file_sha256[f.path] = sha256_hex(f.content);
+    lib.file_sha256[f.path] = core::sha256_hex(f.content);
     if (f.path == "criteria.yaml") {
       criteria = &f;
     } else if (f.path == "registry.yaml") {

@@ -119,6 +119,28 @@ TEST(FieldReader, UnknownKeyNamesPositionAndNearMiss) {
   }
 }
 
+TEST(FieldReader, MissingRequiredKeyNamesItsMisspellingOrItsMap) {
+  const std::string typo = "kind: X\nspec:\n  nmae: a\n";
+  const Value typo_doc = parse_yaml(typo);
+  const std::string missing = "kind: X\nspec:\n  other: 1\n";
+  const Value missing_doc = parse_yaml(missing);
+  auto read = [](const Value& doc) {
+    return error_of([&] {
+      FieldReader spec(*doc.find("spec"), "d.yaml", "spec");
+      spec.required_string("name", "a name");
+    });
+  };
+  {
+    DocumentScope scope("d.yaml", typo);
+    EXPECT_EQ(read(typo_doc),
+              "d.yaml:3:3: spec.nmae: is not a known field (did you mean \"name\"?)");
+  }
+  {
+    DocumentScope scope("d.yaml", missing);  // no position of its own: the map's
+    EXPECT_EQ(read(missing_doc), "d.yaml:2:1: spec.name: is required (a name)");
+  }
+}
+
 TEST(CheckKeys, RejectsUnknownKeysWithSuggestion) {
   const std::string text = "kind: Thing\nmetdata: {}\n";
   const Value doc = parse_yaml(text);

@@ -109,6 +109,24 @@ set -e
 [[ $rc == 2 ]] || fail "validate of a snapshot with a misspelled key exited $rc, want 2"
 grep -qE 'snap-typo.yaml:[0-9]+:3: spec.podProblem: is not a known field \(did you mean "podProblems"\?' \
   "$work/err.txt" || fail "misspelled snapshot key not named: $(cat "$work/err.txt")"
+# Flag rules are CLI11's own validators: bad flags exit 2 naming the flag, before any work.
+expect_flag_error() {  # expect_flag_error WORDS-IN-MESSAGE -- gpufleet args...
+  local want="$1"; shift
+  set +e
+  out="$("$bin" "$@" 2>&1)"; rc=$?
+  set -e
+  [[ $rc == 2 ]] || fail "gpufleet $* exited $rc, want 2: $out"
+  [[ $out == *"$want"* ]] || fail "gpufleet $*: '$want' not in: $out"
+}
+expect_flag_error "--output: yaml not in {table,json}" validate -r "$work/train.yaml" --snapshot "$snapshot" -o yaml
+expect_flag_error "--snapshot excludes --kubeconfig" \
+  validate -r "$work/train.yaml" --snapshot "$snapshot" --kubeconfig "$snapshot"
+expect_flag_error "File does not exist: $work/missing.yaml" validate -r "$work/missing.yaml"
+expect_flag_error "Exactly 1 option from [-r,--recipe,--against] is required and 2 were given" \
+  diff -r "$work/train.yaml" --against "$snapshot" --snapshot "$snapshot"
+expect_flag_error "Exactly 1 option from [-r,--recipe,--against] is required" diff --snapshot "$snapshot"
+expect_flag_error "--from-dir excludes --context" snapshot --from-dir "$work" --context other
+expect_flag_error "Directory does not exist" snapshot --from-dir "$work/none"
 set +e
 "$bin" diff -r "$work/train.yaml" --snapshot "$snapshot" --fail-on-drift >"$work/diff.txt"; rc=$?
 set -e

@@ -6,7 +6,7 @@
 
 #include "cel/eval_context.h"
 #include "cel/functions.h"
-#include "cel/utf8.h"
+#include "core/utf8.h"
 
 namespace gpufleet::cel {
 
@@ -201,7 +201,8 @@ Val fn_neg(EvalContext&, const Val* a, std::size_t n) {
 
 Val fn_size(EvalContext&, const Val* a, std::size_t n) {
   switch (a[0].kind()) {
-    case K::String: return Val::integer(static_cast<std::int64_t>(code_point_count(a[0].text())));
+    case K::String:
+      return Val::integer(static_cast<std::int64_t>(core::code_point_count(a[0].text())));
     case K::Bytes:
     case K::List:
     case K::Map: return Val::integer(static_cast<std::int64_t>(a[0].size()));
@@ -314,7 +315,7 @@ Val fn_string(EvalContext&, const Val* a, std::size_t n) {
   switch (x.kind()) {
     case K::String: return x;
     case K::Bytes:
-      if (!valid_utf8(x.text())) return Val::error("string() invalid UTF-8 in bytes");
+      if (!core::is_valid_utf8(x.text())) return Val::error("string() invalid UTF-8 in bytes");
       return Val::string(std::string(x.text()));
     case K::Int:
     case K::Uint:
