@@ -71,7 +71,6 @@ class BehaviourTable {
   std::vector<Behaviour> items_;
 };
 
-
 // The last whole lines of `text` within Kubernetes' 4096-byte termination message limit.
 std::string termination_tail(const std::string& text);
 

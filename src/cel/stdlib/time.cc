@@ -1,7 +1,7 @@
 // timestamp() and duration() conversions and their calendar/clock accessors.
+#include "core/time.h"
 #include "cel/eval_context.h"
 #include "cel/functions.h"
-#include "core/time.h"
 
 namespace gpufleet::cel {
 namespace {
