@@ -4,11 +4,11 @@
 
 #include <string>
 
-#include "core/duration.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/quantity.h"
 #include "core/semver.h"
+#include "core/time.h"
 
 namespace {
 

@@ -1,12 +1,17 @@
 # Helpers that keep each module's CMakeLists.txt to a few lines.
 
-# gpufleet_module(<name> [DEPS targets...] [PRIVATE_DEPS targets...])
-# Library gpufleet_<name> (alias gpufleet::<name>) from src/<name>/*.cc. Headers are
-# included as "<name>/file.h" from src/. A module without sources yet is an INTERFACE
-# library, so dependents can name it before it has code.
+# gpufleet_module(<name> [SUBDIRS folders...] [DEPS targets...] [PRIVATE_DEPS targets...])
+# Library gpufleet_<name> (alias gpufleet::<name>) from src/<name>/*.cc and the *.cc of the
+# SUBDIRS folders (a module's pipelines: cel's stdlib/, recipe's bundle/ and live/). Headers
+# are included as "<name>/file.h" or "<name>/<folder>/file.h" from src/. A module without
+# sources yet is an INTERFACE library, so dependents can name it before it has code.
 function(gpufleet_module name)
-  cmake_parse_arguments(ARG "" "" "DEPS;PRIVATE_DEPS" ${ARGN})
-  file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
+  cmake_parse_arguments(ARG "" "" "SUBDIRS;DEPS;PRIVATE_DEPS" ${ARGN})
+  set(patterns ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
+  foreach(dir ${ARG_SUBDIRS})
+    list(APPEND patterns ${CMAKE_CURRENT_SOURCE_DIR}/${dir}/*.cc)
+  endforeach()
+  file(GLOB sources CONFIGURE_DEPENDS ${patterns})
   if(sources)
     add_library(gpufleet_${name} STATIC ${sources})
     target_include_directories(gpufleet_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)

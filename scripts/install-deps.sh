@@ -14,6 +14,7 @@ packages=(
   zlib1g-dev                                             # gunzip Helm release records (recipe)
   libmicrohttpd-dev                                      # /metrics, /healthz server (core)
   libcli11-dev                                           # command-line parsing (cli)
+  libabsl-dev                                            # time zones (core time)
   libgtest-dev libgmock-dev                              # unit and integration tests
   libbenchmark-dev                                       # make bench
 )

@@ -10,7 +10,7 @@
 
 namespace gpufleet::cel {
 
-// Implemented in stdlib_regex.cc: compiles a constant pattern once, at compile time.
+// Implemented in stdlib/regex.cc: compiles a constant pattern once, at compile time.
 std::shared_ptr<const void> precompile_regex(std::string_view pattern, std::string* error);
 
 namespace {

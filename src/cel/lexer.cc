@@ -1,6 +1,6 @@
 #include "cel/lexer.h"
 
-#include "cel/utf8.h"
+#include "core/utf8.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -295,7 +295,7 @@ Token Lexer::quoted(std::size_t start, bool raw, bool bytes) {
     if ((cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) {
       fail(esc, "escape is not a valid unicode code point");
     }
-    append_utf8(out, cp);
+    core::append_utf8(out, cp);
   }
   t.text = std::move(out);
   return t;

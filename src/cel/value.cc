@@ -4,7 +4,6 @@
 #include <charconv>
 #include <cmath>
 
-#include "cel/time_util.h"
 #include "core/errors.h"
 
 namespace gpufleet::cel {
@@ -234,8 +233,8 @@ std::string Val::debug_string() const {
     case ValKind::String:
     case ValKind::Bytes:
     case ValKind::Type: return std::string(text());
-    case ValKind::Timestamp: return format_timestamp(p_.t.seconds, p_.t.nanos);
-    case ValKind::Duration: return format_duration(p_.t.seconds, p_.t.nanos);
+    case ValKind::Timestamp: return as_timestamp().to_rfc3339();
+    case ValKind::Duration: return core::format_duration_seconds(as_duration());
     case ValKind::Opaque: return opaque().to_string();
     case ValKind::Error: return "error: " + error_message();
     case ValKind::List: {

@@ -9,12 +9,14 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "core/time.h"
 #include "core/value.h"
 
 namespace gpufleet::cel {
@@ -107,6 +109,12 @@ class Val {
     v.p_.t = {seconds, nanos};
     return v;
   }
+  static Val timestamp(const core::Timestamp& t) noexcept { return timestamp(t.seconds, t.nanos); }
+  // Seconds and nanoseconds of the same sign, as CEL's duration keeps them.
+  static Val duration(std::chrono::nanoseconds d) noexcept {
+    return duration(d.count() / 1'000'000'000,
+                    static_cast<std::int32_t>(d.count() % 1'000'000'000));
+  }
   // `name` must be static (the type names the library knows).
   static Val type(std::string_view name) noexcept { return text(ValKind::Type, name); }
   static Val error(std::string message);
@@ -178,6 +186,11 @@ class Val {
   [[nodiscard]] std::string_view text() const noexcept { return {p_.s.p, p_.s.n}; }
   [[nodiscard]] std::int64_t seconds() const noexcept { return p_.t.seconds; }
   [[nodiscard]] std::int32_t nanos() const noexcept { return p_.t.nanos; }
+  // A Timestamp as core's type; a Duration as nanoseconds (CEL durations fit int64 nanos).
+  [[nodiscard]] core::Timestamp as_timestamp() const noexcept { return {p_.t.seconds, p_.t.nanos}; }
+  [[nodiscard]] std::chrono::nanoseconds as_duration() const noexcept {
+    return std::chrono::nanoseconds(p_.t.seconds * 1'000'000'000 + p_.t.nanos);
+  }
   [[nodiscard]] const std::string& error_message() const noexcept;
   [[nodiscard]] const OpaqueObj& opaque() const noexcept { return *p_.opaque; }
 

@@ -47,7 +47,8 @@ void setup_bundle(CLI::App& root) {
       "(Applications as a Helm chart), flux (HelmRepository/HelmRelease), helmfile.\n"
       "Bundles are byte-identical for the same recipe and carry recipe.yaml and checksums.txt.");
   cmd->add_option("-r,--recipe", flags->recipe_file, "recipe file written by `gpufleet recipe`")
-      ->required();
+      ->required()
+      ->check(CLI::ExistingFile);
   cmd->add_option("--deployer", flags->deployer, "helm, argocd, argocd-helm, flux or helmfile")
       ->required();
   cmd->add_option("-o,--output", flags->output, "new or empty directory to write the bundle to")

@@ -12,7 +12,7 @@
 #include "core/errors.h"
 #include "core/json.h"
 #include "recipe/drift.h"
-#include "recipe/live_cluster.h"
+#include "recipe/live/live_cluster.h"
 #include "recipe/recipe.h"
 #include "recipe/snapshot.h"
 
@@ -37,16 +37,6 @@ struct DiffFlags {
 };
 
 void run_diff(const DiffFlags& f) {
-  if (f.output != "table" && f.output != "json")
-    throw core::InvalidInput("-o '" + f.output + "': use table or json");
-  if (!f.snapshot_file.empty() && (!f.cluster.kubeconfig.empty() || !f.cluster.context.empty()))
-    throw core::InvalidInput(
-        "--snapshot reads a file: it cannot be combined with --kubeconfig/--context");
-  if (f.recipe_file.empty() == f.against_file.empty()) {
-    throw core::InvalidInput(
-        "give either -r RECIPE (recipe against snapshot) or --against SNAPSHOT "
-        "(snapshot against snapshot)");
-  }
   recipe::Snapshot s =
       f.snapshot_file.empty()
           ? recipe::snapshot_from_live_cluster(f.cluster)
@@ -75,14 +65,23 @@ void setup_diff(CLI::App& root) {
       "Compare a recipe with the live cluster or a --snapshot (missing, extra, wrong version, "
       "values drift),\n"
       "or a snapshot with a later one (--against). With --fail-on-drift, exit 3 on drift.");
-  cmd->add_option("-r,--recipe", flags->recipe_file, "recipe file written by `gpufleet recipe`");
-  cmd->add_option("--snapshot", flags->snapshot_file,
-                  "Snapshot document of the cluster (the 'before' one with --against; default: "
-                  "the live cluster)");
-  cmd->add_option("--against", flags->against_file, "a later Snapshot to compare --snapshot with");
-  cmd->add_option("-o,--output", flags->output, "table or json")->capture_default_str();
+  // Exactly one of: a recipe (recipe against snapshot) or a later snapshot.
+  auto* compare = cmd->add_option_group("compare with", "give exactly one of -r or --against");
+  compare->add_option("-r,--recipe", flags->recipe_file, "recipe file written by `gpufleet recipe`")
+      ->check(CLI::ExistingFile);
+  compare
+      ->add_option("--against", flags->against_file, "a later Snapshot to compare --snapshot with")
+      ->check(CLI::ExistingFile);
+  compare->require_option(1);
+  auto* snapshot = cmd->add_option("--snapshot", flags->snapshot_file,
+                                   "Snapshot document of the cluster (the 'before' one with "
+                                   "--against; default: the live cluster)")
+                       ->check(CLI::ExistingFile);
+  cmd->add_option("-o,--output", flags->output, "table or json")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"table", "json"}));
   cmd->add_flag("--fail-on-drift", flags->fail_on_drift, "exit 3 when anything differs");
-  add_cluster_flags(*cmd, flags->cluster);
+  add_cluster_flags(*cmd, flags->cluster, snapshot);
   cmd->callback([flags] { run_diff(*flags); });
 }
 

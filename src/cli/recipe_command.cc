@@ -2,10 +2,10 @@
 // `gpufleet recipe list`: what the library offers. The logic lives in src/recipe.
 #include <CLI/CLI.hpp>
 
-#include <fstream>
 #include <iostream>
 
 #include "cli/command.h"
+#include "core/atomic_file.h"
 #include "core/errors.h"
 #include "recipe/library.h"
 #include "recipe/recipe.h"
@@ -28,10 +28,7 @@ void write_text(const std::string& text, const std::string& path) {
     std::cout << text;
     return;
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) throw std::runtime_error("cannot write " + path);
+  core::write_file_atomic(path, text);
 }
 
 void run_recipe(const RecipeFlags& f) {

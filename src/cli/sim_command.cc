@@ -16,9 +16,9 @@
 #include <thread>
 
 #include "cli/command.h"
-#include "core/duration.h"
 #include "core/errors.h"
 #include "core/json.h"
+#include "core/time.h"
 #include "core/yaml.h"
 #include "sim/atomic_file.h"
 #include "sim/control_inbox.h"
@@ -77,24 +77,25 @@ int wait_for_child(pid_t child, const std::string& state_dir) {
   return kExitError;
 }
 
-std::chrono::milliseconds millis(const std::string& flag, const std::string& text) {
-  try {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(core::parse_duration(text));
-  } catch (const core::InvalidInput&) {
-    throw core::InvalidInput(flag + " value \"" + text + "\" is not a duration (e.g. 10s, 5m)");
-  }
+// CLI11 checks duration flags before any command runs (exit 2 with the flag named).
+const CLI::Validator kDuration(
+    [](std::string& text) -> std::string {
+      return core::try_parse_duration(text) ? ""
+                                            : "\"" + text + "\" is not a duration (e.g. 10s, 5m)";
+    },
+    "DURATION");
+
+std::chrono::milliseconds millis(const std::string& text) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(core::parse_duration(text));
 }
 
 void run_sim(SimFlags& f) {
   if (!f.duration.empty()) {
     f.run.duration_s = std::chrono::duration<double>(core::parse_duration(f.duration)).count();
   }
-  f.run.kubelet.lease_renew = millis("--lease-renew", f.lease_renew);
-  f.run.kubelet.status_report = millis("--status-report", f.status_report);
+  f.run.kubelet.lease_renew = millis(f.lease_renew);
+  f.run.kubelet.status_report = millis(f.status_report);
   if (f.detach) {
-    if (f.run.kubelet.state_dir.empty()) {
-      throw core::InvalidInput("--detach needs --state-dir (for its log, pid and status files)");
-    }
     std::filesystem::create_directories(f.run.kubelet.state_dir);
     std::filesystem::remove(sim::status_file_path(f.run.kubelet.state_dir));
     // Fork before any thread exists; the child runs the simulator in its own session.
@@ -121,9 +122,6 @@ void run_sim(SimFlags& f) {
 }
 
 void run_inject(const SimFlags& f) {
-  if (f.event.empty() == f.event_file.empty()) {
-    throw core::InvalidInput("give exactly one of --event '<yaml map>' or -f <file>");
-  }
   core::Value doc = f.event.empty()
                         ? core::parse_yaml(sim::read_text_file(f.event_file), f.event_file)
                         : core::parse_yaml(f.event, "--event");
@@ -153,9 +151,6 @@ void run_status(const SimFlags& f) {
 }
 
 void run_validate(const SimFlags& f) {
-  if (f.fleet.empty() == f.scenario.empty()) {
-    throw core::InvalidInput("give exactly one of --fleet or --scenario");
-  }
   sim::Scenario sc;
   if (!f.scenario.empty()) {
     sc = sim::load_scenario_file(f.scenario);
@@ -185,27 +180,34 @@ void setup_sim(CLI::App& root) {
   cmd->add_option("--behaviours", flags->run.behaviours_file, "pod behaviour table (YAML)");
   cmd->add_option("--kubeconfig", flags->run.kubeconfig,
                   "kubeconfig (default: $KUBECONFIG, ~/.kube/config)");
-  cmd->add_option("--state-dir", flags->run.kubelet.state_dir,
-                  "where node signal files, control inbox and status.json live");
+  auto* state_dir = cmd->add_option("--state-dir", flags->run.kubelet.state_dir,
+                                    "where node signal files, control inbox and status.json live");
   cmd->add_option("--time-scale", flags->run.kubelet.time_scale, "simulated seconds per second");
-  cmd->add_option("--duration", flags->duration, "stop after this much simulated time (e.g. 10m)");
+  cmd->add_option("--duration", flags->duration, "stop after this much simulated time (e.g. 10m)")
+      ->check(kDuration);
   cmd->add_option("--listen", flags->run.listen,
                   "serve /status, /healthz, /readyz, /metrics (e.g. 127.0.0.1:9470)");
   cmd->add_option("--workers", flags->run.kubelet.workers, "concurrent API requests");
-  cmd->add_option("--lease-renew", flags->lease_renew, "node lease renewal interval");
-  cmd->add_option("--status-report", flags->status_report, "node status report interval");
+  cmd->add_option("--lease-renew", flags->lease_renew, "node lease renewal interval")
+      ->check(kDuration);
+  cmd->add_option("--status-report", flags->status_report, "node status report interval")
+      ->check(kDuration);
   cmd->add_flag("--keep-nodes", flags->run.keep_nodes, "leave the Nodes in the cluster on exit");
   cmd->add_flag(
-      "--detach", flags->detach,
-      "run in the background (log, pid in --state-dir); returns once the fleet is registered");
+         "--detach", flags->detach,
+         "run in the background (log, pid in --state-dir); returns once the fleet is registered")
+      ->needs(state_dir);
 
   auto* inject = cmd->add_subcommand(
       "inject", "Send an event (fault, reboot, scale, host change) to a running simulator");
   inject->add_option("--state-dir", flags->state_dir, "the running simulator's --state-dir")
       ->required();
-  inject->add_option("--event", flags->event,
-                     "the event as YAML, e.g. '{node: n1, type: xid, gpu: 3, code: 79}'");
-  inject->add_option("-f,--file", flags->event_file, "a file holding the event");
+  auto* event = inject->add_option_group("event", "give exactly one of --event or -f");
+  event->add_option("--event", flags->event,
+                    "the event as YAML, e.g. '{node: n1, type: xid, gpu: 3, code: 79}'");
+  event->add_option("-f,--file", flags->event_file, "a file holding the event")
+      ->check(CLI::ExistingFile);
+  event->require_option(1);
   inject->callback([flags] { run_inject(*flags); });
 
   auto* status = cmd->add_subcommand("status", "Print a running simulator's status summary");
@@ -221,8 +223,10 @@ void setup_sim(CLI::App& root) {
 
   auto* validate =
       cmd->add_subcommand("validate", "Check a fleet or scenario file and summarise it");
-  validate->add_option("--fleet", flags->fleet, "fleet file");
-  validate->add_option("--scenario", flags->scenario, "scenario file");
+  auto* input = validate->add_option_group("input", "give exactly one of --fleet or --scenario");
+  input->add_option("--fleet", flags->fleet, "fleet file")->check(CLI::ExistingFile);
+  input->add_option("--scenario", flags->scenario, "scenario file")->check(CLI::ExistingFile);
+  input->require_option(1);
   validate->callback([flags] { run_validate(*flags); });
 
   cmd->callback([flags, cmd] {

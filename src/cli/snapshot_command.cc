@@ -2,13 +2,13 @@
 // from kubectl dumps (--from-dir DIR).
 #include <CLI/CLI.hpp>
 
-#include <fstream>
 #include <iostream>
 
 #include "cli/command.h"
 #include "cli/snapshot_cluster_flags.h"
+#include "core/atomic_file.h"
 #include "core/errors.h"
-#include "recipe/live_cluster.h"
+#include "recipe/live/live_cluster.h"
 #include "recipe/snapshot.h"
 
 namespace gpufleet::cli {
@@ -21,9 +21,6 @@ struct SnapshotFlags {
 };
 
 void run_snapshot(const SnapshotFlags& f) {
-  if (!f.from_dir.empty() && (!f.cluster.kubeconfig.empty() || !f.cluster.context.empty()))
-    throw core::InvalidInput(
-        "--from-dir reads dumps: it cannot be combined with --kubeconfig/--context");
   std::string text = recipe::snapshot_to_yaml(
       f.from_dir.empty()
           ? recipe::snapshot_from_live_cluster(f.cluster)
@@ -32,10 +29,7 @@ void run_snapshot(const SnapshotFlags& f) {
     std::cout << text;
     return;
   }
-  std::ofstream out(f.output, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) throw std::runtime_error("cannot write " + f.output);
+  core::write_file_atomic(f.output, text);
 }
 
 void setup_snapshot(CLI::App& root) {
@@ -46,12 +40,14 @@ void setup_snapshot(CLI::App& root) {
       "runtime, GPU product/count/driver; Helm releases; workload and CRD states; failing pods.\n"
       "Reads the live cluster (--kubeconfig, --context) or kubectl dumps (--from-dir);\n"
       "see docs/recipe.md.");
-  cmd->add_option("--from-dir", flags->from_dir,
-                  "directory with version.json, nodes.json, helm-releases.json, crds.json, "
-                  "deployments.json, daemonsets.json, statefulsets.json, pods.json");
+  auto* from_dir =
+      cmd->add_option("--from-dir", flags->from_dir,
+                      "directory with version.json, nodes.json, helm-releases.json, crds.json, "
+                      "deployments.json, daemonsets.json, statefulsets.json, pods.json")
+          ->check(CLI::ExistingDirectory);
   cmd->add_option("-o,--output", flags->output,
                   "write the snapshot here (default: standard output)");
-  add_cluster_flags(*cmd, flags->cluster);
+  add_cluster_flags(*cmd, flags->cluster, from_dir);
   cmd->callback([flags] { run_snapshot(*flags); });
 }
 

@@ -11,7 +11,7 @@
 #include "cli/snapshot_cluster_flags.h"
 #include "core/errors.h"
 #include "core/json.h"
-#include "recipe/live_cluster.h"
+#include "recipe/live/live_cluster.h"
 #include "recipe/recipe.h"
 #include "recipe/snapshot.h"
 #include "recipe/validate.h"
@@ -35,12 +35,6 @@ struct ValidateFlags {
 };
 
 void run_validate(const ValidateFlags& f) {
-  if (f.output != "table" && f.output != "json") {
-    throw core::InvalidInput("-o '" + f.output + "': use table or json");
-  }
-  if (!f.snapshot_file.empty() && (!f.cluster.kubeconfig.empty() || !f.cluster.context.empty()))
-    throw core::InvalidInput(
-        "--snapshot reads a file: it cannot be combined with --kubeconfig/--context");
   recipe::Recipe r = recipe::recipe_from_yaml(read_input("-r", f.recipe_file), f.recipe_file);
   recipe::Snapshot s =
       f.snapshot_file.empty()
@@ -65,11 +59,16 @@ void setup_validate(CLI::App& root) {
       "DaemonSets fully ready, no container waiting in CrashLoopBackOff, ImagePullBackOff,\n"
       "ErrImagePull or CreateContainerConfigError). Exit 0 when all pass, 4 when one fails.");
   cmd->add_option("-r,--recipe", flags->recipe_file, "recipe file written by `gpufleet recipe`")
-      ->required();
-  cmd->add_option("--snapshot", flags->snapshot_file,
-                  "Snapshot document (YAML or JSON) of the cluster (default: the live cluster)");
-  add_cluster_flags(*cmd, flags->cluster);
-  cmd->add_option("-o,--output", flags->output, "table or json")->capture_default_str();
+      ->required()
+      ->check(CLI::ExistingFile);
+  auto* snapshot =
+      cmd->add_option("--snapshot", flags->snapshot_file,
+                      "Snapshot document (YAML or JSON) of the cluster (default: the live cluster)")
+          ->check(CLI::ExistingFile);
+  add_cluster_flags(*cmd, flags->cluster, snapshot);
+  cmd->add_option("-o,--output", flags->output, "table or json")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"table", "json"}));
   cmd->callback([flags] { run_validate(*flags); });
 }
 

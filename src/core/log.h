@@ -22,7 +22,7 @@
 #include <variant>
 #include <vector>
 
-#include "core/duration.h"
+#include "core/time.h"
 #include "core/value.h"
 
 namespace gpufleet::core::log {

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/errors.h"
+#include "core/text.h"
 #include "core/value.h"
 
 namespace gpufleet::core {
@@ -28,13 +29,6 @@ constexpr Int128 kMaxNanos = [] {
 }();
 constexpr std::string_view kTooLarge =
     "it is too large: quantities hold at most 29 digits before the decimal point";
-
-std::string quoted(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s.substr(0, 80)) out += (static_cast<unsigned char>(c) < 0x20) ? '?' : c;
-  if (s.size() > 80) out += "...";
-  return out + '"';
-}
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/errors.h"
+#include "core/text.h"
 
 namespace gpufleet::core {
 namespace {
@@ -28,21 +29,6 @@ bool all_digits(std::string_view s) {
     if (!is_digit(c)) return false;
   }
   return !s.empty();
-}
-
-// Quotes a value for an error message, keeping it short and printable.
-std::string quoted(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s.substr(0, 80)) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-      out += '?';
-    } else {
-      out += c;
-    }
-  }
-  if (s.size() > 80) out += "...";
-  out += '"';
-  return out;
 }
 
 // The outcome of reading a version: either a version or the reason it is not one.

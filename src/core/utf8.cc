@@ -60,4 +60,62 @@ void append_valid_utf8(std::string& out, std::string_view s) {
   out.append(s.data() + run, s.size() - run);
 }
 
+std::size_t code_point_count(std::string_view s) noexcept {
+  std::size_t count = 0;
+  for (unsigned char c : s) {
+    if ((c & 0xC0) != 0x80) ++count;
+  }
+  return count;
+}
+
+std::vector<std::uint32_t> decode_utf8(std::string_view s) {
+  std::vector<std::uint32_t> out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = sequence_length(s, i);
+    if (n == 0) {
+      out.push_back(0xFFFD);
+      ++i;
+      continue;
+    }
+    // The lead byte keeps 7, 5, 4 or 3 payload bits; continuation bytes 6 each.
+    static constexpr unsigned char kLeadMask[] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+    std::uint32_t cp = static_cast<unsigned char>(s[i]) & kLeadMask[n];
+    for (std::size_t k = 1; k < n; ++k)
+      cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    out.push_back(cp);
+    i += n;
+  }
+  return out;
+}
+
+void append_utf8(std::string& out, std::uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+std::size_t byte_offset_of(std::string_view s, std::size_t index) noexcept {
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) {
+      if (count == index) return i;
+      ++count;
+    }
+  }
+  return count == index ? s.size() : std::string_view::npos;
+}
+
 }  // namespace gpufleet::core

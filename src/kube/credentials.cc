@@ -17,6 +17,7 @@
 
 #include "core/errors.h"
 #include "core/json.h"
+#include "core/time.h"
 
 extern char** environ;
 
@@ -90,15 +91,7 @@ std::string run_plugin(const ExecConfig& x, const std::string& exec_info) {
 }  // namespace
 
 std::string format_micro_time(std::chrono::system_clock::time_point t) {
-  auto us = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
-  std::time_t secs = static_cast<std::time_t>(us / 1000000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<long long>(us % 1000000));
-  return buf;
+  return core::Timestamp::from_time_point(t).to_rfc3339(core::TimestampPrecision::Micros);
 }
 
 Credentials::Credentials(const ClientConfig& config) : config_(config) {}

@@ -1,13 +1,13 @@
 #include "recipe/bundle.h"
 
 #include <filesystem>
-#include <fstream>
 
+#include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/json.h"
+#include "core/sha256.h"
 #include "core/yaml.h"
-#include "recipe/bundle_render.h"
-#include "recipe/sha256.h"
+#include "recipe/bundle/render.h"
 
 namespace gpufleet::recipe {
 
@@ -29,7 +29,7 @@ std::string repository_name(const std::string& url) {
     }
   }
   while (!out.empty() && out.back() == '-') out.pop_back();
-  if (out.size() > 63) out = out.substr(0, 54) + "-" + sha256_hex(url).substr(0, 8);
+  if (out.size() > 63) out = out.substr(0, 54) + "-" + core::sha256_hex(url).substr(0, 8);
   return out;
 }
 
@@ -99,7 +99,7 @@ std::string checksums_of(const Bundle& bundle) {
   std::string out;
   for (const auto& [path, file] : bundle) {
     if (path == "checksums.txt") continue;
-    out += sha256_hex(file.content) + "  " + path + "\n";
+    out += core::sha256_hex(file.content) + "  " + path + "\n";
   }
   return out;
 }
@@ -134,13 +134,7 @@ void write_bundle(const Bundle& bundle, const std::string& dir) {
   }
   for (const auto& [path, file] : bundle) {
     fs::path p = fs::path(dir) / path;
-    fs::create_directories(p.parent_path(), ec);
-    if (ec)
-      throw std::runtime_error("cannot create " + p.parent_path().string() + ": " + ec.message());
-    std::ofstream f(p, std::ios::binary | std::ios::trunc);
-    f << file.content;
-    f.close();
-    if (!f) throw std::runtime_error("cannot write " + p.string());
+    core::write_file_atomic(p.string(), file.content);
     fs::perms mode = fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
                      fs::perms::others_read;
     if (file.executable)

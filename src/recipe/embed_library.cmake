@@ -25,11 +25,5 @@ ${body}  };
 
 }  // namespace gpufleet::recipe
 ")
-# Rewrite only on change, so that an unchanged library does not trigger a rebuild.
-if(EXISTS ${OUT})
-  file(READ ${OUT} old)
-  if(old STREQUAL text)
-    return()
-  endif()
-endif()
-file(WRITE ${OUT} "${text}")
+include(${CMAKE_CURRENT_LIST_DIR}/../../cmake/write_if_changed.cmake)
+write_if_changed(${OUT} "${text}")

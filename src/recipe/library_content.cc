@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "core/text.h"
 #include "recipe/pin.h"
 #include "recipe/requirement.h"
 #include "recipe/schema_check.h"
@@ -23,13 +24,6 @@ constexpr std::string_view kClusterFacts[] = {"kubernetes.version", "node.os", "
 constexpr std::string_view kPoolFacts[] = {
     "node.os",     "node.osVersion", "node.kernel", "node.containerRuntime",
     "gpu.product", "gpu.family",     "gpu.driver",  "gpu.count"};
-
-template <std::size_t N>
-std::string join(const std::string_view (&items)[N]) {
-  std::string out;
-  for (std::string_view s : items) out += (out.empty() ? "" : ", ") + std::string(s);
-  return out;
-}
 
 template <std::size_t N>
 bool contains(const std::string_view (&items)[N], std::string_view s) {
@@ -76,11 +70,12 @@ Value normalize_health(const Value& v, std::string_view where) {
     const core::Map& m = expect_map(list[i], w);
     check_keys(m, {"kind", "name", "namespace"}, w);
     const Value* kind = m.find("kind");
-    if (kind == nullptr) throw InvalidInput(w + ".kind: missing; one of " + join(kHealthKinds));
+    if (kind == nullptr)
+      throw InvalidInput(w + ".kind: missing; one of " + core::join(kHealthKinds));
     const std::string& k = expect_string(*kind, w + ".kind");
     if (!contains(kHealthKinds, k)) {
       throw InvalidInput(w + ".kind: '" + k + "' is not a health check kind; use one of " +
-                         join(kHealthKinds));
+                         core::join(kHealthKinds));
     }
     Value check = Value::map();
     check["kind"] = k;
@@ -123,7 +118,8 @@ Value normalize_constraints(const Value& v, std::string_view where, bool pool) {
     bool known = pool ? contains(kPoolFacts, f) : contains(kClusterFacts, f);
     if (!known) {
       throw InvalidInput(w + ".fact: '" + f + "' is not a " + (pool ? "node-pool" : "cluster") +
-                         " fact; use one of " + (pool ? join(kPoolFacts) : join(kClusterFacts)));
+                         " fact; use one of " +
+                         (pool ? core::join(kPoolFacts) : core::join(kClusterFacts)));
     }
     Requirement r = parse_requirement(expect_string(*req, w + ".requirement"), w + ".requirement");
     Value c = Value::map();

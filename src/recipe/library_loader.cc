@@ -6,11 +6,13 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "core/field_reader.h"
+#include "core/sha256.h"
+#include "core/text.h"
 #include "core/yaml.h"
 #include "recipe/library.h"
 #include "recipe/library_content.h"
 #include "recipe/schema_check.h"
-#include "recipe/sha256.h"
 
 namespace gpufleet::recipe {
 
@@ -23,12 +25,6 @@ using detail::expect_string;
 using detail::field_path;
 
 namespace {
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
 
 std::string stem_of(std::string_view path) {
   std::size_t slash = path.rfind('/');
@@ -45,7 +41,7 @@ void check_component_refs(const Value& content, const Library& lib, std::string_
       for (const auto& c : lib.components.as_map()) names.push_back(c.key);
       throw InvalidInput(std::string(where) + ": components." + e.key +
                          ": unknown component; the registry (" + lib.registry_origin + ") has " +
-                         join(names));
+                         core::join(names));
     }
     if (const Value* deps = e.value.find("dependencies")) {
       for (const auto& d : deps->as_map()) {
@@ -65,11 +61,12 @@ void check_criterion_value(const Library& lib, std::size_t dim, const std::strin
   const auto& valid = lib.valid[dim];
   if (std::find(valid.begin(), valid.end(), value) != valid.end()) return;
   throw InvalidInput(std::string(where) + ": '" + value + "' is not a known " +
-                     std::string(kDimensionNames[dim]) + "; valid values are " + join(valid) +
+                     std::string(kDimensionNames[dim]) + "; valid values are " + core::join(valid) +
                      " (or any), as listed in " + lib.criteria_origin);
 }
 
 void load_criteria(Library& lib, const LibraryFile& f) {
+  core::DocumentScope scope(f.origin, f.content);
   Value doc = core::parse_yaml(f.content, f.origin);
   detail::check_header(doc, "RecipeCriteria", f.origin);
   check_keys(doc.as_map(), {"apiVersion", "kind", "values", "unsupported"}, f.origin);
@@ -125,6 +122,7 @@ void load_criteria(Library& lib, const LibraryFile& f) {
 }
 
 void load_registry(Library& lib, const LibraryFile& f) {
+  core::DocumentScope scope(f.origin, f.content);
   Value doc = core::parse_yaml(f.content, f.origin);
   detail::check_header(doc, "ComponentRegistry", f.origin);
   check_keys(doc.as_map(), {"apiVersion", "kind", "components"}, f.origin);
@@ -161,6 +159,7 @@ RawOverlay parse_overlay(const LibraryFile& f) {
   o.name = stem_of(f.path);
   o.path = f.path;
   o.origin = f.origin;
+  core::DocumentScope scope(f.origin, f.content);
   Value doc = core::parse_yaml(f.content, f.origin);
   detail::check_header(doc, "Overlay", f.origin);
   const core::Map& m = doc.as_map();
@@ -326,7 +325,7 @@ Library load_library(const std::vector<LibraryFile>& files) {
   const LibraryFile* registry = nullptr;
   std::vector<const LibraryFile*> overlays, mixins;
   for (const LibraryFile& f : files) {
-    lib.file_sha256[f.path] = sha256_hex(f.content);
+    lib.file_sha256[f.path] = core::sha256_hex(f.content);
     if (f.path == "criteria.yaml") {
       criteria = &f;
     } else if (f.path == "registry.yaml") {
@@ -347,6 +346,7 @@ Library load_library(const std::vector<LibraryFile>& files) {
   load_criteria(lib, *criteria);
   load_registry(lib, *registry);
   for (const LibraryFile* f : mixins) {
+    core::DocumentScope scope(f->origin, f->content);
     Value doc = core::parse_yaml(f->content, f->origin);
     detail::check_header(doc, "Mixin", f->origin);
     check_keys(doc.as_map(),

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "core/field_reader.h"
 #include "core/yaml.h"
 #include "recipe/dependency_graph.h"
 #include "recipe/pin.h"
@@ -14,6 +15,7 @@ namespace gpufleet::recipe {
 
 using core::InvalidInput;
 using core::Value;
+using detail::check_keys;
 using detail::expect_list;
 using detail::expect_map;
 using detail::expect_string;
@@ -64,7 +66,7 @@ std::vector<Constraint> constraints_from(const Value& v, std::string_view where)
   const core::List& list = expect_list(*f, std::string(where) + ".constraints");
   for (std::size_t i = 0; i < list.size(); ++i) {
     std::string w = std::string(where) + ".constraints[" + std::to_string(i) + "]";
-    expect_map(list[i], w);
+    check_keys(expect_map(list[i], w), {"name", "fact", "requirement"}, w);
     out.push_back(
         {str(list[i], "name", w), str(list[i], "fact", w), str(list[i], "requirement", w)});
   }
@@ -143,23 +145,29 @@ std::string recipe_to_yaml(const Recipe& r) { return core::to_yaml(recipe_to_val
 Recipe recipe_from_value(const Value& doc, std::string_view source) {
   std::string where(source);
   detail::check_header(doc, "Recipe", where);
+  check_keys(doc.as_map(), {"apiVersion", "kind", "metadata", "spec"}, where);
   Recipe r;
   const Value* meta = doc.find("metadata");
   const Value* spec = doc.find("spec");
   if (meta == nullptr || spec == nullptr)
     throw InvalidInput(where + ": metadata and spec are required");
-  expect_map(*meta, where + ": metadata");
-  expect_map(*spec, where + ": spec");
+  check_keys(expect_map(*meta, where + ": metadata"), {"name", "digest"}, where + ": metadata");
+  check_keys(
+      expect_map(*spec, where + ": spec"),
+      {"criteria", "overlays", "components", "deployment", "constraints", "nodePools", "health"},
+      where + ": spec");
   r.name = str(*meta, "name", where + ": metadata");
   detail::expect_dns_label(r.name, where + ": metadata.name");
   r.digest = str(*meta, "digest", where + ": metadata");
   std::string sw = where + ": spec";
   if (const Value* c = spec->find("criteria")) r.criteria = *c;
   if (const Value* ov = spec->find("overlays")) {
-    for (const Value& o : expect_list(*ov, sw + ".overlays")) {
-      expect_map(o, sw + ".overlays[]");
-      r.overlays.push_back({str(o, "name", sw + ".overlays[]"), str(o, "path", sw + ".overlays[]"),
-                            strings(o, "pools", sw + ".overlays[]")});
+    const core::List& list = expect_list(*ov, sw + ".overlays");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string w = sw + ".overlays[" + std::to_string(i) + "]";
+      const Value& o = list[i];
+      check_keys(expect_map(o, w), {"name", "path", "pools"}, w);
+      r.overlays.push_back({str(o, "name", w), str(o, "path", w), strings(o, "pools", w)});
     }
   }
   const Value* comps = spec->find("components");
@@ -169,7 +177,11 @@ Recipe recipe_from_value(const Value& doc, std::string_view source) {
   for (std::size_t i = 0; i < list.size(); ++i) {
     std::string w = sw + ".components[" + std::to_string(i) + "]";
     const Value& e = list[i];
-    expect_map(e, w);
+    check_keys(expect_map(e, w),
+               {"name", "description", "chart", "namespace", "values", "dependencies", "level"}, w);
+    if (const Value* chart = e.find("chart")) {
+      check_keys(expect_map(*chart, w + ".chart"), {"repository", "name", "version"}, w + ".chart");
+    }
     Component c;
     c.name = str(e, "name", w);
     detail::expect_dns_label(c.name, w + ".name");
@@ -215,9 +227,14 @@ Recipe recipe_from_value(const Value& doc, std::string_view source) {
   r.levels = plan.levels;
   r.constraints = constraints_from(*spec, sw);
   if (const Value* pools = spec->find("nodePools")) {
-    for (const Value& p : expect_list(*pools, sw + ".nodePools")) {
-      std::string w = sw + ".nodePools[]";
-      expect_map(p, w);
+    const core::List& list = expect_list(*pools, sw + ".nodePools");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string w = sw + ".nodePools[" + std::to_string(i) + "]";
+      const Value& p = list[i];
+      check_keys(expect_map(p, w),
+                 {"name", "accelerator", "nodeCount", "nodeSelector", "settings", "constraints",
+                  "overlays"},
+                 w);
       NodePool pool;
       pool.name = str(p, "name", w);
       pool.accelerator = str(p, "accelerator", w);
@@ -230,9 +247,11 @@ Recipe recipe_from_value(const Value& doc, std::string_view source) {
     }
   }
   if (const Value* health = spec->find("health")) {
-    for (const Value& h : expect_list(*health, sw + ".health")) {
-      std::string w = sw + ".health[]";
-      expect_map(h, w);
+    const core::List& list = expect_list(*health, sw + ".health");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string w = sw + ".health[" + std::to_string(i) + "]";
+      const Value& h = list[i];
+      check_keys(expect_map(h, w), {"component", "kind", "namespace", "name"}, w);
       r.health.push_back({str(h, "component", w), str(h, "kind", w), str(h, "namespace", w, false),
                           str(h, "name", w, false)});
     }
@@ -241,6 +260,7 @@ Recipe recipe_from_value(const Value& doc, std::string_view source) {
 }
 
 Recipe recipe_from_yaml(std::string_view text, std::string_view source) {
+  core::DocumentScope scope(source, text);
   return recipe_from_value(core::parse_yaml(text, source), source);
 }
 

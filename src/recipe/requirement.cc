@@ -4,16 +4,11 @@
 
 #include "core/errors.h"
 #include "core/semver.h"
+#include "core/text.h"
 
 namespace gpufleet::recipe {
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 struct OpName {
   std::string_view token;
@@ -39,26 +34,6 @@ bool starts_with_digit(std::string_view s) {
   return !s.empty() && s[0] >= '0' && s[0] <= '9';
 }
 
-bool glob_match(std::string_view pattern, std::string_view text) {
-  std::size_t p = 0, t = 0, star = std::string_view::npos, mark = 0;
-  while (t < text.size()) {
-    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
-      ++p;
-      ++t;
-    } else if (p < pattern.size() && pattern[p] == '*') {
-      star = p++;
-      mark = t;
-    } else if (star != std::string_view::npos) {
-      p = star + 1;
-      t = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.size() && pattern[p] == '*') ++p;
-  return p == pattern.size();
-}
-
 // The release part of a version: no leading 'v', nothing after '-' or '+'.
 std::string_view release_part(std::string_view v) {
   if (!v.empty() && (v[0] == 'v' || v[0] == 'V')) v.remove_prefix(1);
@@ -69,20 +44,20 @@ std::string_view release_part(std::string_view v) {
 }  // namespace
 
 Requirement parse_requirement(std::string_view text, std::string_view where) {
-  std::string_view s = trim(text);
+  std::string_view s = core::trim(text);
   for (const OpName& o : kOps) {
     if (s.substr(0, o.token.size()) != o.token) continue;
     Requirement r;
     r.op = o.op;
-    std::string_view rest = trim(s.substr(o.token.size()));
+    std::string_view rest = core::trim(s.substr(o.token.size()));
     if (rest.empty()) break;
-    std::string op_text(trim(o.token));
+    std::string op_text(core::trim(o.token));
     if (r.op == RequirementOp::In) {
       std::size_t start = 0;
       while (start <= rest.size()) {
         std::size_t comma = rest.find(',', start);
         std::string_view item =
-            trim(rest.substr(start, comma == std::string_view::npos ? comma : comma - start));
+            core::trim(rest.substr(start, comma == std::string_view::npos ? comma : comma - start));
         if (item.empty()) {
           throw core::InvalidInput(std::string(where) + ": requirement '" + std::string(text) +
                                    "' has an empty item; write 'in a, b, c'");
@@ -166,7 +141,7 @@ bool satisfies(const Requirement& r, std::string_view actual) {
       return versions ? compare_versions(actual, r.operand) == 0 : actual == r.operand;
     case RequirementOp::Ne:
       return versions ? compare_versions(actual, r.operand) != 0 : actual != r.operand;
-    case RequirementOp::Matches: return glob_match(r.operand, actual);
+    case RequirementOp::Matches: return core::glob_match(r.operand, actual);
     case RequirementOp::In:
       for (const std::string& alt : r.alternatives) {
         if (alt == actual) return true;

@@ -5,9 +5,10 @@
 
 #include "core/errors.h"
 #include "core/json.h"
+#include "core/sha256.h"
+#include "core/text.h"
 #include "recipe/dependency_graph.h"
 #include "recipe/layered_merge.h"
-#include "recipe/sha256.h"
 
 namespace gpufleet::recipe {
 
@@ -18,21 +19,12 @@ namespace {
 
 constexpr int kUserMixinSpecificity = 1000;
 
-std::string join(const std::vector<std::string>& items, std::string_view sep = ", ") {
-  std::string out;
-  for (const std::string& s : items) {
-    if (!out.empty()) out += sep;
-    out += s;
-  }
-  return out;
-}
-
 void check_value(const Library& lib, std::size_t d, const std::string& v, std::string_view flag) {
   if (v == kAny) return;
   const auto& valid = lib.valid[d];
   if (std::find(valid.begin(), valid.end(), v) != valid.end()) return;
   throw InvalidInput(std::string(flag) + " '" + v + "' is not a known " +
-                     std::string(kDimensionNames[d]) + "; valid values are " + join(valid) +
+                     std::string(kDimensionNames[d]) + "; valid values are " + core::join(valid) +
                      " (or any)");
 }
 
@@ -125,24 +117,19 @@ bool overlay_matches(const Overlay& o, const CriteriaValues& query,
   return true;
 }
 
-Recipe resolve(const Library& lib, const Query& query) {
-  for (std::size_t d = 0; d < kDimensions; ++d) {
-    check_value(lib, d, query.criteria[d], "--" + std::string(kDimensionNames[d]));
-  }
-  for (const std::string& m : query.mixins) {
-    if (!lib.mixins.count(m)) {
-      std::vector<std::string> names;
-      for (const auto& [n, _] : lib.mixins) names.push_back(n);
-      throw InvalidInput("--mixin '" + m + "' is not a library mixin; available: " + join(names));
-    }
-  }
-  std::vector<PoolQuery> pools = pools_of(lib, query);
+namespace {
 
-  // Overlays selected per pool, and their union for cluster-wide content.
+// The overlays each pool selects, and their union (the cluster-wide ones, in merge order).
+struct Selection {
   std::set<std::string> accelerators;
   std::map<std::string, std::vector<const Overlay*>> per_pool;
   std::map<std::string, std::vector<std::string>> pools_of_overlay;
   std::vector<const Overlay*> cluster;
+};
+
+Selection select_overlays(const Library& lib, const Query& query,
+                          const std::vector<PoolQuery>& pools) {
+  Selection s;
   for (const PoolQuery& p : pools) {
     CriteriaValues c = query.criteria;
     c[kAccelerator] = p.accelerator;
@@ -154,25 +141,24 @@ Recipe resolve(const Library& lib, const Query& query) {
       }
       throw InvalidInput("the library does not support " + combo + ": " + *why);
     }
-    accelerators.insert(p.accelerator);
-    std::vector<const Overlay*>& mine = per_pool[p.name];
+    s.accelerators.insert(p.accelerator);
+    std::vector<const Overlay*>& mine = s.per_pool[p.name];
     for (const auto& [name, o] : lib.overlays) {
       if (!overlay_matches(o, c, p.node_count)) continue;
       mine.push_back(&o);
-      std::vector<std::string>& owners = pools_of_overlay[name];
-      if (owners.empty()) cluster.push_back(&o);
+      std::vector<std::string>& owners = s.pools_of_overlay[name];
+      if (owners.empty()) s.cluster.push_back(&o);
       owners.push_back(p.name);
     }
     mine = sorted(mine);
   }
-  cluster = sorted(cluster);
-  bool heterogeneous = accelerators.size() > 1;
-  std::vector<std::string> user_mixins = query.mixins;
-  if (heterogeneous && lib.mixins.count(std::string(kHeterogeneousMixin))) {
-    user_mixins.insert(user_mixins.begin(), std::string(kHeterogeneousMixin));
-  }
+  s.cluster = sorted(s.cluster);
+  return s;
+}
 
-  // Cluster-wide content: registry defaults, overlays, user mixins.
+// Cluster-wide content: registry defaults, then the selected overlays, then user mixins.
+Value merge_cluster(const Library& lib, const std::vector<const Overlay*>& cluster,
+                    const std::vector<std::string>& user_mixins) {
   LayeredMerge merge;
   Value registry = Value::map();
   registry["components"] = lib.components;
@@ -181,10 +167,11 @@ Recipe resolve(const Library& lib, const Query& query) {
   for (const Overlay* o : cluster) apply_overlay(merge, lib, *o, cluster_part);
   apply_user_mixins(merge, lib, user_mixins, cluster_part);
   merge.finish();
-  const Value& merged = merge.result();
+  return merge.result();
+}
 
-  Recipe r;
-  // Components and deployment order.
+// Components and deployment order (with their health checks) and cluster constraints.
+void add_components(Recipe& r, const Value& merged) {
   std::map<std::string, std::vector<std::string>> graph;
   std::map<std::string, const Value*> enabled;
   for (const auto& e : merged.find("components")->as_map()) {
@@ -222,8 +209,12 @@ Recipe resolve(const Library& lib, const Query& query) {
   }
   r.levels = plan.levels;
   r.constraints = constraints_of(merged.find("constraints"));
+}
 
-  // Per-pool settings: the nodePool parts of the overlays that selected the pool.
+// Per-pool settings: the nodePool parts of the overlays that selected the pool.
+void add_pools(Recipe& r, const Library& lib, const Query& query,
+               const std::vector<PoolQuery>& pools, const Selection& sel,
+               const std::vector<std::string>& user_mixins) {
   auto pool_part = [](const Value& content) {
     Value out = Value::map();
     if (const Value* p = content.find("nodePool")) out["nodePool"] = *p;
@@ -240,7 +231,7 @@ Recipe resolve(const Library& lib, const Query& query) {
     } else {
       pool.node_selector["gpufleet.io/node-pool"] = p.name;
     }
-    for (const Overlay* o : per_pool.at(p.name)) {
+    for (const Overlay* o : sel.per_pool.at(p.name)) {
       apply_overlay(pm, lib, *o, pool_part);
       pool.overlays.push_back(o->name);
     }
@@ -252,21 +243,28 @@ Recipe resolve(const Library& lib, const Query& query) {
     }
     r.pools.push_back(std::move(pool));
   }
+}
 
-  // Applied overlays, in cluster merge order, with the pools that selected each.
-  for (const Overlay* o : cluster) {
+// Applied overlays, in cluster merge order, with the pools that selected each.
+void add_overlays(Recipe& r, const Library& lib, const std::vector<PoolQuery>& pools,
+                  const Selection& sel, const std::vector<std::string>& user_mixins) {
+  for (const Overlay* o : sel.cluster) {
     for (const std::string& m : o->mixins) {
-      r.overlays.push_back({m, lib.mixins.at(m).path, pools_of_overlay.at(o->name)});
+      r.overlays.push_back({m, lib.mixins.at(m).path, sel.pools_of_overlay.at(o->name)});
     }
-    r.overlays.push_back({o->name, o->path, pools_of_overlay.at(o->name)});
+    r.overlays.push_back({o->name, o->path, sel.pools_of_overlay.at(o->name)});
   }
   for (const std::string& m : user_mixins) {
     std::vector<std::string> all;
     for (const PoolQuery& p : pools) all.push_back(p.name);
     r.overlays.push_back({m, lib.mixins.at(m).path, all});
   }
+}
 
-  // Criteria as given, and the name.
+// Criteria as given, and the name.
+void add_criteria_and_name(Recipe& r, const Query& query, const std::vector<PoolQuery>& pools,
+                           const Selection& sel) {
+  const bool heterogeneous = sel.accelerators.size() > 1;
   for (std::size_t d = 0; d < kDimensions; ++d) {
     if (d == kAccelerator && !query.pools.empty()) continue;
     r.criteria[kDimensionNames[d]] = query.criteria[d];
@@ -288,11 +286,13 @@ Recipe resolve(const Library& lib, const Query& query) {
     for (const std::string& m : query.mixins) list.push_back(m);
     r.criteria["mixins"] = std::move(list);
   }
-  std::string accel = heterogeneous ? "mixed" : *accelerators.begin();
+  std::string accel = heterogeneous ? "mixed" : *sel.accelerators.begin();
   r.name = query.criteria[kService] + "-" + accel + "-" + query.criteria[kOs] + "-" +
            query.criteria[kIntent] + "-" + query.criteria[kPlatform];
+}
 
-  // Digest of the inputs: format, criteria and the content of every library file used.
+// Digest of the inputs: format, criteria and the content of every library file used.
+std::string inputs_digest(const Recipe& r, const Library& lib) {
   Value inputs = Value::map();
   inputs["format"] = "gpufleet.io/v1alpha1/Recipe";
   inputs["criteria"] = r.criteria;
@@ -301,7 +301,36 @@ Recipe resolve(const Library& lib, const Query& query) {
   files[lib.registry_path] = lib.file_sha256.at(lib.registry_path);
   files[lib.criteria_path] = lib.file_sha256.at(lib.criteria_path);
   for (const AppliedOverlay& o : r.overlays) files[o.path] = lib.file_sha256.at(o.path);
-  r.digest = "sha256:" + sha256_hex(core::to_json(inputs));
+  return "sha256:" + core::sha256_hex(core::to_json(inputs));
+}
+
+}  // namespace
+
+Recipe resolve(const Library& lib, const Query& query) {
+  for (std::size_t d = 0; d < kDimensions; ++d) {
+    check_value(lib, d, query.criteria[d], "--" + std::string(kDimensionNames[d]));
+  }
+  for (const std::string& m : query.mixins) {
+    if (!lib.mixins.count(m)) {
+      std::vector<std::string> names;
+      for (const auto& [n, _] : lib.mixins) names.push_back(n);
+      throw InvalidInput("--mixin '" + m +
+                         "' is not a library mixin; available: " + core::join(names));
+    }
+  }
+  const std::vector<PoolQuery> pools = pools_of(lib, query);
+  const Selection sel = select_overlays(lib, query, pools);
+  std::vector<std::string> user_mixins = query.mixins;
+  if (sel.accelerators.size() > 1 && lib.mixins.count(std::string(kHeterogeneousMixin))) {
+    user_mixins.insert(user_mixins.begin(), std::string(kHeterogeneousMixin));
+  }
+
+  Recipe r;
+  add_components(r, merge_cluster(lib, sel.cluster, user_mixins));
+  add_pools(r, lib, query, pools, sel, user_mixins);
+  add_overlays(r, lib, pools, sel, user_mixins);
+  add_criteria_and_name(r, query, pools, sel);
+  r.digest = inputs_digest(r, lib);
   return r;
 }
 

@@ -1,6 +1,7 @@
 #include "recipe/schema_check.h"
 
 #include "core/errors.h"
+#include "core/field_reader.h"
 #include "kube/api/names.h"
 
 namespace gpufleet::recipe::detail {
@@ -41,17 +42,12 @@ bool expect_bool(const core::Value& v, std::string_view where) {
 
 void check_keys(const core::Map& m, std::initializer_list<std::string_view> allowed,
                 std::string_view where) {
-  for (const auto& e : m) {
-    bool ok = false;
-    for (std::string_view a : allowed) ok = ok || a == e.key;
-    if (ok) continue;
-    std::string list;
-    for (std::string_view a : allowed) {
-      if (!list.empty()) list += ", ";
-      list += a;
-    }
-    throw InvalidInput(std::string(where) + ": unknown field '" + e.key + "'; allowed fields are " +
-                       list);
+  // `where` is "<source>: <path>" or "<source>"; core locates the path inside the source.
+  const std::size_t sep = where.find(": ");
+  if (sep == std::string_view::npos) {
+    core::check_keys(m, allowed, where, "");
+  } else {
+    core::check_keys(m, allowed, where.substr(0, sep), where.substr(sep + 2));
   }
 }
 

@@ -18,7 +18,8 @@ const core::List& expect_list(const core::Value& v, std::string_view where);
 const std::string& expect_string(const core::Value& v, std::string_view where);
 bool expect_bool(const core::Value& v, std::string_view where);
 
-// Throws when `m` holds a key outside `allowed`, listing the allowed keys.
+// Throws when `m` holds a key outside `allowed` (core::check_keys: line:column inside a
+// core::DocumentScope, "did you mean" for near misses). `where` is "<source>: <path>".
 void check_keys(const core::Map& m, std::initializer_list<std::string_view> allowed,
                 std::string_view where);
 

@@ -1,12 +1,14 @@
 #include "recipe/snapshot.h"
 
 #include "core/errors.h"
+#include "core/field_reader.h"
 #include "core/yaml.h"
 #include "recipe/schema_check.h"
 
 namespace gpufleet::recipe {
 
 using core::Value;
+using detail::check_keys;
 
 std::string NodeFacts::fact(std::string_view name) const {
   if (name == "node.os") return os;
@@ -129,16 +131,25 @@ std::string snapshot_to_yaml(const Snapshot& s) { return core::to_yaml(snapshot_
 Snapshot snapshot_from_value(const Value& doc, std::string_view source) {
   std::string where(source);
   detail::check_header(doc, "Snapshot", where);
+  check_keys(doc.as_map(), {"apiVersion", "kind", "spec"}, where);
   const Value* spec = doc.find("spec");
   if (spec == nullptr) throw core::InvalidInput(where + ": spec: missing");
   std::string sw = where + ": spec";
-  detail::expect_map(*spec, sw);
+  check_keys(detail::expect_map(*spec, sw),
+             {"kubernetes", "nodes", "components", "workloads", "podProblems"}, sw);
   Snapshot s;
-  if (const Value* k = spec->find("kubernetes"))
+  if (const Value* k = spec->find("kubernetes")) {
+    check_keys(detail::expect_map(*k, sw + ".kubernetes"), {"version"}, sw + ".kubernetes");
     s.kubernetes_version = get(*k, "version", sw + ".kubernetes");
-  for (const Value& e : list_at(*spec, "nodes", sw)) {
-    std::string w = sw + ".nodes[]";
-    detail::expect_map(e, w);
+  }
+  const core::List& nodes = list_at(*spec, "nodes", sw);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const Value& e = nodes[i];
+    const std::string w = sw + ".nodes[" + std::to_string(i) + "]";
+    check_keys(detail::expect_map(e, w),
+               {"name", "labels", "os", "osVersion", "osImage", "kernel", "containerRuntime",
+                "kubelet", "gpu"},
+               w);
     NodeFacts n;
     n.name = get(e, "name", w);
     if (const Value* l = e.find("labels")) {
@@ -152,6 +163,8 @@ Snapshot snapshot_from_value(const Value& doc, std::string_view source) {
     n.container_runtime = get(e, "containerRuntime", w);
     n.kubelet = get(e, "kubelet", w);
     if (const Value* g = e.find("gpu")) {
+      check_keys(detail::expect_map(*g, w + ".gpu"), {"product", "family", "driver", "count"},
+                 w + ".gpu");
       n.gpu_product = get(*g, "product", w + ".gpu");
       n.gpu_family = get(*g, "family", w + ".gpu");
       n.gpu_driver = get(*g, "driver", w + ".gpu");
@@ -159,9 +172,13 @@ Snapshot snapshot_from_value(const Value& doc, std::string_view source) {
     }
     s.nodes.push_back(std::move(n));
   }
-  for (const Value& e : list_at(*spec, "components", sw)) {
-    std::string w = sw + ".components[]";
-    detail::expect_map(e, w);
+  const core::List& components = list_at(*spec, "components", sw);
+  for (std::size_t i = 0; i < components.size(); ++i) {
+    const Value& e = components[i];
+    const std::string w = sw + ".components[" + std::to_string(i) + "]";
+    check_keys(
+        detail::expect_map(e, w),
+        {"name", "namespace", "chart", "version", "appVersion", "status", "revision", "values"}, w);
     InstalledComponent c;
     c.name = get(e, "name", w);
     c.namespace_ = get(e, "namespace", w);
@@ -176,9 +193,12 @@ Snapshot snapshot_from_value(const Value& doc, std::string_view source) {
     }
     s.components.push_back(std::move(c));
   }
-  for (const Value& e : list_at(*spec, "workloads", sw)) {
-    std::string w = sw + ".workloads[]";
-    detail::expect_map(e, w);
+  const core::List& workloads = list_at(*spec, "workloads", sw);
+  for (std::size_t i = 0; i < workloads.size(); ++i) {
+    const Value& e = workloads[i];
+    const std::string w = sw + ".workloads[" + std::to_string(i) + "]";
+    check_keys(detail::expect_map(e, w),
+               {"kind", "namespace", "name", "desired", "ready", "updated", "established"}, w);
     WorkloadState ws;
     ws.kind = get(e, "kind", w);
     ws.namespace_ = get(e, "namespace", w);
@@ -190,9 +210,12 @@ Snapshot snapshot_from_value(const Value& doc, std::string_view source) {
       ws.established = detail::expect_bool(*est, w + ".established");
     s.workloads.push_back(std::move(ws));
   }
-  for (const Value& e : list_at(*spec, "podProblems", sw)) {
-    std::string w = sw + ".podProblems[]";
-    detail::expect_map(e, w);
+  const core::List& podProblems = list_at(*spec, "podProblems", sw);
+  for (std::size_t i = 0; i < podProblems.size(); ++i) {
+    const Value& e = podProblems[i];
+    const std::string w = sw + ".podProblems[" + std::to_string(i) + "]";
+    check_keys(detail::expect_map(e, w),
+               {"namespace", "pod", "phase", "container", "init", "reason"}, w);
     PodProblem p;
     p.namespace_ = get(e, "namespace", w);
     p.pod = get(e, "pod", w);
@@ -206,6 +229,7 @@ Snapshot snapshot_from_value(const Value& doc, std::string_view source) {
 }
 
 Snapshot snapshot_from_text(std::string_view text, std::string_view source) {
+  core::DocumentScope scope(source, text);
   return snapshot_from_value(core::parse_yaml(text, source), source);
 }
 

@@ -3,13 +3,19 @@
 #include <algorithm>
 #include <charconv>
 
-#include "core/duration.h"
 #include "core/errors.h"
+#include "core/field_reader.h"
+#include "core/text.h"
+#include "core/time.h"
 #include "core/yaml.h"
 #include "sim/atomic_file.h"
-#include "sim/field_reader.h"
 
 namespace gpufleet::sim {
+
+using core::describe_value;
+using core::fail_field;
+using core::FieldReader;
+using core::seconds_from;
 namespace {
 
 Behaviour parse_behaviour(const core::Value& v, const std::string& source,
@@ -136,26 +142,6 @@ double BackOff::delay(int restart) const {
   return std::min(d, max_s);
 }
 
-bool glob_match(std::string_view pattern, std::string_view text) {
-  std::size_t p = 0, t = 0, star = std::string_view::npos, mark = 0;
-  while (t < text.size()) {
-    if (p < pattern.size() && pattern[p] == '*') {
-      star = p++;
-      mark = t;
-    } else if (p < pattern.size() && pattern[p] == text[t]) {
-      ++p;
-      ++t;
-    } else if (star != std::string_view::npos) {
-      p = star + 1;
-      t = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.size() && pattern[p] == '*') ++p;
-  return p == pattern.size();
-}
-
 BehaviourTable BehaviourTable::defaults() {
   BehaviourTable t;
   Behaviour nccl;
@@ -244,7 +230,9 @@ BehaviourTable BehaviourTable::parse(const core::Value& doc, std::string_view so
 }
 
 BehaviourTable BehaviourTable::load_file(const std::string& path) {
-  return parse(core::parse_yaml(read_text_file(path), path), path);
+  const std::string text = read_text_file(path);
+  core::DocumentScope scope(path, text);
+  return parse(core::parse_yaml(text, path), path);
 }
 
 PodPlan BehaviourTable::plan(const core::Value& pod) const {
@@ -283,7 +271,7 @@ PodPlan BehaviourTable::plan(const core::Value& pod) const {
       if (!b.image.empty()) {
         const core::Value* hit = nullptr;
         for (const auto* c : containers) {
-          if (glob_match(b.image, c->get_string({"image"}))) {
+          if (core::glob_match(b.image, c->get_string({"image"}))) {
             hit = c;
             break;
           }
@@ -410,8 +398,8 @@ const Behaviour* BehaviourTable::container_behaviour(const core::Value& pod, boo
   std::string_view image = container.get_string({"image"});
   for (const auto& b : items_) {
     const std::string& glob = init ? b.init_container : b.container;
-    if (glob.empty() || !glob_match(glob, name)) continue;
-    if (!b.image.empty() && !glob_match(b.image, image)) continue;
+    if (glob.empty() || !core::glob_match(glob, name)) continue;
+    if (!b.image.empty() && !core::glob_match(b.image, image)) continue;
     if (!b.restart_policy.empty() && b.restart_policy != restart) continue;
     if (!annotations_match(b, pod)) continue;
     return &b;

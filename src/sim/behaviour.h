@@ -116,9 +116,6 @@ class BehaviourTable {
   BackOff back_off_;
 };
 
-// '*' matches any run of characters (including '/' and ':'); everything else is literal.
-bool glob_match(std::string_view pattern, std::string_view text);
-
 // The last whole lines of `text` within Kubernetes' 4096-byte termination message limit.
 std::string termination_tail(const std::string& text);
 

@@ -3,9 +3,14 @@
 #include <array>
 #include <utility>
 
-#include "sim/field_reader.h"
+#include "core/field_reader.h"
 
 namespace gpufleet::sim {
+
+using core::describe_value;
+using core::fail_field;
+using core::FieldReader;
+using core::seconds_from;
 namespace {
 
 constexpr std::array<std::pair<FaultType, std::string_view>, 14> kNames{{

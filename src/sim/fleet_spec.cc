@@ -4,13 +4,17 @@
 #include <set>
 
 #include "core/errors.h"
+#include "core/field_reader.h"
 #include "core/yaml.h"
 #include "kube/api/names.h"
 #include "sim/atomic_file.h"
-#include "sim/field_reader.h"
 
 namespace gpufleet::sim {
 
+using core::describe_value;
+using core::fail_field;
+using core::FieldReader;
+using core::seconds_from;
 using kube::check_dns_subdomain;
 using kube::check_label_key;
 using kube::check_label_value;
@@ -397,7 +401,9 @@ FleetSpec parse_fleet(const core::Value& doc, std::string_view source_view) {
 }
 
 FleetSpec load_fleet_file(const std::string& path) {
-  return parse_fleet(core::parse_yaml(read_text_file(path), path), path);
+  const std::string text = read_text_file(path);
+  core::DocumentScope scope(path, text);
+  return parse_fleet(core::parse_yaml(text, path), path);
 }
 
 core::Value fleet_to_value(const FleetSpec& fleet) {

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "core/errors.h"
+#include "core/xid_catalog.h"
 #include "sim/atomic_file.h"
 #include "sim/node_object.h"
 #include "sim/xid_text.h"
@@ -154,83 +155,72 @@ void NodeModel::port_up(IbPortState& p) {
   p.phys_state = 5;
 }
 
-void NodeModel::apply(const Fault& f, double now_s) {
+void NodeModel::apply_xid_effect(GpuState& g, int gpu, core::XidEffect effect, double now_s) {
+  switch (effect) {
+    case core::XidEffect::None: break;
+    case core::XidEffect::FallenOff: g.fallen_off = true; break;
+    case core::XidEffect::DoubleBitEcc:
+      g.ecc_uncorrected += 1;
+      if (!g.remap_pending) {
+        g.remap_pending = true;
+        log_xid(gpu, 63, now_s, nullptr);
+      }
+      break;
+    case core::XidEffect::RowRemapPending: g.remap_pending = true; break;
+    case core::XidEffect::RowRemapFailure: g.remap_failure = true; break;
+    case core::XidEffect::SingleBitEccBurst: g.ecc_corrected += 1000; break;
+    case core::XidEffect::ContainedEcc: g.ecc_uncorrected += 1; break;
+    case core::XidEffect::NvlinkDown: g.nvlinks_active = std::max(0, g.nvlinks_active - 1); break;
+  }
+}
+
+// An NVRM Xid: the driver line, then what the catalog says the code does.
+void NodeModel::apply_xid(const Fault& f, double now_s) {
+  auto gpu_index = [&] { return f.gpu.value_or(0); };
+  if (f.code == 154) {
+    gpu_at(f, "xid 154");
+    set_recovery(gpu_index(), f.action.value_or(RecoveryAction::None), now_s);
+    return;
+  }
+  GpuState& g = gpu_at(f, "xid");
+  log_xid(gpu_index(), f.code, now_s, &f);
+  auto escalate = [&](RecoveryAction a) {
+    if (g.recovery < a || g.recovery == RecoveryAction::DrainP2P) {
+      set_recovery(gpu_index(), f.action.value_or(a), now_s);
+    }
+  };
+  const core::XidInfo* info = core::XidCatalog::builtin().find(f.code);
+  if (info == nullptr) return;  // an Xid the catalog does not know changes nothing
+  apply_xid_effect(g, gpu_index(), info->effect, now_s);
+  // The driver escalates its recovery action as NVIDIA recommends for the code.
+  if (info->action == core::XidAction::ResetGpu) escalate(RecoveryAction::GpuReset);
+  if (info->action == core::XidAction::RebootNode) escalate(RecoveryAction::NodeReboot);
+}
+
+// An NVSwitch SXid; a fatal one takes the switch's links out.
+void NodeModel::apply_sxid(const Fault& f, double now_s) {
+  if (f.nvswitch < 0 || f.nvswitch >= static_cast<int>(id_.nvswitch_pci.size())) {
+    throw core::InvalidInput(
+        "nvswitch " + std::to_string(f.nvswitch) + " does not exist on node " + id_.name +
+        (id_.nvswitch_pci.empty()
+             ? " (its NVSwitches are outside the node, as on GB200 racks)"
+             : " (it has NVSwitches 0.." + std::to_string(id_.nvswitch_pci.size() - 1) + ")"));
+  }
+  int link = f.link >= 0 ? f.link : static_cast<int>(rng_.below(64));
+  log(kKernWarning, now_s,
+      sxid_line(f.nvswitch, id_.nvswitch_pci[static_cast<std::size_t>(f.nvswitch)], f.code, link,
+                f.text));
+  if (sxid_is_fatal(f.code)) {
+    // A fatal SXid takes the switch's share of every GPU's links out of service.
+    int share = pool_->gpu->nvlinks_per_gpu / static_cast<int>(id_.nvswitch_pci.size());
+    for (auto& g : gpus_) g.nvlinks_active = std::max(0, g.nvlinks_active - share);
+  }
+}
+
+// ECC errors and row remapping: counters, the Xids the driver prints, a GPU reset wanted.
+void NodeModel::apply_memory_error(const Fault& f, double now_s) {
   auto gpu_index = [&] { return f.gpu.value_or(0); };
   switch (f.type) {
-    case FaultType::Xid: {
-      if (f.code == 154) {
-        gpu_at(f, "xid 154");
-        set_recovery(gpu_index(), f.action.value_or(RecoveryAction::None), now_s);
-        break;
-      }
-      GpuState& g = gpu_at(f, "xid");
-      log_xid(gpu_index(), f.code, now_s, &f);
-      auto escalate = [&](RecoveryAction a) {
-        if (g.recovery < a || g.recovery == RecoveryAction::DrainP2P) {
-          set_recovery(gpu_index(), f.action.value_or(a), now_s);
-        }
-      };
-      switch (f.code) {
-        case 79:
-          g.fallen_off = true;
-          escalate(RecoveryAction::NodeReboot);
-          break;
-        case 48:
-          g.ecc_uncorrected += 1;
-          if (!g.remap_pending) {
-            g.remap_pending = true;
-            log_xid(gpu_index(), 63, now_s, nullptr);
-          }
-          escalate(RecoveryAction::GpuReset);
-          break;
-        case 63: g.remap_pending = true; break;
-        case 64:
-          g.remap_failure = true;
-          escalate(RecoveryAction::GpuReset);
-          break;
-        case 92: g.ecc_corrected += 1000; break;
-        case 94: g.ecc_uncorrected += 1; break;
-        case 95:
-          g.ecc_uncorrected += 1;
-          escalate(RecoveryAction::GpuReset);
-          break;
-        case 74:
-        case 144:
-        case 145:
-        case 146:
-        case 147:
-        case 148:
-        case 149:
-        case 150: g.nvlinks_active = std::max(0, g.nvlinks_active - 1); break;
-        case 62:
-        case 109:
-        case 119:
-        case 120:
-        case 140:
-        case 143: escalate(RecoveryAction::GpuReset); break;
-        default: break;
-      }
-      break;
-    }
-    case FaultType::SXid: {
-      if (f.nvswitch < 0 || f.nvswitch >= static_cast<int>(id_.nvswitch_pci.size())) {
-        throw core::InvalidInput(
-            "nvswitch " + std::to_string(f.nvswitch) + " does not exist on node " + id_.name +
-            (id_.nvswitch_pci.empty()
-                 ? " (its NVSwitches are outside the node, as on GB200 racks)"
-                 : " (it has NVSwitches 0.." + std::to_string(id_.nvswitch_pci.size() - 1) + ")"));
-      }
-      int link = f.link >= 0 ? f.link : static_cast<int>(rng_.below(64));
-      log(kKernWarning, now_s,
-          sxid_line(f.nvswitch, id_.nvswitch_pci[static_cast<std::size_t>(f.nvswitch)], f.code,
-                    link, f.text));
-      if (sxid_is_fatal(f.code)) {
-        // A fatal SXid takes the switch's share of every GPU's links out of service.
-        int share = pool_->gpu->nvlinks_per_gpu / static_cast<int>(id_.nvswitch_pci.size());
-        for (auto& g : gpus_) g.nvlinks_active = std::max(0, g.nvlinks_active - share);
-      }
-      break;
-    }
     case FaultType::Ecc: {
       GpuState& g = gpu_at(f, "ecc");
       if (f.ecc_kind == "singleBit") {
@@ -264,6 +254,13 @@ void NodeModel::apply(const Fault& f, double now_s) {
       }
       break;
     }
+    default: break;
+  }
+}
+
+// InfiniBand ports: down, up, flapping, error counters.
+void NodeModel::apply_port_fault(const Fault& f, double now_s) {
+  switch (f.type) {
     case FaultType::IbPortDown: {
       IbPortState& p = port_at(f.device, f.port);
       p.flaps_left = 0;
@@ -293,6 +290,14 @@ void NodeModel::apply(const Fault& f, double now_s) {
       p.port_rcv_errors = saturating_add(p.port_rcv_errors, n / 10, 65535);
       break;
     }
+    default: break;
+  }
+}
+
+// Whole-GPU state: thermal slowdown, lost from the bus, reset.
+void NodeModel::apply_gpu_state(const Fault& f, double now_s) {
+  auto gpu_index = [&] { return f.gpu.value_or(0); };
+  switch (f.type) {
     case FaultType::Thermal: {
       for (std::size_t i = 0; i < gpus_.size(); ++i) {
         if (f.gpu && static_cast<int>(i) != *f.gpu) continue;
@@ -335,6 +340,13 @@ void NodeModel::apply(const Fault& f, double now_s) {
       }
       break;
     }
+    default: break;
+  }
+}
+
+// Bandwidth degradation of NVLink or the network, per GPU/port or node-wide.
+void NodeModel::apply_degradation(const Fault& f) {
+  switch (f.type) {
     case FaultType::NvlinkDegraded:
       if (f.gpu) {
         GpuState& g = gpu_at(f, "nvlinkDegraded");
@@ -351,26 +363,49 @@ void NodeModel::apply(const Fault& f, double now_s) {
         network_factor_ = f.factor;
       }
       break;
-    case FaultType::Clear:
-      for (std::size_t i = 0; i < gpus_.size(); ++i) {
-        if (f.gpu && static_cast<int>(i) != *f.gpu) continue;
-        GpuState fresh;
-        fresh.nvlinks_active = pool_->gpu->nvlinks_per_gpu;
-        fresh.temperature_c = 36;
-        fresh.remapped_correctable = gpus_[i].remapped_correctable;
-        fresh.remapped_uncorrectable = gpus_[i].remapped_uncorrectable;
-        gpus_[i] = fresh;
-      }
-      if (!f.gpu) {
-        for (auto& p : ports_) {
-          p.flaps_left = 0;
-          p.width = 4;
-          port_up(p);
-        }
-        nvlink_factor_ = 1.0;
-        network_factor_ = 1.0;
-      }
-      break;
+    default: break;
+  }
+}
+
+// Back to healthy: one GPU, or the whole node with its ports and bandwidth.
+void NodeModel::apply_clear(const Fault& f) {
+  for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    if (f.gpu && static_cast<int>(i) != *f.gpu) continue;
+    GpuState fresh;
+    fresh.nvlinks_active = pool_->gpu->nvlinks_per_gpu;
+    fresh.temperature_c = 36;
+    fresh.remapped_correctable = gpus_[i].remapped_correctable;
+    fresh.remapped_uncorrectable = gpus_[i].remapped_uncorrectable;
+    gpus_[i] = fresh;
+  }
+  if (!f.gpu) {
+    for (auto& p : ports_) {
+      p.flaps_left = 0;
+      p.width = 4;
+      port_up(p);
+    }
+    nvlink_factor_ = 1.0;
+    network_factor_ = 1.0;
+  }
+}
+
+// One dispatch per kind of fault; each helper below owns one seam of the model.
+void NodeModel::apply(const Fault& f, double now_s) {
+  switch (f.type) {
+    case FaultType::Xid: apply_xid(f, now_s); break;
+    case FaultType::SXid: apply_sxid(f, now_s); break;
+    case FaultType::Ecc:
+    case FaultType::RowRemap: apply_memory_error(f, now_s); break;
+    case FaultType::IbPortDown:
+    case FaultType::IbPortUp:
+    case FaultType::IbPortFlap:
+    case FaultType::IbErrors: apply_port_fault(f, now_s); break;
+    case FaultType::Thermal:
+    case FaultType::GpuLost:
+    case FaultType::GpuReset: apply_gpu_state(f, now_s); break;
+    case FaultType::NvlinkDegraded:
+    case FaultType::NetworkDegraded: apply_degradation(f); break;
+    case FaultType::Clear: apply_clear(f); break;
   }
   touch();
 }

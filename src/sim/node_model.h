@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/xid_catalog.h"
 #include "sim/fault.h"
 #include "sim/fleet_spec.h"
 #include "sim/host_model.h"
@@ -116,6 +117,16 @@ class NodeModel {
   IbPortState& port_at(const std::string& device, int port);
   void log(int prio, double now_s, const std::string& text);
   void log_xid(int gpu, int code, double now_s, const Fault* f);
+  // The seams of apply(), one per kind of fault.
+  void apply_xid(const Fault& f, double now_s);
+  void apply_sxid(const Fault& f, double now_s);
+  void apply_memory_error(const Fault& f, double now_s);
+  void apply_port_fault(const Fault& f, double now_s);
+  void apply_gpu_state(const Fault& f, double now_s);
+  void apply_degradation(const Fault& f);
+  void apply_clear(const Fault& f);
+  // What an Xid does to the GPU's state, as the catalog names it.
+  void apply_xid_effect(GpuState& g, int gpu, core::XidEffect effect, double now_s);
   void set_recovery(int gpu, RecoveryAction to, double now_s);
   void port_down(IbPortState& p);
   void port_up(IbPortState& p);

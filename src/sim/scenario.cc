@@ -5,12 +5,17 @@
 #include <set>
 
 #include "core/errors.h"
+#include "core/field_reader.h"
 #include "core/yaml.h"
 #include "sim/atomic_file.h"
-#include "sim/field_reader.h"
 #include "sim/node_identity.h"
 
 namespace gpufleet::sim {
+
+using core::describe_value;
+using core::fail_field;
+using core::FieldReader;
+using core::seconds_from;
 namespace {
 
 constexpr std::string_view kEventTypes =
@@ -245,8 +250,9 @@ Scenario parse_scenario(const core::Value& doc, std::string_view source_view,
 
 Scenario load_scenario_file(const std::string& path) {
   std::string dir = std::filesystem::path(path).parent_path().string();
-  return parse_scenario(core::parse_yaml(read_text_file(path), path), path,
-                        dir.empty() ? "." : dir);
+  const std::string text = read_text_file(path);
+  core::DocumentScope scope(path, text);
+  return parse_scenario(core::parse_yaml(text, path), path, dir.empty() ? "." : dir);
 }
 
 }  // namespace gpufleet::sim

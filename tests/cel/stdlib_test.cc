@@ -16,6 +16,11 @@ TEST(CelStdlib, TimeZones) {
   EXPECT_EQ(eval("timestamp('2024-07-01T12:00:00Z').getHours('America/New_York')").as_int(), 8);
   EXPECT_EQ(eval("timestamp('2024-07-01T12:00:00Z').getMinutes('Asia/Kathmandu')").as_int(), 45);
   EXPECT_EQ(eval("timestamp('2024-07-01T12:00:00Z').getHours('-03:30')").as_int(), 8);
+  // The CEL specification allows an offset without a sign: east of UTC.
+  EXPECT_EQ(eval("timestamp('2024-07-01T12:00:00Z').getHours('02:00')").as_int(), 14);
+  EXPECT_EQ(eval("timestamp('2024-07-01T23:30:00Z').getDate('00:30')").as_int(), 2);
+  EXPECT_TRUE(eval("timestamp('2024-07-01T12:00:00Z').getHours('2:00')").is_error());
+  EXPECT_TRUE(eval("timestamp('2024-07-01T12:00:00Z').getHours('24:00')").is_error());
   // Beyond the last transition listed in the file: the POSIX TZ footer rule applies.
   EXPECT_EQ(eval("timestamp('2090-07-01T12:00:00Z').getHours('Europe/Paris')").as_int(), 14);
   EXPECT_EQ(eval("timestamp('2090-01-01T12:00:00Z').getHours('Europe/Paris')").as_int(), 13);

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "core/duration.h"
 #include "core/quantity.h"
 #include "core/semver.h"
+#include "core/time.h"
 
 namespace gpufleet::core {
 namespace {

@@ -12,10 +12,10 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "core/sha256.h"
 #include "core/yaml.h"
-#include "recipe/bundle_render.h"
+#include "recipe/bundle/render.h"
 #include "recipe/resolver.h"
-#include "recipe/sha256.h"
 #include "test_library.h"
 
 namespace gpufleet::recipe {
@@ -97,7 +97,7 @@ TEST_P(BundleGoldenTest, ByteIdenticalAcrossRunsAndChecksumsHold) {
   while (std::getline(lines, line)) {
     std::string hash = line.substr(0, 64), path = line.substr(66);
     ASSERT_TRUE(a.count(path)) << path;
-    EXPECT_EQ(hash, sha256_hex(a.at(path).content)) << path;
+    EXPECT_EQ(hash, core::sha256_hex(a.at(path).content)) << path;
     ++n;
   }
   EXPECT_EQ(n, a.size() - 1);

@@ -91,6 +91,36 @@ set -e
 grep -q 'CrashLoopBackOff (phase Running)' "$work/validate.txt" || fail "CrashLoopBackOff not reported"
 "$bin" validate -r "$work/train.yaml" --snapshot "$snapshot" -o json >"$work/validate.json" || true
 grep -q '"passed": false' "$work/validate.json" || fail "validate json"
+# Bad input exits 2 with words that name the problem: expect_bad_input WORDS -- gpufleet args...
+expect_bad_input() {
+  local want="$1"; shift
+  set +e
+  out="$("$bin" "$@" 2>&1)"; rc=$?
+  set -e
+  [[ $rc == 2 ]] || fail "gpufleet $* exited $rc, want 2: $out"
+  [[ $out == *"$want"* ]] || fail "gpufleet $*: '$want' not in: $out"
+}
+# A misspelled key is bad input that names the key, its line:column and the near miss.
+sed 's/^  components:$/  componets:/' "$work/train.yaml" >"$work/typo.yaml"
+line="$(grep -n '^  componets:$' "$work/typo.yaml" | cut -d: -f1)"
+[[ -n $line ]] || fail "typo fixture"
+expect_bad_input "typo.yaml:$line:3: spec.componets: is not a known field (did you mean \"components\"?" \
+  validate -r "$work/typo.yaml" --snapshot "$snapshot"
+sed 's/^  podProblems:/  podProblem:/' "$snapshot" >"$work/snap-typo.yaml"
+line="$(grep -n '^  podProblem:' "$work/snap-typo.yaml" | cut -d: -f1)"
+[[ -n $line ]] || fail "snapshot typo fixture"
+expect_bad_input "snap-typo.yaml:$line:3: spec.podProblem: is not a known field (did you mean \"podProblems\"?" \
+  validate -r "$work/train.yaml" --snapshot "$work/snap-typo.yaml"
+# Flag rules are CLI11's own validators: bad flags exit 2 naming the flag, before any work.
+expect_bad_input "--output: yaml not in {table,json}" validate -r "$work/train.yaml" --snapshot "$snapshot" -o yaml
+expect_bad_input "--snapshot excludes --kubeconfig" \
+  validate -r "$work/train.yaml" --snapshot "$snapshot" --kubeconfig "$snapshot"
+expect_bad_input "File does not exist: $work/missing.yaml" validate -r "$work/missing.yaml"
+expect_bad_input "Exactly 1 option from [-r,--recipe,--against] is required and 2 were given" \
+  diff -r "$work/train.yaml" --against "$snapshot" --snapshot "$snapshot"
+expect_bad_input "Exactly 1 option from [-r,--recipe,--against] is required" diff --snapshot "$snapshot"
+expect_bad_input "--from-dir excludes --context" snapshot --from-dir "$work" --context other
+expect_bad_input "Directory does not exist" snapshot --from-dir "$work/none"
 set +e
 "$bin" diff -r "$work/train.yaml" --snapshot "$snapshot" --fail-on-drift >"$work/diff.txt"; rc=$?
 set -e

@@ -130,7 +130,7 @@ TEST(LibraryTest, BrokenReferencesAreNamed) {
   expect_error({file("overlays/o.yaml", std::string(head) + "criteria: {service: aws}\n")},
                "'aws' is not a known service; valid values are eks, gke");
   expect_error({file("overlays/o.yaml", std::string(head) + "criteria: {gpu: h100}\n")},
-               "unknown field 'gpu'");
+               "o.yaml:3:12: criteria.gpu: is not a known field");
   expect_error({file("overlays/p.yaml", std::string(head) + "parent: q\n"),
                 file("overlays/q.yaml", std::string(head) + "parent: p\n")},
                "inheritance cycle");

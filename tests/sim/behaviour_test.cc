@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/errors.h"
+#include "core/text.h"
 #include "core/yaml.h"
 #include "sim/atomic_file.h"
 
@@ -15,13 +16,13 @@ using ::testing::HasSubstr;
 core::Value pod(const std::string& yaml) { return core::parse_yaml(yaml); }
 
 TEST(Glob, Matches) {
-  EXPECT_TRUE(glob_match("*nccl-test*", "ghcr.io/coreweave/nccl-tests:12.8"));
-  EXPECT_TRUE(glob_match("busybox", "busybox"));
-  EXPECT_FALSE(glob_match("busybox", "busybox:1.36"));
-  EXPECT_TRUE(glob_match("busybox*", "busybox:1.36"));
-  EXPECT_TRUE(glob_match("a*b*c", "aXXbYYc"));
-  EXPECT_FALSE(glob_match("a*b*c", "aXXbYY"));
-  EXPECT_TRUE(glob_match("*", ""));
+  EXPECT_TRUE(core::glob_match("*nccl-test*", "ghcr.io/coreweave/nccl-tests:12.8"));
+  EXPECT_TRUE(core::glob_match("busybox", "busybox"));
+  EXPECT_FALSE(core::glob_match("busybox", "busybox:1.36"));
+  EXPECT_TRUE(core::glob_match("busybox*", "busybox:1.36"));
+  EXPECT_TRUE(core::glob_match("a*b*c", "aXXbYYc"));
+  EXPECT_FALSE(core::glob_match("a*b*c", "aXXbYY"));
+  EXPECT_TRUE(core::glob_match("*", ""));
 }
 
 TEST(BehaviourTable, DefaultsPickNcclServiceAndBatch) {

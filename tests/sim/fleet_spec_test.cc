@@ -1,5 +1,10 @@
 #include "sim/fleet_spec.h"
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -57,6 +62,21 @@ TEST(FleetSpec, DefaultsFillAMinimalPool) {
   EXPECT_EQ(p.name_pattern, "{pool}-{index:04}");
   EXPECT_EQ(p.os.pretty_name, "Ubuntu 22.04 LTS");
   EXPECT_EQ(p.zones, std::vector<std::string>{"t-zone-a"});
+}
+
+TEST(FleetSpec, FileErrorsCarryLineColumnAndNearMiss) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("fleet-typo-" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(path) << kMinimal << "    coutn: 4\n";
+  std::string e;
+  try {
+    load_fleet_file(path.string());
+  } catch (const core::InvalidInput& ex) {
+    e = ex.what();
+  }
+  std::filesystem::remove(path);
+  EXPECT_THAT(e, HasSubstr(path.string() + ":9:5: spec.pools[0].coutn: is not a known field"));
+  EXPECT_THAT(e, HasSubstr("did you mean \"count\"?"));
 }
 
 TEST(FleetSpec, ErrorsNameFieldValueAndFix) {

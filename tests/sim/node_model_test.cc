@@ -9,7 +9,9 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "core/xid_catalog.h"
 #include "core/yaml.h"
+#include "sim/xid_text.h"
 
 namespace gpufleet::sim {
 namespace {
@@ -237,6 +239,47 @@ TEST_F(NodeModelTest, SignalFilesAreWrittenAtomicallyAndOnlyWhenChanged) {
     EXPECT_EQ(e.path().string().find(".tmp-"), std::string::npos) << e.path();
   }
   std::filesystem::remove_all(root);
+}
+
+}  // namespace
+}  // namespace gpufleet::sim
+
+namespace gpufleet::sim {
+namespace {
+
+// Every Xid the simulator prints comes from the catalog: the ones faults name and the ones
+// it emits on its own (48 and 63 for ECC, 64 for a remap failure, 154 for recovery actions).
+TEST(XidCatalogInSimulator, EveryEmittedCodeIsInTheCatalog) {
+  const auto& catalog = core::XidCatalog::builtin();
+  for (int code : {48, 63, 64, 154}) EXPECT_NE(catalog.find(code), nullptr) << code;
+  Rng rng(7);
+  for (const core::XidInfo& x : catalog.xids()) {
+    if (x.code == 154) continue;  // its text names recovery actions: xid154_message
+    const std::string m = xid_message(x.code, rng);
+    EXPECT_EQ(m.find('{'), std::string::npos) << x.code << ": " << m;
+    EXPECT_EQ(m.find('?'), std::string::npos) << x.code << ": " << m;
+  }
+  EXPECT_EQ(xid_message(74, rng, 14),
+            "NVLink: fatal error detected on link 14(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)");
+  EXPECT_EQ(xid154_message(RecoveryAction::None, RecoveryAction::GpuReset),
+            "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)");
+  EXPECT_EQ(sxid_line(0, "0000:06:00.0", 20009, 4, ""),
+            "nvidia-nvswitch0: SXid (PCI:0000:06:00.0): 20009, Non-fatal, Link 04 RX Short Error "
+            "Rate");
+  // The codes of the example scenario's faults.
+  const core::Value sc = core::parse_yaml(
+      [] {
+        std::ifstream in(GPUFLEET_SOURCE_DIR "/examples/scenario-faults.yaml");
+        std::stringstream s;
+        s << in.rdbuf();
+        return s.str();
+      }(),
+      "scenario-faults.yaml");
+  for (const core::Value& e : sc.get({"spec", "timeline"})->as_list()) {
+    if (e.get_string({"type"}) == "xid") {
+      EXPECT_NE(catalog.find(static_cast<int>(e.find("code")->as_int())), nullptr);
+    }
+  }
 }
 
 }  // namespace

@@ -1,8 +1,6 @@
 #include "kube/api/meta.h"
 
-#include <cstdio>
-#include <ctime>
-
+#include "core/time.h"
 #include "kube/api/resource.h"
 
 namespace gpufleet::kube {
@@ -51,52 +49,12 @@ std::pair<std::string_view, std::string_view> split_object_key(std::string_view 
 }
 
 std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view s) {
-  int y, mo, d, h, mi, sec;
-  char tail[64] = {};
-  std::string str(s.substr(0, 63));
-  if (std::sscanf(str.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%63s", &y, &mo, &d, &h, &mi, &sec, tail) <
-      6) {
-    return std::nullopt;
-  }
-  std::tm tm{};
-  tm.tm_year = y - 1900;
-  tm.tm_mon = mo - 1;
-  tm.tm_mday = d;
-  tm.tm_hour = h;
-  tm.tm_min = mi;
-  tm.tm_sec = sec;
-  std::time_t t = timegm(&tm);
-  // system_clock counts nanoseconds in 64 bits: it ends in 2262. Later times clamp to its end.
-  if (t > 9'000'000'000LL) return std::chrono::system_clock::time_point::max();
-  auto tp = std::chrono::system_clock::from_time_t(t);
-  std::string_view rest(tail);
-  if (!rest.empty() && rest.front() == '.') {
-    rest.remove_prefix(1);
-    long long frac = 0;
-    int digits = 0;
-    while (!rest.empty() && rest.front() >= '0' && rest.front() <= '9') {
-      if (digits < 9) {
-        frac = frac * 10 + (rest.front() - '0');
-        ++digits;
-      }
-      rest.remove_prefix(1);
-    }
-    while (digits < 9) {
-      frac *= 10;
-      ++digits;
-    }
-    tp += std::chrono::duration_cast<std::chrono::system_clock::duration>(
-        std::chrono::nanoseconds(frac));
-  }
-  if (rest == "Z" || rest == "z" || rest.empty()) return tp;
-  int oh = 0, om = 0;
-  char sign = rest.front();
-  if ((sign == '+' || sign == '-') &&
-      std::sscanf(std::string(rest.substr(1)).c_str(), "%2d:%2d", &oh, &om) == 2) {
-    auto offset = std::chrono::hours(oh) + std::chrono::minutes(om);
-    return sign == '+' ? tp - offset : tp + offset;
-  }
-  return std::nullopt;
+  auto t = core::Timestamp::try_parse_rfc3339(s);
+  if (!t) return std::nullopt;
+  // system_clock counts nanoseconds in 64 bits: it spans 1678..2262. Times outside clamp.
+  if (t->seconds > 9'000'000'000LL) return std::chrono::system_clock::time_point::max();
+  if (t->seconds < -9'000'000'000LL) return std::chrono::system_clock::time_point::min();
+  return t->to_time_point();
 }
 
 }  // namespace gpufleet::kube

@@ -1,10 +1,10 @@
-#include "recipe/sha256.h"
+#include "core/sha256.h"
 
 #include <openssl/evp.h>
 
 #include <stdexcept>
 
-namespace gpufleet::recipe {
+namespace gpufleet::core {
 
 std::string sha256_hex(std::string_view data) {
   unsigned char md[EVP_MAX_MD_SIZE];
@@ -22,4 +22,4 @@ std::string sha256_hex(std::string_view data) {
   return out;
 }
 
-}  // namespace gpufleet::recipe
+}  // namespace gpufleet::core

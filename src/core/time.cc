@@ -1,10 +1,17 @@
-#include "core/duration.h"
+#include "core/time.h"
+
+#include <absl/time/time.h>
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <limits>
+#include <map>
+#include <mutex>
 
 #include "core/errors.h"
+#include "core/text.h"
 
 namespace gpufleet::core {
 namespace {
@@ -15,13 +22,6 @@ constexpr std::string_view kTimestampForms =
     "expected RFC 3339 such as 2024-05-01T12:00:00Z or 2024-05-01T12:00:00.5+02:00";
 
 constexpr std::int64_t kNanosPerSecond = 1'000'000'000;
-
-std::string quoted(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s.substr(0, 80)) out += (static_cast<unsigned char>(c) < 0x20) ? '?' : c;
-  if (s.size() > 80) out += "...";
-  return out + '"';
-}
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -208,19 +208,22 @@ std::string parse_timestamp_impl(std::string_view s, Timestamp& out) {
   return "";
 }
 
-Timestamp checked_timestamp(__int128 total_nanos) {
+std::optional<Timestamp> timestamp_from_total(__int128 total_nanos) noexcept {
   __int128 seconds = total_nanos / kNanosPerSecond;
   __int128 nanos = total_nanos % kNanosPerSecond;
   if (nanos < 0) {
     nanos += kNanosPerSecond;
     --seconds;
   }
-  if (seconds < Timestamp::kMinSeconds || seconds > Timestamp::kMaxSeconds) {
-    throw InvalidInput(
-        "timestamp out of range: it must lie within "
-        "0001-01-01T00:00:00Z..9999-12-31T23:59:59.999999999Z");
-  }
+  if (seconds < Timestamp::kMinSeconds || seconds > Timestamp::kMaxSeconds) return std::nullopt;
   return Timestamp{static_cast<std::int64_t>(seconds), static_cast<std::int32_t>(nanos)};
+}
+
+Timestamp checked_timestamp(__int128 total_nanos) {
+  if (auto t = timestamp_from_total(total_nanos)) return *t;
+  throw InvalidInput(
+      "timestamp out of range: it must lie within "
+      "0001-01-01T00:00:00Z..9999-12-31T23:59:59.999999999Z");
 }
 
 __int128 total_nanos(const Timestamp& t) {
@@ -354,14 +357,116 @@ Timestamp Timestamp::operator-(std::chrono::nanoseconds d) const {
   return checked_timestamp(total_nanos(*this) - d.count());
 }
 
-std::chrono::nanoseconds Timestamp::operator-(const Timestamp& o) const {
-  const __int128 diff = total_nanos(*this) - total_nanos(o);
+std::optional<Timestamp> Timestamp::try_add(std::chrono::nanoseconds d) const noexcept {
+  return timestamp_from_total(total_nanos(*this) + d.count());
+}
+
+std::optional<std::chrono::nanoseconds> Timestamp::try_since(
+    const Timestamp& earlier) const noexcept {
+  const __int128 diff = total_nanos(*this) - total_nanos(earlier);
   if (diff > std::numeric_limits<std::int64_t>::max() ||
       diff < std::numeric_limits<std::int64_t>::min()) {
-    throw InvalidInput("the time between " + o.to_rfc3339() + " and " + to_rfc3339() +
-                       " exceeds the duration range (about 292 years)");
+    return std::nullopt;
   }
   return std::chrono::nanoseconds(static_cast<std::int64_t>(diff));
+}
+
+std::chrono::nanoseconds Timestamp::operator-(const Timestamp& o) const {
+  if (auto d = try_since(o)) return *d;
+  throw InvalidInput("the time between " + o.to_rfc3339() + " and " + to_rfc3339() +
+                     " exceeds the duration range (about 292 years)");
+}
+
+CivilTime civil_time(const Timestamp& t, std::int32_t utc_offset_seconds) noexcept {
+  // Floor division keeps times before 1970 on the right day.
+  const std::int64_t local = t.seconds + utc_offset_seconds;
+  std::int64_t days = local / 86400;
+  std::int64_t rem = local % 86400;
+  if (rem < 0) {
+    rem += 86400;
+    --days;
+  }
+  const std::chrono::sys_days day{std::chrono::days{days}};
+  const std::chrono::year_month_day ymd{day};
+  const std::chrono::sys_days jan1{ymd.year() / std::chrono::January / 1};
+  CivilTime c;
+  c.year = static_cast<int>(ymd.year());
+  c.month = static_cast<int>(static_cast<unsigned>(ymd.month()));
+  c.day = static_cast<int>(static_cast<unsigned>(ymd.day()));
+  c.hour = static_cast<int>(rem / 3600);
+  c.minute = static_cast<int>(rem / 60 % 60);
+  c.second = static_cast<int>(rem % 60);
+  c.day_of_week = static_cast<int>(std::chrono::weekday{day}.c_encoding());
+  c.day_of_year = static_cast<int>((day - jan1).count());
+  return c;
+}
+
+namespace {
+
+// "+05:30", "-02:30", or unsigned "02:00" (east), as CEL's timezone argument allows.
+std::optional<std::int32_t> fixed_offset(std::string_view zone) {
+  int sign = 1;
+  if (!zone.empty() && (zone[0] == '+' || zone[0] == '-')) {
+    sign = zone[0] == '-' ? -1 : 1;
+    zone.remove_prefix(1);
+  }
+  int h = 0, m = 0;
+  if (zone.size() != 5 || !read_digits(zone, 0, 2, h) || zone[2] != ':' ||
+      !read_digits(zone, 3, 2, m) || h > 23 || m > 59) {
+    return std::nullopt;
+  }
+  return sign * (h * 3600 + m * 60);
+}
+
+// An IANA name as the tz database spells them: "Europe/Paris", "America/Argentina/Salta",
+// "Etc/GMT+5". Rejects what could leave the database directory ("..", a leading '/') and
+// Abseil's "file:" test hook, before the name reaches the loader.
+bool plausible_zone_name(std::string_view name) {
+  if (name.empty() || name.size() > 64 || name[0] == '/' || name.back() == '/') return false;
+  char prev = '/';
+  for (char c : name) {
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '-' || c == '+' || c == '/' || c == '.';
+    if (!ok || (c == '.' && prev == '/') || (c == '/' && prev == '/')) return false;
+    prev = c;
+  }
+  return true;
+}
+
+std::filesystem::path zoneinfo_dir() {
+  // Abseil looks in $TZDIR first, then the system database; so does this check.
+  const char* dir = std::getenv("TZDIR");
+  return dir != nullptr && *dir != '\0' ? dir : "/usr/share/zoneinfo";
+}
+
+// Loaded zones by name. Only names that are files of the tz database get here (Abseil's own
+// cache also keeps names that failed to load), so both stay bounded by the database size.
+std::optional<absl::TimeZone> load_zone(std::string_view name) {
+  static std::mutex mu;
+  static std::map<std::string, absl::TimeZone, std::less<>> zones;
+  {
+    std::lock_guard lock(mu);
+    if (auto it = zones.find(name); it != zones.end()) return it->second;
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(zoneinfo_dir() / std::string(name), ec))
+    return std::nullopt;
+  absl::TimeZone tz;
+  if (!absl::LoadTimeZone(std::string(name), &tz)) return std::nullopt;
+  std::lock_guard lock(mu);
+  zones.emplace(std::string(name), tz);
+  return tz;
+}
+
+}  // namespace
+
+std::optional<std::int32_t> zone_offset(std::string_view zone, const Timestamp& at) {
+  if (zone == "UTC" || zone == "Z") return 0;
+  if (zone.find(':') != std::string_view::npos) return fixed_offset(zone);
+  if (!plausible_zone_name(zone)) return std::nullopt;
+  auto tz = load_zone(zone);
+  if (!tz) return std::nullopt;
+  return tz->At(absl::FromUnixSeconds(at.seconds)).offset;
 }
 
 }  // namespace gpufleet::core

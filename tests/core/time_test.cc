@@ -1,4 +1,4 @@
-#include "core/duration.h"
+#include "core/time.h"
 
 #include <gtest/gtest.h>
 
@@ -216,6 +216,70 @@ TEST(Timestamp, SystemClockRoundTrip) {
   EXPECT_EQ(Timestamp::from_unix_nanos(1'500'000'000), (Timestamp{1, 500'000'000}));
   EXPECT_EQ(Timestamp::from_unix_nanos(-1), (Timestamp{-1, 999'999'999}));
   EXPECT_THROW((void)(Timestamp{Timestamp::kMinSeconds, 0}.to_time_point()), InvalidInput);
+}
+
+}  // namespace
+}  // namespace gpufleet::core
+
+namespace gpufleet::core {
+namespace {
+
+TEST(Timestamp, TryArithmeticReportsRange) {
+  const Timestamp max{Timestamp::kMaxSeconds, 999'999'999};
+  EXPECT_FALSE(max.try_add(std::chrono::nanoseconds(1)));
+  EXPECT_EQ(max.try_add(std::chrono::nanoseconds(-999'999'999)),
+            (Timestamp{Timestamp::kMaxSeconds, 0}));
+  const Timestamp min{Timestamp::kMinSeconds, 0};
+  EXPECT_FALSE(max.try_since(min));  // about 10000 years: beyond int64 nanoseconds
+  EXPECT_EQ((Timestamp{10, 0}.try_since(Timestamp{9, 500'000'000})),
+            std::chrono::milliseconds(500));
+  EXPECT_TRUE(Timestamp::in_range(0));
+  EXPECT_FALSE(Timestamp::in_range(Timestamp::kMaxSeconds + 1));
+}
+
+TEST(CivilTime, SplitsCalendarFields) {
+  // 2024-02-29T23:59:58Z, a Thursday, day 59 of a leap year.
+  const CivilTime c = civil_time(Timestamp::parse_rfc3339("2024-02-29T23:59:58Z"));
+  EXPECT_EQ(c.year, 2024);
+  EXPECT_EQ(c.month, 2);
+  EXPECT_EQ(c.day, 29);
+  EXPECT_EQ(c.hour, 23);
+  EXPECT_EQ(c.minute, 59);
+  EXPECT_EQ(c.second, 58);
+  EXPECT_EQ(c.day_of_week, 4);
+  EXPECT_EQ(c.day_of_year, 59);
+  // Two hours east is the next day, a Friday.
+  const CivilTime east = civil_time(Timestamp::parse_rfc3339("2024-02-29T23:59:58Z"), 7200);
+  EXPECT_EQ(east.month, 3);
+  EXPECT_EQ(east.day, 1);
+  EXPECT_EQ(east.day_of_week, 5);
+  // Before 1970 and at the start of the range.
+  const CivilTime first = civil_time(Timestamp{Timestamp::kMinSeconds, 0});
+  EXPECT_EQ(first.year, 1);
+  EXPECT_EQ(first.day_of_week, 1);  // 0001-01-01 was a Monday
+  const CivilTime before = civil_time(Timestamp{-1, 0});
+  EXPECT_EQ(before.year, 1969);
+  EXPECT_EQ(before.second, 59);
+}
+
+TEST(ZoneOffset, FixedOffsetsAndIanaNames) {
+  const Timestamp summer = Timestamp::parse_rfc3339("2024-07-01T12:00:00Z");
+  const Timestamp winter = Timestamp::parse_rfc3339("2024-01-01T12:00:00Z");
+  EXPECT_EQ(zone_offset("UTC", summer), 0);
+  EXPECT_EQ(zone_offset("Z", summer), 0);
+  EXPECT_EQ(zone_offset("+05:30", summer), 19800);
+  EXPECT_EQ(zone_offset("-02:30", summer), -9000);
+  EXPECT_EQ(zone_offset("02:00", summer), 7200);  // CEL: unsigned means east
+  EXPECT_EQ(zone_offset("Europe/Paris", summer), 7200);
+  EXPECT_EQ(zone_offset("Europe/Paris", winter), 3600);
+  EXPECT_EQ(zone_offset("Asia/Kathmandu", winter), 20700);
+  // Far beyond the last listed transition: the POSIX rule of the zone applies.
+  EXPECT_EQ(zone_offset("Europe/Paris", Timestamp::parse_rfc3339("2090-07-01T00:00:00Z")), 7200);
+  for (std::string_view bad : {"", "2:00", "+24:00", "+02:60", "+0200", "Mars/Olympus",
+                               "../../etc/passwd", "/etc/localtime", "file:/etc/passwd",
+                               "Europe/../Europe/Paris", "Asia", "US/", "Europe//Paris"}) {
+    EXPECT_FALSE(zone_offset(bad, summer)) << bad;
+  }
 }
 
 }  // namespace

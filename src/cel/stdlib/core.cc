@@ -6,8 +6,7 @@
 
 #include "cel/eval_context.h"
 #include "cel/functions.h"
-#include "cel/time_util.h"
-#include "cel/utf8.h"
+#include "core/utf8.h"
 
 namespace gpufleet::cel {
 
@@ -36,10 +35,16 @@ using K = ValKind;
 
 Val overflow(std::string_view op) { return Val::error("integer overflow in " + std::string(op)); }
 
-Val add_timestamp(std::int64_t s, std::int64_t ns, const Val& d) {
-  Instant r = normalize_timestamp(s + d.seconds(), ns + d.nanos());
-  if (!timestamp_in_range(r.seconds)) return Val::error("timestamp out of range");
-  return Val::timestamp(r.seconds, r.nanos);
+Val add_timestamp(const Val& t, std::chrono::nanoseconds d) {
+  auto r = t.as_timestamp().try_add(d);
+  if (!r) return Val::error("timestamp out of range");
+  return Val::timestamp(*r);
+}
+
+Val add_durations(std::chrono::nanoseconds x, std::chrono::nanoseconds y) {
+  std::int64_t r;
+  if (__builtin_add_overflow(x.count(), y.count(), &r)) return Val::error("duration out of range");
+  return Val::duration(std::chrono::nanoseconds(r));
 }
 
 Val fn_add(EvalContext& ctx, const Val* a, std::size_t n) {
@@ -75,19 +80,12 @@ Val fn_add(EvalContext& ctx, const Val* a, std::size_t n) {
         for (std::size_t i = 0; i < y.size(); ++i) items.push_back(y.list_at(i));
         return Val::list(std::move(items));
       }
-      case K::Duration: {
-        Instant r =
-            normalize_duration(x.seconds() + y.seconds(), std::int64_t{x.nanos()} + y.nanos());
-        if (!duration_in_range(r.seconds, r.nanos)) return Val::error("duration out of range");
-        return Val::duration(r.seconds, r.nanos);
-      }
+      case K::Duration: return add_durations(x.as_duration(), y.as_duration());
       default: break;
     }
   }
-  if (x.kind() == K::Timestamp && y.kind() == K::Duration)
-    return add_timestamp(x.seconds(), x.nanos(), y);
-  if (x.kind() == K::Duration && y.kind() == K::Timestamp)
-    return add_timestamp(y.seconds(), y.nanos(), x);
+  if (x.kind() == K::Timestamp && y.kind() == K::Duration) return add_timestamp(x, y.as_duration());
+  if (x.kind() == K::Duration && y.kind() == K::Timestamp) return add_timestamp(y, x.as_duration());
   return no_such_overload("_+_", a, n);
 }
 
@@ -107,20 +105,25 @@ Val fn_sub(EvalContext&, const Val* a, std::size_t n) {
         return Val::uinteger(r);
       }
       case K::Double: return Val::dbl(x.as_double() - y.as_double());
-      case K::Duration:
+      case K::Duration: {
+        std::int64_t r;
+        if (__builtin_sub_overflow(x.as_duration().count(), y.as_duration().count(), &r))
+          return Val::error("duration out of range");
+        return Val::duration(std::chrono::nanoseconds(r));
+      }
       case K::Timestamp: {
-        Instant r =
-            normalize_duration(x.seconds() - y.seconds(), std::int64_t{x.nanos()} - y.nanos());
-        if (!duration_in_range(r.seconds, r.nanos)) return Val::error("duration out of range");
-        return Val::duration(r.seconds, r.nanos);
+        auto r = x.as_timestamp().try_since(y.as_timestamp());
+        if (!r) return Val::error("duration out of range");
+        return Val::duration(*r);
       }
       default: break;
     }
   }
   if (x.kind() == K::Timestamp && y.kind() == K::Duration) {
-    Instant r = normalize_timestamp(x.seconds() - y.seconds(), std::int64_t{x.nanos()} - y.nanos());
-    if (!timestamp_in_range(r.seconds)) return Val::error("timestamp out of range");
-    return Val::timestamp(r.seconds, r.nanos);
+    // -INT64_MIN overflows; that duration subtracted from any timestamp leaves the range.
+    if (y.as_duration() == std::chrono::nanoseconds::min())
+      return Val::error("timestamp out of range");
+    return add_timestamp(x, -y.as_duration());
   }
   return no_such_overload("_-_", a, n);
 }
@@ -198,7 +201,8 @@ Val fn_neg(EvalContext&, const Val* a, std::size_t n) {
 
 Val fn_size(EvalContext&, const Val* a, std::size_t n) {
   switch (a[0].kind()) {
-    case K::String: return Val::integer(static_cast<std::int64_t>(code_point_count(a[0].text())));
+    case K::String:
+      return Val::integer(static_cast<std::int64_t>(core::code_point_count(a[0].text())));
     case K::Bytes:
     case K::List:
     case K::Map: return Val::integer(static_cast<std::int64_t>(a[0].size()));
@@ -311,7 +315,7 @@ Val fn_string(EvalContext&, const Val* a, std::size_t n) {
   switch (x.kind()) {
     case K::String: return x;
     case K::Bytes:
-      if (!valid_utf8(x.text())) return Val::error("string() invalid UTF-8 in bytes");
+      if (!core::is_valid_utf8(x.text())) return Val::error("string() invalid UTF-8 in bytes");
       return Val::string(std::string(x.text()));
     case K::Int:
     case K::Uint:

@@ -4,7 +4,7 @@
 // pushed to.
 #include "core/errors.h"
 #include "core/yaml.h"
-#include "recipe/bundle_render.h"
+#include "recipe/bundle/render.h"
 
 namespace gpufleet::recipe::detail {
 

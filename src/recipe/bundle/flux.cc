@@ -1,7 +1,7 @@
 // The flux deployer: a HelmRepository per chart repository and a HelmRelease per component
 // whose dependsOn mirrors the dependency graph, tied together by a kustomization.yaml.
 #include "core/yaml.h"
-#include "recipe/bundle_render.h"
+#include "recipe/bundle/render.h"
 
 namespace gpufleet::recipe::detail {
 

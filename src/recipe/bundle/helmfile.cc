@@ -1,7 +1,7 @@
 // The helmfile deployer: one helmfile.yaml with repositories and releases whose `needs`
 // mirror the dependency graph, values in values/<component>.yaml.
 #include "core/yaml.h"
-#include "recipe/bundle_render.h"
+#include "recipe/bundle/render.h"
 
 namespace gpufleet::recipe::detail {
 

@@ -1,16 +1,16 @@
 // The strings extension (as cel-go's ext.Strings and Kubernetes ship it): charAt, indexOf,
 // lastIndexOf, lowerAscii, upperAscii, replace, split, substring, trim, join, quote,
-// reverse and format (stdlib_format.cc). Indexes count code points, not bytes.
+// reverse and format (stdlib/format.cc). Indexes count code points, not bytes.
 #include <algorithm>
 
 #include "cel/eval_context.h"
 #include "cel/functions.h"
-#include "cel/utf8.h"
+#include "core/utf8.h"
 
 namespace gpufleet::cel {
 
-Val fn_format(EvalContext& ctx, const Val* a, std::size_t n);  // stdlib_format.cc
-Val list_index_of(const Val* a, bool last);                    // stdlib_lists.cc
+Val fn_format(EvalContext& ctx, const Val* a, std::size_t n);  // stdlib/format.cc
+Val list_index_of(const Val* a, bool last);                    // stdlib/lists.cc
 
 namespace {
 
@@ -29,13 +29,13 @@ Val out_of_range(std::int64_t i) { return Val::error("index out of range: " + st
 
 std::string encode(const std::vector<std::uint32_t>& cps, std::size_t from, std::size_t to) {
   std::string out;
-  for (std::size_t i = from; i < to; ++i) append_utf8(out, cps[i]);
+  for (std::size_t i = from; i < to; ++i) core::append_utf8(out, cps[i]);
   return out;
 }
 
 Val fn_char_at(EvalContext&, const Val* a, std::size_t n) {
   if (!kinds(a, n, {K::String, K::Int})) return no_such_overload("charAt", a, n);
-  auto cps = decode_utf8(a[0].text());
+  auto cps = core::decode_utf8(a[0].text());
   std::int64_t i = a[1].as_int();
   if (i < 0 || static_cast<std::uint64_t>(i) > cps.size()) return out_of_range(i);
   if (static_cast<std::size_t>(i) == cps.size()) return Val::string("");
@@ -69,8 +69,8 @@ Val index_of(const Val* a, std::size_t n, bool last) {
   if (!kinds(a, n, {K::String, K::String}) && !kinds(a, n, {K::String, K::String, K::Int})) {
     return no_such_overload(name, a, n);
   }
-  auto cps = decode_utf8(a[0].text());
-  auto sub = decode_utf8(a[1].text());
+  auto cps = core::decode_utf8(a[0].text());
+  auto sub = core::decode_utf8(a[1].text());
   std::size_t size = cps.size();
   if (n == 3) {
     std::int64_t i = a[2].as_int();
@@ -148,7 +148,7 @@ Val fn_split(EvalContext& ctx, const Val* a, std::size_t n) {
   if (limit == 0) return Val::list({});
   ctx.charge(s.size() / 8);
   if (sep.empty()) {
-    auto cps = decode_utf8(s);
+    auto cps = core::decode_utf8(s);
     for (std::size_t i = 0; i < cps.size(); ++i) {
       if (limit > 0 && static_cast<std::int64_t>(parts.size()) == limit - 1) {
         parts.push_back(Val::string(encode(cps, i, cps.size())));
@@ -174,7 +174,7 @@ Val fn_substring(EvalContext&, const Val* a, std::size_t n) {
   if (!kinds(a, n, {K::String, K::Int}) && !kinds(a, n, {K::String, K::Int, K::Int})) {
     return no_such_overload("substring", a, n);
   }
-  auto cps = decode_utf8(a[0].text());
+  auto cps = core::decode_utf8(a[0].text());
   auto size = static_cast<std::int64_t>(cps.size());
   std::int64_t start = a[1].as_int();
   std::int64_t end = n == 3 ? a[2].as_int() : size;
@@ -210,7 +210,7 @@ bool is_space(std::uint32_t c) {
 
 Val fn_trim(EvalContext&, const Val* a, std::size_t n) {
   if (!kinds(a, n, {K::String})) return no_such_overload("trim", a, n);
-  auto cps = decode_utf8(a[0].text());
+  auto cps = core::decode_utf8(a[0].text());
   std::size_t b = 0, e = cps.size();
   while (b < e && is_space(cps[b])) ++b;
   while (e > b && is_space(cps[e - 1])) --e;
@@ -237,7 +237,7 @@ Val fn_join(EvalContext& ctx, const Val* a, std::size_t n) {
 Val fn_quote(EvalContext&, const Val* a, std::size_t n) {
   if (!kinds(a, n, {K::String})) return no_such_overload("strings.quote", a, n);
   std::string out = "\"";
-  for (std::uint32_t c : decode_utf8(a[0].text())) {
+  for (std::uint32_t c : core::decode_utf8(a[0].text())) {
     switch (c) {
       case '\a': out += "\\a"; break;
       case '\b': out += "\\b"; break;
@@ -255,7 +255,7 @@ Val fn_quote(EvalContext&, const Val* a, std::size_t n) {
           out += kHex[c >> 4];
           out += kHex[c & 15];
         } else {
-          append_utf8(out, c);
+          core::append_utf8(out, c);
         }
     }
   }
@@ -269,9 +269,9 @@ Val fn_reverse(EvalContext&, const Val* a, std::size_t n) {
     return Val::list(std::move(items));
   }
   if (!kinds(a, n, {K::String})) return no_such_overload("reverse", a, n);
-  auto cps = decode_utf8(a[0].text());
+  auto cps = core::decode_utf8(a[0].text());
   std::string out;
-  for (std::size_t i = cps.size(); i-- > 0;) append_utf8(out, cps[i]);
+  for (std::size_t i = cps.size(); i-- > 0;) core::append_utf8(out, cps[i]);
   return Val::string(std::move(out));
 }
 

@@ -1,7 +1,7 @@
 // timestamp() and duration() conversions and their calendar/clock accessors.
+#include "core/time.h"
 #include "cel/eval_context.h"
 #include "cel/functions.h"
-#include "cel/time_util.h"
 
 namespace gpufleet::cel {
 namespace {
@@ -12,15 +12,15 @@ Val fn_timestamp(EvalContext&, const Val* a, std::size_t n) {
   switch (a[0].kind()) {
     case K::Timestamp: return a[0];
     case K::String: {
-      auto t = parse_timestamp(a[0].text());
+      auto t = core::Timestamp::try_parse_rfc3339(a[0].text());
       if (!t) {
         return Val::error("timestamp() cannot parse '" + std::string(a[0].text()) +
                           "' (expected RFC 3339 such as 2024-01-02T15:04:05Z, years 0001-9999)");
       }
-      return Val::timestamp(t->seconds, t->nanos);
+      return Val::timestamp(*t);
     }
     case K::Int:
-      if (!timestamp_in_range(a[0].as_int()))
+      if (!core::Timestamp::in_range(a[0].as_int()))
         return Val::error("timestamp() out of range: " + a[0].debug_string());
       return Val::timestamp(a[0].as_int(), 0);
     default: return no_such_overload("timestamp", a, n);
@@ -31,12 +31,12 @@ Val fn_duration(EvalContext&, const Val* a, std::size_t n) {
   switch (a[0].kind()) {
     case K::Duration: return a[0];
     case K::String: {
-      auto d = parse_duration(a[0].text());
+      auto d = core::try_parse_duration(a[0].text());
       if (!d) {
         return Val::error("duration() cannot parse '" + std::string(a[0].text()) +
                           "' (expected e.g. 1h30m, 1.5s, 300ms, within +-10000 years)");
       }
-      return Val::duration(d->seconds, d->nanos);
+      return Val::duration(*d);
     }
     default: return no_such_overload("duration", a, n);
   }
@@ -75,17 +75,17 @@ Val accessor(EvalContext&, const Val* a, std::size_t n) {
   if (x.kind() != K::Timestamp || (n == 2 && a[1].kind() != K::String) || n > 2) {
     return no_such_overload(name, a, n);
   }
-  std::int64_t secs = x.seconds();
+  std::int32_t offset = 0;
   if (n == 2) {
-    auto off = zone_offset(a[1].text(), secs);
+    auto off = core::zone_offset(a[1].text(), x.as_timestamp());
     if (!off) {
       return Val::error(
           "unknown time zone '" + std::string(a[1].text()) +
           "' (use an IANA name such as Europe/Paris, UTC, or an offset such as +05:30)");
     }
-    secs += *off;
+    offset = *off;
   }
-  CivilTime c = civil_from_seconds(secs);
+  core::CivilTime c = core::civil_time(x.as_timestamp(), offset);
   switch (F) {
     case Field::FullYear: return Val::integer(c.year);
     case Field::Month: return Val::integer(c.month - 1);

@@ -2,7 +2,7 @@
 // script that installs level by level (one level's components in parallel, --wait, retries
 // with exponential backoff) and an uninstall script that removes them in reverse order.
 #include "core/yaml.h"
-#include "recipe/bundle_render.h"
+#include "recipe/bundle/render.h"
 
 namespace gpufleet::recipe::detail {
 

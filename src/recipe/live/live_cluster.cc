@@ -1,6 +1,6 @@
 // Fetching the snapshot's objects from the API server, and turning client failures into
 // messages an operator can act on (which server, which permission).
-#include "recipe/live_cluster.h"
+#include "recipe/live/live_cluster.h"
 
 #include <stdexcept>
 

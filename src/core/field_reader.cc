@@ -1,23 +1,74 @@
-#include "sim/field_reader.h"
+#include "core/field_reader.h"
 
 #include <cmath>
 #include <sstream>
+#include <vector>
 
-#include "core/duration.h"
 #include "core/errors.h"
 #include "core/json.h"
+#include "core/text.h"
+#include "core/time.h"
+#include "core/yaml_path.h"
 
-namespace gpufleet::sim {
+namespace gpufleet::core {
 
-std::string describe_value(const core::Value& v) {
+namespace {
+
+struct OpenDocument {
+  std::string_view source;
+  std::string_view text;
+  std::size_t document;
+};
+// Innermost last. Per thread: documents are read on the thread that calls the parser.
+thread_local std::vector<OpenDocument> open_documents;
+
+// The unknown-key message shared by FieldReader::done and check_keys.
+template <class Range>
+[[noreturn]] void fail_unknown(std::string_view source, std::string field, std::string_view key,
+                               const Range& known) {
+  std::string fix;
+  if (auto near = did_you_mean(key, known)) fix = "did you mean \"" + *near + "\"? ";
+  fix += "fields here: " + join(known);
+  fail_field(source, field, "is not a known field", fix);
+}
+
+}  // namespace
+
+DocumentScope::DocumentScope(std::string_view source, std::string_view text, std::size_t document) {
+  open_documents.push_back({source, text, document});
+}
+
+DocumentScope::~DocumentScope() { open_documents.pop_back(); }
+
+std::string located(std::string_view source, std::string_view field) {
+  std::string out(source);
+  for (auto it = open_documents.rbegin(); it != open_documents.rend(); ++it) {
+    if (it->source != source) continue;
+    // A missing field has no position: point at the nearest enclosing one that has.
+    for (std::string_view f = field;;) {
+      const TextPosition p = locate_field(it->text, f, it->document);
+      if (p.line != 0) {
+        out += ":" + std::to_string(p.line) + ":" + std::to_string(p.column);
+        break;
+      }
+      const std::size_t cut = f.find_last_of(".[");
+      if (f.empty() || cut == std::string_view::npos) break;
+      f = f.substr(0, cut);
+    }
+    break;
+  }
+  return out;
+}
+
+std::string describe_value(const Value& v) {
   switch (v.kind()) {
-    case core::Kind::Map: return "a map";
-    case core::Kind::List: return "a list";
-    case core::Kind::Null: return "null";
-    case core::Kind::Bytes: return "binary data";
+    case Kind::Map: return "a map";
+    case Kind::List: return "a list";
+    case Kind::Null: return "null";
+    case Kind::Bytes: return "binary data";
     default: break;
   }
-  std::string text = core::to_json(v);
+  std::string text = to_json(v);
   if (text.size() > 60) text = text.substr(0, 57) + "...";
   return text;
 }
@@ -25,19 +76,18 @@ std::string describe_value(const core::Value& v) {
 void fail_field(std::string_view source, std::string_view field, std::string_view problem,
                 std::string_view fix) {
   std::string msg;
-  if (!source.empty()) msg.append(source).append(": ");
+  if (!source.empty()) msg.append(located(source, field)).append(": ");
   msg.append(field).append(": ").append(problem);
   if (!fix.empty()) msg.append(" (").append(fix).append(")");
-  throw core::InvalidInput(msg);
+  throw InvalidInput(msg);
 }
 
-double seconds_from(const core::Value& v, std::string_view source, std::string_view field) {
+double seconds_from(const Value& v, std::string_view source, std::string_view field) {
   double s = -1;
   if (v.is_number()) {
     s = v.as_double();
   } else if (v.is_string()) {
-    if (auto d = core::try_parse_duration(v.as_string()))
-      s = std::chrono::duration<double>(*d).count();
+    if (auto d = try_parse_duration(v.as_string())) s = std::chrono::duration<double>(*d).count();
   }
   if (!(s >= 0) || s > 365.0 * 24 * 3600) {
     fail_field(source, field, "value " + describe_value(v) + " is not a duration",
@@ -46,7 +96,7 @@ double seconds_from(const core::Value& v, std::string_view source, std::string_v
   return s;
 }
 
-FieldReader::FieldReader(const core::Value& v, std::string source, std::string path)
+FieldReader::FieldReader(const Value& v, std::string source, std::string path)
     : source_(std::move(source)), path_(std::move(path)) {
   if (v.is_null()) return;
   map_ = v.if_map();
@@ -61,35 +111,35 @@ std::string FieldReader::field(std::string_view key) const {
   return path_ + "." + std::string(key);
 }
 
-const core::Value* FieldReader::get(std::string_view key) {
+const Value* FieldReader::get(std::string_view key) {
   known_.emplace(key);
   if (map_ == nullptr) return nullptr;
-  const core::Value* v = map_->find(key);
+  const Value* v = map_->find(key);
   if (v != nullptr && v->is_null()) return nullptr;
   return v;
 }
 
 bool FieldReader::has(std::string_view key) const {
   if (map_ == nullptr) return false;
-  const core::Value* v = map_->find(key);
+  const Value* v = map_->find(key);
   return v != nullptr && !v->is_null();
 }
 
-void FieldReader::fail(std::string_view key, const core::Value& value, std::string_view problem,
+void FieldReader::fail(std::string_view key, const Value& value, std::string_view problem,
                        std::string_view fix) const {
   fail_field(source_, field(key), "value " + describe_value(value) + " " + std::string(problem),
              fix);
 }
 
 std::string FieldReader::required_string(std::string_view key, std::string_view fix) {
-  const core::Value* v = get(key);
-  if (v == nullptr) fail_field(source_, field(key), "is required", fix);
+  const Value* v = get(key);
+  if (v == nullptr) fail_required(key, fix);
   if (!v->is_string() || v->as_string().empty()) fail(key, *v, "is not a non-empty string", fix);
   return v->as_string();
 }
 
 std::string FieldReader::string(std::string_view key, std::string_view fallback) {
-  const core::Value* v = get(key);
+  const Value* v = get(key);
   if (v == nullptr) return std::string(fallback);
   if (v->is_string()) return v->as_string();
   // Versions such as 22.04 or 12.8 read as numbers in YAML; the user meant text.
@@ -99,9 +149,9 @@ std::string FieldReader::string(std::string_view key, std::string_view fallback)
 
 std::int64_t FieldReader::integer(std::string_view key, std::optional<std::int64_t> fallback,
                                   std::int64_t min, std::int64_t max, std::string_view fix) {
-  const core::Value* v = get(key);
+  const Value* v = get(key);
   if (v == nullptr) {
-    if (!fallback) fail_field(source_, field(key), "is required", fix);
+    if (!fallback) fail_required(key, fix);
     return *fallback;
   }
   std::int64_t n = 0;
@@ -122,9 +172,9 @@ std::int64_t FieldReader::integer(std::string_view key, std::optional<std::int64
 
 double FieldReader::number(std::string_view key, std::optional<double> fallback, double min,
                            double max, std::string_view fix) {
-  const core::Value* v = get(key);
+  const Value* v = get(key);
   if (v == nullptr) {
-    if (!fallback) fail_field(source_, field(key), "is required", fix);
+    if (!fallback) fail_required(key, fix);
     return *fallback;
   }
   if (!v->is_number()) fail(key, *v, "is not a number", fix);
@@ -138,7 +188,7 @@ double FieldReader::number(std::string_view key, std::optional<double> fallback,
 }
 
 bool FieldReader::boolean(std::string_view key, bool fallback) {
-  const core::Value* v = get(key);
+  const Value* v = get(key);
   if (v == nullptr) return fallback;
   if (!v->is_bool()) fail(key, *v, "is not a boolean", "write true or false");
   return v->as_bool();
@@ -151,9 +201,9 @@ std::string FieldReader::one_of(std::string_view key, std::optional<std::string_
     if (!list.empty()) list += ", ";
     list += a;
   }
-  const core::Value* v = get(key);
+  const Value* v = get(key);
   if (v == nullptr) {
-    if (!fallback) fail_field(source_, field(key), "is required", "use one of: " + list);
+    if (!fallback) fail_required(key, "use one of: " + list);
     return std::string(*fallback);
   }
   if (v->is_string()) {
@@ -164,9 +214,9 @@ std::string FieldReader::one_of(std::string_view key, std::optional<std::string_
   fail(key, *v, "is not supported", "use one of: " + list);
 }
 
-core::Map FieldReader::string_map(std::string_view key) {
-  const core::Value* v = get(key);
-  core::Map out;
+Map FieldReader::string_map(std::string_view key) {
+  const Value* v = get(key);
+  Map out;
   if (v == nullptr) return out;
   if (!v->is_map()) fail(key, *v, "is not a map", "write it as key: value lines");
   for (const auto& e : v->as_map()) {
@@ -182,17 +232,35 @@ core::Map FieldReader::string_map(std::string_view key) {
   return out;
 }
 
+void FieldReader::fail_required(std::string_view key, std::string_view fix) const {
+  // A required key that is missing because it is misspelled: name the misspelling.
+  if (map_ != nullptr) {
+    for (const auto& e : *map_) {
+      if (known_.count(e.key) == 0 && is_near_miss(e.key, key)) {
+        fail_field(source_, field(e.key), "is not a known field",
+                   "did you mean \"" + std::string(key) + "\"?");
+      }
+    }
+  }
+  fail_field(source_, field(key), "is required", fix);
+}
+
 void FieldReader::done() const {
   if (map_ == nullptr) return;
   for (const auto& e : *map_) {
     if (known_.count(e.key) != 0) continue;
-    std::string list;
-    for (const auto& k : known_) {
-      if (!list.empty()) list += ", ";
-      list += k;
-    }
-    fail_field(source_, field(e.key), "is not a known field", "remove it or use one of: " + list);
+    fail_unknown(source_, field(e.key), e.key, known_);
   }
 }
 
-}  // namespace gpufleet::sim
+void check_keys(const Map& m, std::initializer_list<std::string_view> allowed,
+                std::string_view source, std::string_view path) {
+  for (const auto& e : m) {
+    bool ok = false;
+    for (std::string_view a : allowed) ok = ok || a == e.key;
+    if (ok) continue;
+    fail_unknown(source, path.empty() ? e.key : std::string(path) + "." + e.key, e.key, allowed);
+  }
+}
+
+}  // namespace gpufleet::core
