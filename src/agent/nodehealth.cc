@@ -138,6 +138,14 @@ std::size_t fold_records(core::Value& status, std::span<const Record> records) {
     ++changed;
   }
   status["lastAppliedRecordId"] = last;
+  // The node's overall state, for `kubectl get nodehealth` and for rules: its worst check.
+  if (const auto* checks = status.find("checks"); checks != nullptr && checks->is_list()) {
+    std::string_view worst;
+    for (const auto& c : checks->as_list())
+      if (worst.empty() || severity(c.get_string({"state"})) > severity(worst))
+        worst = c.get_string({"state"});
+    if (!worst.empty()) status["state"] = std::string(worst);
+  }
   return changed;
 }
 
