@@ -40,6 +40,14 @@ reject agent.bogus=1 "at '/agent': additional properties 'bogus' not allowed"
 reject controller.leaseDuration=soon "at '/controller/leaseDuration'"
 reject image.pullPolicy=Sometimes "at '/image/pullPolicy'"
 
+# The recipe library's reference to this chart must be true (name, version, OCI location).
+entry="$(awk '/^  gpufleet:/{f=1;next} f&&/^  [a-z]/{f=0} f' "$repo/data/recipes/registry.yaml")"
+grep -q 'repository: oci://ghcr.io/gpufleet/charts$' <<<"$entry" || fail "registry.yaml gpufleet entry is not at oci://ghcr.io/gpufleet/charts"
+chart_name="$(sed -n 's/^name: //p' "$chart/Chart.yaml")"
+chart_version="$(sed -n 's/^version: //p' "$chart/Chart.yaml")"
+grep -q "name: $chart_name\$" <<<"$entry" || fail "registry.yaml names the chart differently from Chart.yaml ($chart_name)"
+grep -q "version: $chart_version\$" <<<"$entry" || fail "registry.yaml pins a version other than Chart.yaml's $chart_version"
+
 # One source of truth for CRDs and the policy: the chart's copies must be identical.
 src_crds="$(cd "$repo/deploy/crds" && ls *.yaml)"
 chart_crds="$(cd "$chart/crds" && ls *.yaml)"
