@@ -47,12 +47,20 @@ void BM_JournalAppend(benchmark::State& state) {
       }
     }
     state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * batch));
-    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * batch * (kPayload.size() + 27)));
+    state.SetBytesProcessed(
+        static_cast<std::int64_t>(state.iterations() * batch * (kPayload.size() + 27)));
   }
   fs::remove_all(o.dir);
 }
-BENCHMARK(BM_JournalAppend)->Args({1, 1})->Args({16, 1})->Args({128, 1})->Args({1, 0})->Args({128, 0})
-    ->Unit(benchmark::kMicrosecond)->MinTime(1.0);
+BENCHMARK(BM_JournalAppend)
+    ->Args({1, 1})
+    ->Args({16, 1})
+    ->Args({128, 1})
+    ->Args({1, 0})
+    ->Args({128, 0})
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(1.0)
+    ->UseRealTime();
 
 // Reading the backlog and acking it (delivery side, no sink), 128 records per batch.
 void BM_JournalDrain(benchmark::State& state) {
@@ -73,6 +81,6 @@ void BM_JournalDrain(benchmark::State& state) {
   }
   fs::remove_all(o.dir);
 }
-BENCHMARK(BM_JournalDrain)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_JournalDrain)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace

@@ -94,6 +94,7 @@ Agent::Agent(AgentOptions options, Sink& sink)
     auto monitor = monitor_factory(name)(ctx);
     if (monitor) monitors_.push_back(Running{name, std::move(monitor), {}});
   }
+  stats_.journal = journal_.stats();
 }
 
 Agent::~Agent() = default;
@@ -104,6 +105,7 @@ std::uint64_t Agent::record(std::string_view kind, const core::Value& payload) {
   auto id = journal_.append(e.items[0].first, e.items[0].second);
   std::lock_guard lock(stats_mu_);
   ++stats_.emitted;
+  stats_.journal = journal_.stats();
   return id;
 }
 
@@ -133,9 +135,10 @@ Clock::time_point Agent::tick(Clock::time_point now) {
     next = std::min(next, m.due);
   }
   deliver(now);
-  if (journal_.stats().last_id > journal_.stats().acked_id) {
-    next = std::min(next, backoff_.count() > 0 ? retry_at_ : now);
-  }
+  const JournalStats js = journal_.stats();
+  if (js.last_id > js.acked_id) next = std::min(next, backoff_.count() > 0 ? retry_at_ : now);
+  std::lock_guard lock(stats_mu_);
+  stats_.journal = js;  // a copy: stats() runs on other threads, the journal is not thread-safe
   return next;
 }
 
@@ -167,9 +170,7 @@ void Agent::deliver(Clock::time_point now) {
 
 AgentStats Agent::stats() const {
   std::lock_guard lock(stats_mu_);
-  AgentStats s = stats_;
-  s.journal = journal_.stats();
-  return s;
+  return stats_;  // journal figures as of the end of the last tick (or construction)
 }
 
 AgentPool::AgentPool(std::size_t threads) {

@@ -71,10 +71,12 @@ class Agent {
   // next wants to run. Not thread-safe: AgentPool runs one tick of an agent at a time.
   Clock::time_point tick(Clock::time_point now);
 
-  // Journals one record now (for plug-ins outside the monitor loop, e.g. host steps).
+  // Journals one record now (for plug-ins outside the monitor loop, e.g. host steps). Same
+  // thread rules as tick().
   std::uint64_t record(std::string_view kind, const core::Value& payload);
 
   [[nodiscard]] const NodeIdentity& identity() const noexcept { return options_.node.identity; }
+  // Thread-safe; journal figures are those at the end of the last tick.
   [[nodiscard]] AgentStats stats() const;
 
  private:

@@ -65,13 +65,16 @@ void fsync_dir(const std::filesystem::path& dir) {
   ::close(fd);
 }
 
-std::string read_range(const std::filesystem::path& path, std::uint64_t offset) {
+std::string read_range(const std::filesystem::path& path, std::uint64_t offset,
+                       std::uint64_t limit = UINT64_MAX) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw_io("journal: cannot open", path);
   std::string out;
   char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::pread(fd, buf, sizeof buf, static_cast<off_t>(offset + out.size()));
+  while (out.size() < limit) {
+    const std::size_t want =
+        static_cast<std::size_t>(std::min<std::uint64_t>(sizeof buf, limit - out.size()));
+    ssize_t n = ::pread(fd, buf, want, static_cast<off_t>(offset + out.size()));
     if (n < 0) {
       if (errno == EINTR) continue;
       ::close(fd);
@@ -339,6 +342,10 @@ void Journal::compact() {
       throw_io("journal: cannot remove", seg.path);
     segments_.erase(segments_.begin());
   }
+  if (segments_.front().first_id > read_first_) {
+    read_first_ = segments_.front().first_id;
+    read_off_ = 0;
+  }
   if (options_.fsync) fsync_dir(options_.dir);
   if (counts.empty()) return;
   counters_.compacted += summarised;
@@ -363,16 +370,36 @@ void Journal::compact() {
 }
 
 std::vector<Record> Journal::pending(std::size_t max) const {
+  // Reads from the remembered position (every record before it is acked) in bounded chunks,
+  // so draining a backlog costs the bytes delivered, not the segment's size per batch.
   std::vector<Record> out;
+  returned_.clear();
   for (const auto& seg : segments_) {
     if (out.size() >= max) break;
-    if (seg.last_id <= acked_id_) continue;
-    std::string bytes = read_range(seg.path, 0);
-    bytes.resize(std::min<std::size_t>(bytes.size(), seg.bytes));
-    for (auto& r : decode_records(bytes, nullptr)) {
-      if (r.id <= acked_id_) continue;
-      out.push_back(std::move(r));
-      if (out.size() >= max) break;
+    if (seg.last_id <= acked_id_ || seg.first_id < read_first_) continue;
+    std::uint64_t off = seg.first_id == read_first_ ? read_off_ : 0;
+    std::uint64_t chunk = 256 << 10;
+    while (off < seg.bytes && out.size() < max) {
+      std::string bytes = read_range(seg.path, off, std::min(chunk, seg.bytes - off));
+      std::size_t at = 0;
+      for (;;) {
+        Record r;
+        std::size_t n = decode_one(bytes, at, &r);
+        if (n == 0) break;
+        at += n;
+        if (r.id <= acked_id_) continue;
+        returned_.push_back({r.id, seg.first_id, off + at});
+        out.push_back(std::move(r));
+        if (out.size() >= max) break;
+      }
+      if (at == 0) {
+        // A record larger than the chunk: read more, up to the largest record there can be.
+        if (chunk >= kHeader + kMaxBody)
+          break;  // cannot happen below seg.bytes (validated at open)
+        chunk = kHeader + kMaxBody;
+        continue;
+      }
+      off += at;
     }
   }
   return out;
@@ -381,6 +408,12 @@ std::vector<Record> Journal::pending(std::size_t max) const {
 void Journal::ack(std::uint64_t id) {
   if (id <= acked_id_) return;
   acked_id_ = std::min(id, next_id_ - 1);
+  for (const auto& p : returned_) {
+    if (p.id == acked_id_) {
+      read_first_ = p.segment;
+      read_off_ = p.end;
+    }
+  }
   write_cursor();
 }
 

@@ -100,6 +100,16 @@ class Journal {
   std::uint64_t next_id_ = 1;
   std::uint64_t acked_id_ = 0;
   JournalStats counters_;
+  // Where pending() starts reading: every record before it has id <= acked_id_.
+  std::uint64_t read_first_ = 0;  // a segment's first id (0: the oldest segment)
+  std::uint64_t read_off_ = 0;
+  // Where each record of the last pending() answer ends, so ack() can move the position.
+  struct Position {
+    std::uint64_t id;
+    std::uint64_t segment;
+    std::uint64_t end;
+  };
+  mutable std::vector<Position> returned_;
 };
 
 // Encodes one record as it lies on disk (exposed for tests that corrupt files).
