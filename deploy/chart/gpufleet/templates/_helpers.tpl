@@ -1,0 +1,114 @@
+{{/* Labels every object carries. */}}
+{{- define "gpufleet.labels" -}}
+app.kubernetes.io/part-of: gpufleet
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "gpufleet.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{/*
+Least-privilege rules per controller: exactly what its reconcilers read and write (see
+docs/deploy.md, "RBAC"). tests/integration/deploy/rbac_matrix.sh checks them both ways.
+Cluster-wide rules here; leader election Leases are a Role in the release namespace.
+*/}}
+{{- define "gpufleet.rules.certify" -}}
+# Certifications and workload runs are certify's own objects.
+- apiGroups: [gpufleet.io]
+  resources: [certifications, workloadruns]
+  verbs: [get, list, watch, create, update, patch, delete]
+- apiGroups: [gpufleet.io]
+  resources: [certifications/status, workloadruns/status, validationrequests/status]
+  verbs: [get, update, patch]
+# ValidationRequests come from sentinel; certify answers in their status only.
+- apiGroups: [gpufleet.io]
+  resources: [validationrequests]
+  verbs: [get, list, watch]
+# Chooses nodes (never changes them).
+- apiGroups: [""]
+  resources: [nodes]
+  verbs: [get, list, watch]
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list, watch]
+- apiGroups: [events.k8s.io]
+  resources: [events]
+  verbs: [create, patch]
+{{- end -}}
+
+{{- define "gpufleet.rules.sentinel" -}}
+# Reads what the agents report; never writes it (the agents own NodeHealth).
+- apiGroups: [gpufleet.io]
+  resources: [nodehealths, sentinelpolicies]
+  verbs: [get, list, watch]
+- apiGroups: [gpufleet.io]
+  resources: [sentinelpolicies/status]
+  verbs: [get, update, patch]
+- apiGroups: [gpufleet.io]
+  resources: [remediations, validationrequests]
+  verbs: [get, list, watch, create, update, patch, delete]
+- apiGroups: [gpufleet.io]
+  resources: [remediations/status]
+  verbs: [get, update, patch]
+# Quarantine: cordon and taint.
+- apiGroups: [""]
+  resources: [nodes]
+  verbs: [get, list, watch, patch]
+# Drain: evict (PDB-aware), delete pods stuck past their deadline.
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list, watch, delete]
+- apiGroups: [""]
+  resources: [pods/eviction]
+  verbs: [create]
+- apiGroups: [events.k8s.io]
+  resources: [events]
+  verbs: [create, patch]
+{{- end -}}
+
+{{- define "gpufleet.rules.hostpkg" -}}
+- apiGroups: [gpufleet.io]
+  resources: [hostpackagesets, deploymentpolicies]
+  verbs: [get, list, watch]
+- apiGroups: [gpufleet.io]
+  resources: [hostpackagesets/status]
+  verbs: [get, update, patch]
+# A changed host is certified before it takes work again.
+- apiGroups: [gpufleet.io]
+  resources: [validationrequests]
+  verbs: [get, list, watch, create]
+# Rollout: cordon, drain, uncordon.
+- apiGroups: [""]
+  resources: [nodes]
+  verbs: [get, list, watch, patch]
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list, watch]
+- apiGroups: [""]
+  resources: [pods/eviction]
+  verbs: [create]
+- apiGroups: [events.k8s.io]
+  resources: [events]
+  verbs: [create, patch]
+{{- end -}}
+
+{{- define "gpufleet.rules.agent" -}}
+# Its own node's health (the admission policy refuses every other node's).
+- apiGroups: [gpufleet.io]
+  resources: [nodehealths, nodehealths/status]
+  verbs: [get, create, update, patch]
+# Host package steps it is asked to run.
+- apiGroups: [gpufleet.io]
+  resources: [hostpackagesets]
+  verbs: [get, list, watch]
+- apiGroups: [""]
+  resources: [nodes]
+  verbs: [get]
+- apiGroups: [events.k8s.io]
+  resources: [events]
+  verbs: [create, patch]
+{{- end -}}

@@ -1,0 +1,250 @@
+#include "agent/agent.h"
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+
+#include "core/duration.h"
+#include "core/errors.h"
+#include "core/json.h"
+#include "core/log.h"
+
+namespace gpufleet::agent {
+namespace {
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+std::string read_small_file(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  if (!in) return {};
+  std::string s;
+  std::getline(in, s);
+  return trim(s);
+}
+
+void write_small_file(const std::filesystem::path& p, const std::string& text) {
+  const auto tmp = p.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text << "\n";
+    if (!out) throw core::InvalidInput("agent: cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, p);
+}
+
+// Collects what one monitor poll emits, so the whole poll is journalled with one fsync.
+class BatchEmitter final : public Emitter {
+ public:
+  void emit(std::string_view kind, const core::Value& payload) override {
+    core::Value v = payload;
+    // Stamped at observation time, so a record delivered after an outage says when it happened.
+    if (v.is_map() && v.find("time") == nullptr)
+      v["time"] = core::Timestamp::now().to_rfc3339(core::TimestampPrecision::Micros);
+    items.emplace_back(std::string(kind), core::to_json(v));
+  }
+  std::vector<std::pair<std::string, std::string>> items;
+};
+
+}  // namespace
+
+std::string read_boot_id(const std::filesystem::path& host_root) {
+  return read_small_file(host_root / "proc/sys/kernel/random/boot_id");
+}
+
+struct Agent::Running {
+  std::string name;
+  std::unique_ptr<Monitor> monitor;
+  Clock::time_point due{};
+};
+
+Agent::Agent(AgentOptions options, Sink& sink)
+    : options_(std::move(options)), sink_(sink), journal_([&] {
+        if (options_.node.identity.node_name.empty())
+          throw core::InvalidInput(
+              "agent: node name is empty; pass --node NAME (the Kubernetes node name)");
+        if (options_.node.state_dir.empty())
+          throw core::InvalidInput("agent: state dir is empty for node " +
+                                   options_.node.identity.node_name);
+        JournalOptions j;
+        j.dir = options_.node.state_dir / "journal";
+        j.max_bytes = options_.journal_max_bytes;
+        j.segment_bytes = options_.journal_segment_bytes;
+        j.fsync = options_.fsync;
+        return j;
+      }()) {
+  auto& node = options_.node;
+  if (node.identity.boot_id.empty()) node.identity.boot_id = read_boot_id(node.host_root);
+  const auto boot_file = node.state_dir / "boot_id";
+  std::string previous = read_small_file(boot_file);
+  if (!node.identity.boot_id.empty() && previous != node.identity.boot_id) {
+    core::Value boot = core::Value::map();
+    boot["bootId"] = node.identity.boot_id;
+    boot["previousBootId"] = previous;
+    record(kBootKind, boot);
+    write_small_file(boot_file, node.identity.boot_id);
+  }
+  std::vector<std::string> names = options_.monitors.empty() ? monitor_names() : options_.monitors;
+  for (const auto& name : names) {
+    NodeContext ctx = node;
+    ctx.state_dir = node.state_dir / name;
+    std::filesystem::create_directories(ctx.state_dir);
+    auto monitor = monitor_factory(name)(ctx);
+    if (monitor) monitors_.push_back(Running{name, std::move(monitor), {}});
+  }
+  stats_.journal = journal_.stats();
+}
+
+Agent::~Agent() = default;
+
+std::uint64_t Agent::record(std::string_view kind, const core::Value& payload) {
+  BatchEmitter e;
+  e.emit(kind, payload);
+  auto id = journal_.append(e.items[0].first, e.items[0].second);
+  std::lock_guard lock(stats_mu_);
+  ++stats_.emitted;
+  stats_.journal = journal_.stats();
+  return id;
+}
+
+Clock::time_point Agent::tick(Clock::time_point now) {
+  Clock::time_point next = now + std::chrono::seconds(10);
+  for (auto& m : monitors_) {
+    if (m.due <= now) {
+      BatchEmitter out;
+      try {
+        m.monitor->poll(out);
+      } catch (const std::exception& e) {
+        std::lock_guard lock(stats_mu_);
+        ++stats_.monitor_errors;
+        core::log::warn("agent: monitor failed",
+                        {{"node", identity().node_name}, {"monitor", m.name}, {"error", e.what()}});
+      }
+      if (!out.items.empty()) {
+        std::vector<NewRecord> batch;
+        batch.reserve(out.items.size());
+        for (const auto& [k, p] : out.items) batch.push_back({k, p});
+        journal_.append_batch(batch);
+        std::lock_guard lock(stats_mu_);
+        stats_.emitted += batch.size();
+      }
+      m.due = now + std::max(m.monitor->interval(), std::chrono::milliseconds(10));
+    }
+    next = std::min(next, m.due);
+  }
+  deliver(now);
+  const JournalStats js = journal_.stats();
+  if (js.last_id > js.acked_id) next = std::min(next, backoff_.count() > 0 ? retry_at_ : now);
+  std::lock_guard lock(stats_mu_);
+  stats_.journal = js;  // a copy: stats() runs on other threads, the journal is not thread-safe
+  return next;
+}
+
+void Agent::deliver(Clock::time_point now) {
+  if (now < retry_at_) return;
+  auto pending = journal_.pending(options_.delivery_batch);
+  if (pending.empty()) return;
+  try {
+    std::size_t n = std::min(sink_.deliver(identity(), pending), pending.size());
+    if (n > 0) journal_.ack(pending[n - 1].id);
+    if (backoff_.count() > 0)
+      core::log::info("agent: delivery resumed", {{"node", identity().node_name}});
+    backoff_ = std::chrono::milliseconds(0);
+    std::lock_guard lock(stats_mu_);
+    stats_.delivered += n;
+  } catch (const std::exception& e) {
+    // Logged on the first failure of a streak only: an API outage must not flood the log of
+    // 5,000 simulated agents.
+    if (backoff_.count() == 0)
+      core::log::warn("agent: delivery failed; backing off, records stay in the journal",
+                      {{"node", identity().node_name}, {"error", e.what()}});
+    backoff_ =
+        backoff_.count() == 0 ? options_.retry_min : std::min(backoff_ * 2, options_.retry_max);
+    retry_at_ = now + backoff_;
+    std::lock_guard lock(stats_mu_);
+    ++stats_.delivery_failures;
+  }
+}
+
+AgentStats Agent::stats() const {
+  std::lock_guard lock(stats_mu_);
+  return stats_;  // journal figures as of the end of the last tick (or construction)
+}
+
+AgentPool::AgentPool(std::size_t threads) {
+  threads = std::max<std::size_t>(1, threads);
+  for (std::size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
+}
+
+AgentPool::~AgentPool() { stop(); }
+
+Agent& AgentPool::add(std::unique_ptr<Agent> agent) {
+  std::lock_guard lock(mu_);
+  Agent& ref = *agent;
+  agents_.push_back(std::move(agent));
+  heap_.push_back(Due{Clock::now(), &ref});
+  std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+  cv_.notify_one();
+  return ref;
+}
+
+void AgentPool::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+}
+
+std::size_t AgentPool::size() const {
+  std::lock_guard lock(mu_);
+  return agents_.size();
+}
+
+void AgentPool::for_each(const std::function<void(const Agent&)>& f) const {
+  std::lock_guard lock(mu_);
+  for (const auto& a : agents_) f(*a);
+}
+
+void AgentPool::work() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    if (stopping_) return;
+    if (heap_.empty()) {
+      cv_.wait(lock);
+      continue;
+    }
+    auto now = Clock::now();
+    if (heap_.front().at > now) {
+      // A copy: wait_until keeps reading its argument while the lock is released.
+      const Clock::time_point at = heap_.front().at;
+      cv_.wait_until(lock, at);
+      continue;
+    }
+    // Popped while it runs: no other worker can tick the same agent concurrently.
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+    Due due = heap_.back();
+    heap_.pop_back();
+    lock.unlock();
+    Clock::time_point next;
+    try {
+      next = due.agent->tick(now);
+    } catch (const std::exception& e) {
+      // The journal could not be written (disk full, I/O error): keep the agent, try later.
+      core::log::error("agent: tick failed",
+                       {{"node", due.agent->identity().node_name}, {"error", e.what()}});
+      next = now + std::chrono::seconds(5);
+    }
+    lock.lock();
+    heap_.push_back(Due{next, due.agent});
+    std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+    cv_.notify_one();
+  }
+}
+
+}  // namespace gpufleet::agent

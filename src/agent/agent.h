@@ -1,0 +1,131 @@
+// The node agent core: one Agent per node (identity, journal, the monitors registered in
+// plugin.h, delivery through a Sink) and the AgentPool that runs many Agents on a few shared
+// threads, so a process can be the agent of one real node or of 5,000 simulated ones.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/journal.h"
+#include "agent/plugin.h"
+
+namespace gpufleet::agent {
+
+using Clock = std::chrono::steady_clock;
+
+// Where journal records go. deliver() gets one node's records in id order and returns how
+// many leading records are now applied (the agent acks those); it throws when the target
+// cannot be reached (nothing is acked, the agent retries with backoff). The target must
+// make a redelivered record a no-op (at-least-once delivery): see NodeHealthSink.
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  virtual std::size_t deliver(const NodeIdentity& node, std::span<const Record> records) = 0;
+};
+
+// The record an agent journals when the node's boot id differs from the last one it saw:
+// payload {"bootId": "...", "previousBootId": "..."}. Consumers treat what came before as
+// stale (a reboot is one event, not a storm of old ones).
+inline constexpr std::string_view kBootKind = "agent.boot";
+
+struct AgentOptions {
+  NodeContext node;  // node.state_dir holds the journal and plug-in state
+  // Monitors to run, by registered name; empty: every registered monitor.
+  std::vector<std::string> monitors;
+  std::uint64_t journal_max_bytes = 64 << 20;
+  std::uint64_t journal_segment_bytes = 4 << 20;
+  bool fsync = true;
+  std::size_t delivery_batch = 128;
+  std::chrono::milliseconds retry_min{250};
+  std::chrono::milliseconds retry_max{30000};
+};
+
+struct AgentStats {
+  std::uint64_t emitted = 0;
+  std::uint64_t delivered = 0;
+  std::uint64_t delivery_failures = 0;
+  std::uint64_t monitor_errors = 0;
+  JournalStats journal;
+};
+
+class Agent {
+ public:
+  // Opens the journal under node.state_dir/journal, reads the boot id (journalling a boot
+  // record when it changed) and creates the monitors. Throws core::InvalidInput for an
+  // unknown monitor name or an empty node name.
+  Agent(AgentOptions options, Sink& sink);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Polls the monitors that are due, journals what they emitted (one fsync per poll), then
+  // delivers a batch of pending records unless delivery is backing off. Returns when it
+  // next wants to run. Not thread-safe: AgentPool runs one tick of an agent at a time.
+  Clock::time_point tick(Clock::time_point now);
+
+  // Journals one record now (for plug-ins outside the monitor loop, e.g. host steps). Same
+  // thread rules as tick().
+  std::uint64_t record(std::string_view kind, const core::Value& payload);
+
+  [[nodiscard]] const NodeIdentity& identity() const noexcept { return options_.node.identity; }
+  // Thread-safe; journal figures are those at the end of the last tick.
+  [[nodiscard]] AgentStats stats() const;
+
+ private:
+  struct Running;
+  void deliver(Clock::time_point now);
+
+  AgentOptions options_;
+  Sink& sink_;
+  Journal journal_;
+  std::vector<Running> monitors_;
+  Clock::time_point retry_at_{};
+  std::chrono::milliseconds backoff_{0};
+  mutable std::mutex stats_mu_;  // stats() may be read from another thread
+  AgentStats stats_;
+};
+
+// Runs many agents on `threads` shared worker threads: a timer heap of (next tick, agent),
+// never a thread per node.
+class AgentPool {
+ public:
+  explicit AgentPool(std::size_t threads);
+  ~AgentPool();  // stops and joins
+  AgentPool(const AgentPool&) = delete;
+  AgentPool& operator=(const AgentPool&) = delete;
+
+  // Takes ownership; the agent's first tick is due now.
+  Agent& add(std::unique_ptr<Agent> agent);
+  void stop();
+  [[nodiscard]] std::size_t size() const;
+  // Applies f to every agent (under the pool's lock; keep it short).
+  void for_each(const std::function<void(const Agent&)>& f) const;
+
+ private:
+  struct Due {
+    Clock::time_point at;
+    Agent* agent;
+    bool operator>(const Due& o) const { return at > o.at; }
+  };
+  void work();
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Agent>> agents_;
+  std::vector<Due> heap_;  // min-heap on `at`
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+// Reads "<root>/proc/sys/kernel/random/boot_id" (trimmed); "" when absent.
+std::string read_boot_id(const std::filesystem::path& host_root);
+
+}  // namespace gpufleet::agent

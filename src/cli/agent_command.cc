@@ -1,0 +1,184 @@
+// `gpufleet agent`: the node agent (docs/agent.md). One node (--node, in the DaemonSet) or
+// every node of a simulator (--sim-state-dir), each with its own identity, journal and state,
+// on a few shared threads.
+#include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+#include <set>
+#include <thread>
+
+#include "agent/agent.h"
+#include "agent/nodehealth.h"
+#include "cli/command.h"
+#include "core/duration.h"
+#include "core/errors.h"
+#include "core/log.h"
+#include "kube/client.h"
+#include "kube/config.h"
+
+namespace gpufleet::cli {
+namespace {
+
+std::atomic<bool> g_agent_stop{false};
+extern "C" void on_agent_signal(int) { g_agent_stop.store(true); }
+
+struct AgentFlags {
+  std::string node;
+  std::string host_root = "/";
+  std::string state_dir = "/var/lib/gpufleet/agent";
+  std::string sim_state_dir;
+  std::vector<std::string> monitors;
+  std::size_t threads = 2;
+  std::uint64_t journal_max_bytes = 64 << 20;
+  bool fsync = true;
+  std::string run_for;
+  std::string kubeconfig;
+  bool list_plugins = false;
+};
+
+agent::AgentOptions options_for(const AgentFlags& f, const std::string& node,
+                                const std::filesystem::path& host_root,
+                                const std::filesystem::path& state_dir) {
+  agent::AgentOptions o;
+  o.node.identity.node_name = node;
+  o.node.host_root = host_root;
+  o.node.state_dir = state_dir;
+  o.monitors = f.monitors;
+  o.journal_max_bytes = f.journal_max_bytes;
+  // Segments stay well below the bound so compaction drops small slices, not half the journal.
+  o.journal_segment_bytes =
+      std::max<std::uint64_t>(4096, std::min<std::uint64_t>(4 << 20, f.journal_max_bytes / 8));
+  o.fsync = f.fsync;
+  return o;
+}
+
+// Simulated nodes: every DIR/nodes/<node>/ the simulator wrote (a node appears there once
+// the simulator created it; new ones are picked up on the next scan).
+std::vector<std::string> sim_nodes(const std::filesystem::path& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "nodes", ec))
+    if (e.is_directory()) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void print_summary(const agent::AgentPool& pool) {
+  std::uint64_t emitted = 0, delivered = 0, pending = 0, failures = 0, compacted = 0;
+  pool.for_each([&](const agent::Agent& a) {
+    auto s = a.stats();
+    emitted += s.emitted;
+    delivered += s.delivered;
+    failures += s.delivery_failures;
+    compacted += s.journal.compacted;
+    pending += s.journal.last_id - s.journal.acked_id;
+  });
+  core::log::info("agent: status", {{"nodes", pool.size()},
+                                    {"emitted", emitted},
+                                    {"delivered", delivered},
+                                    {"pending", pending},
+                                    {"delivery_failures", failures},
+                                    {"compacted", compacted}});
+}
+
+void run_agent(const AgentFlags& f) {
+  if (f.list_plugins) {
+    std::cout << "monitors:";
+    for (const auto& n : agent::monitor_names()) std::cout << " " << n;
+    std::cout << "\nhost steps:";
+    for (const auto& n : agent::host_step_names()) std::cout << " " << n;
+    std::cout << "\n";
+    return;
+  }
+  if (f.node.empty() == f.sim_state_dir.empty())
+    throw core::InvalidInput(
+        "give exactly one of --node NAME (this node's Kubernetes name) or --sim-state-dir DIR "
+        "(every node of a simulator)");
+  if (f.threads == 0 || f.threads > 64)
+    throw core::InvalidInput("--threads " + std::to_string(f.threads) + " must be 1 to 64");
+  std::optional<std::chrono::nanoseconds> run_for;
+  if (!f.run_for.empty()) {
+    run_for = core::try_parse_duration(f.run_for);
+    if (!run_for || run_for->count() <= 0)
+      throw core::InvalidInput("--run-for value \"" + f.run_for +
+                               "\" is not a positive duration (e.g. 30s, 5m)");
+  }
+  kube::Client client(kube::load_default_config(f.kubeconfig));
+  agent::NodeHealthSink sink(client);
+  agent::AgentPool pool(f.threads);
+  std::set<std::string> running;
+  auto add_sim_nodes = [&] {
+    const std::filesystem::path dir = f.sim_state_dir;
+    for (const auto& node : sim_nodes(dir)) {
+      if (!running.insert(node).second) continue;
+      const auto host = dir / "nodes" / node;
+      pool.add(std::make_unique<agent::Agent>(
+          options_for(f, node, host, host / "var/lib/gpufleet/agent"), sink));
+    }
+  };
+  if (f.sim_state_dir.empty()) {
+    pool.add(
+        std::make_unique<agent::Agent>(options_for(f, f.node, f.host_root, f.state_dir), sink));
+  } else {
+    if (!std::filesystem::is_directory(std::filesystem::path(f.sim_state_dir) / "nodes"))
+      throw core::InvalidInput("--sim-state-dir " + f.sim_state_dir +
+                               " has no nodes/ directory; start `gpufleet sim --state-dir " +
+                               f.sim_state_dir + "` first");
+    add_sim_nodes();
+  }
+  core::log::info("agent: started", {{"nodes", pool.size()}, {"threads", f.threads}});
+  std::signal(SIGINT, on_agent_signal);
+  std::signal(SIGTERM, on_agent_signal);
+  const auto start = std::chrono::steady_clock::now();
+  auto last_report = start;
+  while (!g_agent_stop.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    auto now = std::chrono::steady_clock::now();
+    if (run_for && now - start >= *run_for) break;
+    if (now - last_report >= std::chrono::seconds(30)) {
+      if (!f.sim_state_dir.empty()) add_sim_nodes();
+      print_summary(pool);
+      last_report = now;
+    }
+  }
+  pool.stop();
+  print_summary(pool);
+}
+
+void setup_agent(CLI::App& root) {
+  auto flags = std::make_shared<AgentFlags>();
+  auto* cmd =
+      root.add_subcommand("agent", "Run the node agent (one node, or every simulated node)");
+  cmd->add_option("--node", flags->node, "this node's Kubernetes name (DaemonSet: spec.nodeName)");
+  cmd->add_option("--host-root", flags->host_root, "where host paths are read")
+      ->capture_default_str();
+  cmd->add_option("--state-dir", flags->state_dir, "journal and plug-in state")
+      ->capture_default_str();
+  cmd->add_option("--sim-state-dir", flags->sim_state_dir,
+                  "run one agent per DIR/nodes/<node>/ of a `gpufleet sim --state-dir DIR`");
+  cmd->add_option("--monitors", flags->monitors, "monitors to run (default: every registered one)")
+      ->delimiter(',');
+  cmd->add_option("--threads", flags->threads, "worker threads shared by all agents")
+      ->capture_default_str();
+  cmd->add_option("--journal-max-bytes", flags->journal_max_bytes, "journal bound per node")
+      ->capture_default_str();
+  cmd->add_option("--fsync", flags->fsync,
+                  "fsync journal writes (false only for simulation at scale)")
+      ->capture_default_str();
+  cmd->add_option("--run-for", flags->run_for,
+                  "stop after this long (e.g. 30s); default: until SIGTERM");
+  cmd->add_option("--kubeconfig", flags->kubeconfig,
+                  "kubeconfig (default: $KUBECONFIG, ~/.kube/config, then in-cluster)");
+  cmd->add_flag("--list-plugins", flags->list_plugins,
+                "print the registered monitors and host steps");
+  cmd->callback([flags] { run_agent(*flags); });
+}
+
+const CommandRegistration kAgent(setup_agent);
+
+}  // namespace
+}  // namespace gpufleet::cli

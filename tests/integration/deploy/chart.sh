@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The gpufleet chart (deploy/chart/gpufleet) with the real tools, against kube-local:
+#  - `helm lint --strict` with the default values and with every optional part switched;
+#  - values.schema.json refuses bad values with a message naming the field;
+#  - crds/ is byte-identical to deploy/crds/ and files/ to deploy/admission/;
+#  - `helm template --include-crds | kubectl apply --dry-run=server` is accepted;
+#  - the rendered objects keep their promises (2 replicas, PDB, non-root, read-only root fs,
+#    quarantine tolerations, the documented host paths only, no RBAC wildcard).
+# Usage: chart.sh REPO_ROOT   (env: KUBECONFIG; HELM_BIN optional, default REPO_ROOT/build/bin/helm)
+set -euo pipefail
+repo="$1"
+chart="$repo/deploy/chart/gpufleet"
+helm="${HELM_BIN:-$repo/build/bin/helm}"
+kv=1.32.4
+work="$(mktemp -d)"
+ns="gpufleet-chart-$$"
+fail() { echo "chart: FAIL: $*" >&2; exit 1; }
+if ! command -v kubectl >/dev/null 2>&1; then
+  kubectl() { "$KUBE_LOCAL_BIN" kubectl "$@"; }
+fi
+cleanup() {
+  kubectl delete namespace "$ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+[[ -x "$helm" ]] || fail "helm not found at $helm (tools/helm-lint/build.sh builds it; or set HELM_BIN)"
+
+"$helm" lint --strict "$chart" >"$work/lint" 2>&1 || fail "helm lint --strict: $(cat "$work/lint")"
+"$helm" lint --strict "$chart" --set agent.kernelLog=false --set serviceMonitor.enabled=true \
+  --set controllers.hostpkg.enabled=false >"$work/lint2" 2>&1 || fail "helm lint (options): $(cat "$work/lint2")"
+
+reject() {  # --set-arg expected-message
+  if "$helm" template t "$chart" --kube-version "$kv" --set "$1" >"$work/out" 2>&1; then
+    fail "values $1 accepted"
+  fi
+  grep -qF -- "$2" "$work/out" || fail "values $1 rejected without '$2': $(cat "$work/out")"
+}
+reject controller.replicas=0 "at '/controller/replicas': minimum: got 0, want 1"
+reject agent.bogus=1 "at '/agent': additional properties 'bogus' not allowed"
+reject controller.leaseDuration=soon "at '/controller/leaseDuration'"
+reject image.pullPolicy=Sometimes "at '/image/pullPolicy'"
+
+# The recipe library's reference to this chart must be true (name, version, OCI location).
+entry="$(awk '/^  gpufleet:/{f=1;next} f&&/^  [a-z]/{f=0} f' "$repo/data/recipes/registry.yaml")"
+grep -q 'repository: oci://ghcr.io/gpufleet/charts$' <<<"$entry" || fail "registry.yaml gpufleet entry is not at oci://ghcr.io/gpufleet/charts"
+chart_name="$(sed -n 's/^name: //p' "$chart/Chart.yaml")"
+chart_version="$(sed -n 's/^version: //p' "$chart/Chart.yaml")"
+grep -q "name: $chart_name\$" <<<"$entry" || fail "registry.yaml names the chart differently from Chart.yaml ($chart_name)"
+grep -q "version: $chart_version\$" <<<"$entry" || fail "registry.yaml pins a version other than Chart.yaml's $chart_version"
+
+# One source of truth for CRDs and the policy: the chart's copies must be identical.
+src_crds="$(cd "$repo/deploy/crds" && ls *.yaml)"
+chart_crds="$(cd "$chart/crds" && ls *.yaml)"
+[[ "$src_crds" == "$chart_crds" ]] || fail "chart crds/ has [$chart_crds], deploy/crds has [$src_crds]"
+for f in $src_crds; do
+  cmp -s "$repo/deploy/crds/$f" "$chart/crds/$f" || fail "$chart/crds/$f differs from deploy/crds/$f (copy it)"
+done
+cmp -s "$repo/deploy/admission/agent-node-identity.yaml" "$chart/files/agent-node-identity.yaml" \
+  || fail "chart files/agent-node-identity.yaml differs from deploy/admission/ (copy it)"
+
+"$helm" template gpufleet "$chart" -n "$ns" --kube-version "$kv" --include-crds >"$work/all.yaml"
+kubectl create namespace "$ns" >/dev/null
+kubectl apply --dry-run=server -f "$work/all.yaml" >"$work/dry" 2>&1 || fail "server dry-run: $(cat "$work/dry")"
+n=$(grep -c '(server dry run)' "$work/dry")
+echo "chart: $n objects accepted by the API server (dry run)"
+
+q() { kubectl apply --dry-run=server -f "$work/all.yaml" -o jsonpath="$1" 2>/dev/null; }
+deploys="$(q '{range .items[?(@.kind=="Deployment")]}{.metadata.name}:{.spec.replicas}:{.spec.template.spec.securityContext.runAsNonRoot}:{.spec.template.spec.containers[0].securityContext.readOnlyRootFilesystem}:{.spec.template.spec.containers[0].securityContext.allowPrivilegeEscalation}{"\n"}{end}')"
+for c in certify hostpkg sentinel; do
+  grep -qx "gpufleet-$c:2:true:true:false" <<<"$deploys" || fail "Deployment gpufleet-$c is not 2 replicas, non-root, read-only root fs: $deploys"
+done
+pdbs="$(q '{range .items[?(@.kind=="PodDisruptionBudget")]}{.metadata.name}:{.spec.minAvailable}{"\n"}{end}')"
+for c in certify hostpkg sentinel; do
+  grep -qx "gpufleet-$c:1" <<<"$pdbs" || fail "no PDB minAvailable=1 for gpufleet-$c: $pdbs"
+done
+args="$(q '{range .items[?(@.kind=="Deployment")]}{.spec.template.spec.containers[0].args}{"\n"}{end}')"
+grep -q '"--controllers=sentinel","--leader-elect"' <<<"$args" || fail "controller args lack --controllers=NAME --leader-elect: $args"
+tol="$(q '{range .items[?(@.kind=="DaemonSet")]}{.spec.template.spec.tolerations[*].key}{end}')"
+for key in nvidia.com/gpu-error gpufleet.io/quarantine node.kubernetes.io/unschedulable; do
+  grep -qw -- "$key" <<<"$tol" || fail "agent DaemonSet does not tolerate $key (it must run on quarantined nodes): $tol"
+done
+paths="$(q '{range .items[?(@.kind=="DaemonSet")]}{.spec.template.spec.volumes[*].hostPath.path}{end}')"
+[[ "$paths" == "/dev/kmsg /sys /var/lib/gpufleet /run/nvidia" ]] || fail "agent host paths are '$paths', not the documented four"
+sa="$(q '{range .items[?(@.kind=="DaemonSet")]}{.spec.template.spec.serviceAccountName}{end}')"
+[[ "$sa" == gpufleet-agent ]] || fail "agent ServiceAccount is '$sa'; the admission policy matches gpufleet-agent"
+# Without the kernel log the agent is unprivileged and mounts no /dev/kmsg.
+"$helm" template gpufleet "$chart" -n "$ns" --kube-version "$kv" --set agent.kernelLog=false >"$work/nokmsg.yaml"
+grep -q 'privileged: true' "$work/nokmsg.yaml" && fail "agent.kernelLog=false still renders a privileged container"
+grep -q '/dev/kmsg' "$work/nokmsg.yaml" && fail "agent.kernelLog=false still mounts /dev/kmsg"
+"$helm" template gpufleet "$chart" -n "$ns" --kube-version "$kv" --set serviceMonitor.enabled=true >"$work/sm.yaml"
+[[ "$(grep -c '^kind: ServiceMonitor' "$work/sm.yaml")" == 3 ]] || fail "serviceMonitor.enabled=true should render one ServiceMonitor per controller"
+grep -qE '^\s*-?\s*(verbs|resources|apiGroups): \[?.*"?\*' "$work/all.yaml" && fail "an RBAC rule uses a wildcard"
+echo "chart: PASS (lint --strict, schema, CRDs identical, server dry-run, rendered promises)"

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# RBAC matrix of the chart: its ServiceAccounts, ClusterRoles and Roles are applied to
+# kube-local (nothing else of the chart), then every ServiceAccount is impersonated with
+# a SubjectAccessReview (what `kubectl auth can-i --as` asks) for what it needs (must be allowed) and for what it must not do
+# (must be denied), e.g. the certify controller cannot patch Nodes and no controller may
+# write NodeHealth (only agents, and only their own node's: see the admission policy).
+# Usage: rbac_matrix.sh REPO_ROOT   (env: KUBECONFIG; HELM_BIN optional)
+set -euo pipefail
+repo="$1"
+chart="$repo/deploy/chart/gpufleet"
+helm="${HELM_BIN:-$repo/build/bin/helm}"
+ns="gpufleet-rbac-$$"
+work="$(mktemp -d)"
+fail() { echo "rbac_matrix: FAIL: $*" >&2; exit 1; }
+if ! command -v kubectl >/dev/null 2>&1; then
+  kubectl() { "$KUBE_LOCAL_BIN" kubectl "$@"; }
+fi
+cleanup() {
+  [[ -s "$work/rbac.yaml" ]] && kubectl delete -f "$work/rbac.yaml" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  kubectl delete namespace "$ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+[[ -x "$helm" ]] || fail "helm not found at $helm (tools/helm-lint/build.sh builds it; or set HELM_BIN)"
+
+kubectl create namespace "$ns" >/dev/null
+"$helm" template gpufleet "$chart" -n "$ns" --kube-version 1.32.4 --show-only templates/rbac.yaml >"$work/rbac.yaml"
+kubectl apply -f "$work/rbac.yaml" >/dev/null
+
+# SubjectAccessReviews as the admin, for the ServiceAccount with its groups: exact, and they
+# need no discovery (kinds of subsystems not installed yet are still checked by name). All
+# are collected first and sent in one kubectl call.
+wants=()
+labels=()
+: >"$work/sars.yaml"
+expect() {  # yes|no sa verb resource[.group][/subresource] [namespace] [name]
+  local want="$1" sa="$2" verb="$3" spec="$4" rns="${5:-}" name="${6:-}"
+  local rg="${spec%%/*}" sub="" res group
+  [[ "$spec" == */* ]] && sub="${spec#*/}"
+  res="${rg%%.*}"; group=""; [[ "$rg" == *.* ]] && group="${rg#*.}"
+  cat >>"$work/sars.yaml" <<SAR
+---
+apiVersion: authorization.k8s.io/v1
+kind: SubjectAccessReview
+spec:
+  user: system:serviceaccount:$ns:$sa
+  groups: [system:serviceaccounts, "system:serviceaccounts:$ns", system:authenticated]
+  resourceAttributes: {verb: "$verb", group: "$group", resource: "$res", subresource: "$sub", namespace: "$rns", name: "$name"}
+SAR
+  wants+=("$want")
+  labels+=("$sa: may $verb $spec${rns:+ in $rns}${name:+ named $name}")
+}
+
+# certify: runs and judges workloads; records results; never changes nodes.
+for v in get list watch; do expect yes gpufleet-certify "$v" nodes; expect yes gpufleet-certify "$v" validationrequests.gpufleet.io; done
+expect yes gpufleet-certify create certifications.gpufleet.io
+expect yes gpufleet-certify patch validationrequests.gpufleet.io/status
+expect yes gpufleet-certify create events.events.k8s.io
+expect no gpufleet-certify patch nodes
+expect no gpufleet-certify update nodes
+expect no gpufleet-certify create pods/eviction
+expect no gpufleet-certify delete pods
+expect no gpufleet-certify create validationrequests.gpufleet.io
+expect no gpufleet-certify update nodehealths.gpufleet.io
+expect no gpufleet-certify get secrets "$ns"
+
+# sentinel: quarantines (cordon/taint), drains, asks for validation; reads NodeHealth only.
+expect yes gpufleet-sentinel patch nodes
+expect yes gpufleet-sentinel create pods/eviction
+expect yes gpufleet-sentinel delete pods
+expect yes gpufleet-sentinel watch nodehealths.gpufleet.io
+expect yes gpufleet-sentinel create remediations.gpufleet.io
+expect yes gpufleet-sentinel patch remediations.gpufleet.io/status
+expect yes gpufleet-sentinel create validationrequests.gpufleet.io
+expect no gpufleet-sentinel update nodehealths.gpufleet.io
+expect no gpufleet-sentinel patch nodehealths.gpufleet.io/status
+expect no gpufleet-sentinel delete nodes
+expect no gpufleet-sentinel patch nodes/status
+expect no gpufleet-sentinel create certifications.gpufleet.io
+expect no gpufleet-sentinel create pods
+expect no gpufleet-sentinel get secrets "$ns"
+
+# hostpkg: rolls host changes out (cordon, drain, uncordon); reads its sets, writes their status.
+expect yes gpufleet-hostpkg patch nodes
+expect yes gpufleet-hostpkg create pods/eviction
+expect yes gpufleet-hostpkg list hostpackagesets.gpufleet.io
+expect yes gpufleet-hostpkg patch hostpackagesets.gpufleet.io/status
+expect yes gpufleet-hostpkg create validationrequests.gpufleet.io
+expect no gpufleet-hostpkg create hostpackagesets.gpufleet.io
+expect no gpufleet-hostpkg delete pods
+expect no gpufleet-hostpkg patch nodehealths.gpufleet.io
+expect no gpufleet-hostpkg delete validationrequests.gpufleet.io
+expect no gpufleet-hostpkg get secrets "$ns"
+
+# Leader election: each controller its own Lease, in the release namespace only.
+for c in certify sentinel hostpkg; do
+  expect yes "gpufleet-$c" create leases.coordination.k8s.io "$ns"
+  expect yes "gpufleet-$c" get leases.coordination.k8s.io "$ns" "gpufleet-$c"
+  expect yes "gpufleet-$c" update leases.coordination.k8s.io "$ns" "gpufleet-$c"
+  expect no "gpufleet-$c" update leases.coordination.k8s.io kube-system kube-controller-manager
+  expect no "gpufleet-$c" delete leases.coordination.k8s.io "$ns" "gpufleet-$c"
+done
+expect no gpufleet-certify update leases.coordination.k8s.io "$ns" gpufleet-sentinel
+
+# agent: its NodeHealth (which node: admission), its node, host package sets; nothing else.
+expect yes gpufleet-agent create nodehealths.gpufleet.io
+expect yes gpufleet-agent patch nodehealths.gpufleet.io/status
+expect yes gpufleet-agent get nodes
+expect yes gpufleet-agent watch hostpackagesets.gpufleet.io
+expect no gpufleet-agent patch nodes
+expect no gpufleet-agent list nodes
+expect no gpufleet-agent delete nodehealths.gpufleet.io
+expect no gpufleet-agent list pods
+expect no gpufleet-agent create pods/eviction
+expect no gpufleet-agent get secrets "$ns"
+expect no gpufleet-agent update leases.coordination.k8s.io "$ns"
+
+mapfile -t got < <(kubectl create -f "$work/sars.yaml" -o jsonpath='{.status.allowed}{"\n"}')
+[[ ${#got[@]} -eq ${#wants[@]} ]] || fail "asked ${#wants[@]} access reviews, got ${#got[@]} answers"
+bad=0
+for i in "${!wants[@]}"; do
+  answer=no; [[ "${got[$i]}" == true ]] && answer=yes
+  if [[ "$answer" != "${wants[$i]}" ]]; then
+    echo "rbac_matrix: ${labels[$i]} is '$answer', want '${wants[$i]}'" >&2
+    bad=1
+  fi
+done
+(( bad == 0 )) || fail "the chart's RBAC differs from the matrix (above)"
+echo "rbac_matrix: PASS (${#wants[@]} access checks over 4 ServiceAccounts)"
