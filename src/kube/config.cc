@@ -23,7 +23,7 @@ std::string read_file(const std::string& path, const std::string& what) {
   try {
     return core::read_file(path);
   } catch (const InvalidInput& e) {
-    throw InvalidInput(what + ": " + e.what());
+    throw InvalidInput(what + ": cannot read file " + e.what());
   }
 }
 
