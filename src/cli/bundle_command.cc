@@ -24,7 +24,7 @@ std::string read_recipe(const std::string& path) {
     return core::read_file(path);
   } catch (const core::InvalidInput& e) {
     throw core::InvalidInput(std::string("-r: ") + e.what() +
-                             " (give a recipe written by `gpufleet recipe -o`)");
+                             " (-r takes a recipe written by `gpufleet recipe -o`)");
   }
 }
 

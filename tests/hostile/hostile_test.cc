@@ -189,8 +189,11 @@ std::vector<HostileFile> hostile_files() {
 // ---- commands -----------------------------------------------------------------------------
 
 // A command line with placeholders: {file} is the hostile file; {dir:NAME} a fresh directory
-// holding NAME as a symbolic link to it; {good-recipe}, {good-snapshot} valid inputs for the
-// other slots; {out} a fresh output path.
+// holding NAME as a symbolic link to it; {dump:NAME} the same plus a valid version.json, so
+// that `snapshot --from-dir` goes on to read NAME (Helm records: the gzip bomb); {good-recipe},
+// {good-snapshot} valid inputs for the other slots; {out} a fresh output path.
+constexpr std::string_view kVersionJson = R"({"serverVersion": {"gitVersion": "v1.32.4"}})";
+
 struct Command {
   std::string name;
   std::vector<std::string> args;
@@ -210,7 +213,7 @@ std::vector<Command> commands() {
       {"snapshot --kubeconfig", {"snapshot", "--kubeconfig", "{file}", "-o", "{out}"}},
       {"snapshot --from-dir nodes", {"snapshot", "--from-dir", "{dir:nodes.json}", "-o", "{out}"}},
       {"snapshot --from-dir helm",
-       {"snapshot", "--from-dir", "{dir:helm-releases.json}", "-o", "{out}"}},
+       {"snapshot", "--from-dir", "{dump:helm-releases.json}", "-o", "{out}"}},
       {"sim validate --fleet", {"sim", "validate", "--fleet", "{file}"}},
       {"sim validate --scenario", {"sim", "validate", "--scenario", "{file}"}},
       {"sim inject -f", {"sim", "inject", "--state-dir", "{out}", "-f", "{file}"}},
@@ -366,11 +369,14 @@ class HostileSuite : public ::testing::Test {
         out.push_back(file.string());
       } else if (a == "{out}") {
         out.push_back((root_ / "out" / case_id).string());
-      } else if (a.rfind("{dir:", 0) == 0) {
+      } else if (a.rfind("{dir:", 0) == 0 || a.rfind("{dump:", 0) == 0) {
         fs::path dir = root_ / "dirs" / case_id;
         fs::create_directories(dir);
-        fs::path link = dir / a.substr(5, a.size() - 6);
+        std::size_t colon = a.find(':');
+        fs::path link = dir / a.substr(colon + 1, a.size() - colon - 2);
         fs::create_symlink(file, link);
+        // A kubectl dump directory is only read on when it has the server version.
+        if (a[1] == 'd' && a[2] == 'u') write(dir / "version.json", kVersionJson);
         names = {link.string(), dir.string()};
         out.push_back(dir.string());
       } else if (auto it = good_.find(a); it != good_.end()) {
