@@ -9,7 +9,17 @@ kube_local=${KUBE_LOCAL_BIN:-$root/build/bin/kube-local}
 gpufleet=$root/build/release/bin/gpufleet
 kubeconfig=$demo_dir/kube-local/admin.kubeconfig
 
+stop_background() {  # controllers and agents started by an earlier demo run
+  local f
+  for f in "$demo_dir"/*.pid; do
+    [[ -f $f ]] || continue
+    kill "$(cat "$f")" 2>/dev/null || true
+    rm -f "$f"
+  done
+}
+
 if [[ ${1:-} == down ]]; then
+  stop_background
   if [[ -d $demo_dir/sim ]]; then "$gpufleet" sim stop --state-dir "$demo_dir/sim" || true; fi
   "$kube_local" down --data-dir "$demo_dir/kube-local"
   echo "demo: control plane stopped (data kept in $demo_dir/kube-local)"
@@ -71,6 +81,40 @@ for _ in $(seq 20); do
 done
 grep 'Xid' "$demo_dir/sim/nodes/$node/dev/kmsg" | tail -n 2
 "$gpufleet" sim status --state-dir "$demo_dir/sim" | sed -n '1,15p'
+
+step "6. gpufleet's controllers and node agents, as the chart runs them"
+stop_background
+kubectl --kubeconfig "$kubeconfig" apply --server-side -f deploy/crds/ >/dev/null
+kubectl --kubeconfig "$kubeconfig" get crds -o name | grep gpufleet.io
+metrics_port=18080
+for replica in a b; do
+  "$gpufleet" controller --controllers=echo --kubeconfig "$kubeconfig" --leader-elect \
+    --lease-namespace default --lease-name gpufleet-demo --identity "demo-$replica" \
+    --metrics-addr "127.0.0.1:$metrics_port" >"$demo_dir/controller-$replica.log" 2>&1 &
+  echo $! >"$demo_dir/controller-$replica.pid"
+  metrics_port=$((metrics_port + 1))
+done
+"$gpufleet" agent --sim-state-dir "$demo_dir/sim" --kubeconfig "$kubeconfig" --fsync=false \
+  >"$demo_dir/agent.log" 2>&1 &
+echo $! >"$demo_dir/agent.pid"
+for _ in $(seq 60); do
+  curl -sf http://127.0.0.1:18080/readyz >/dev/null && curl -sf http://127.0.0.1:18081/readyz >/dev/null && break
+  sleep 0.5
+done
+for port in 18080 18081; do
+  echo "replica on :$port  /readyz: $(curl -s http://127.0.0.1:$port/readyz)"
+done
+echo "leader: $(kubectl --kubeconfig "$kubeconfig" -n default get lease gpufleet-demo -o jsonpath='{.spec.holderIdentity}')"
+echo "shared caches (replica a):"
+curl -s http://127.0.0.1:18080/debug/caches | head -n 10
+for _ in $(seq 40); do
+  n=$(kubectl --kubeconfig "$kubeconfig" get nodehealths --no-headers 2>/dev/null | wc -l)
+  ((n > 0)) && break
+  sleep 0.5
+done
+echo "node agents: $(grep -c . "$demo_dir/agent.log") log lines; NodeHealth objects written by them: $n"
+kubectl --kubeconfig "$kubeconfig" get nodehealths 2>/dev/null | sed -n '1,5p'
+echo "logs: $demo_dir/controller-a.log, controller-b.log, agent.log"
 
 step "Reach the control plane yourself"
 echo "  kubectl --kubeconfig $kubeconfig get --raw /readyz"

@@ -1,12 +1,11 @@
 // `gpufleet bundle`: render a recipe for a deployment tool into a directory.
 #include <CLI/CLI.hpp>
 
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "cli/command.h"
 #include "core/errors.h"
+#include "core/file_reader.h"
 #include "recipe/bundle.h"
 #include "recipe/recipe.h"
 
@@ -20,19 +19,18 @@ struct BundleFlags {
   recipe::BundleOptions options;
 };
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw core::InvalidInput("-r '" + path +
-                             "': cannot be read; give a recipe written by `gpufleet recipe -o`");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+std::string read_recipe(const std::string& path) {
+  try {
+    return core::read_file(path);
+  } catch (const core::InvalidInput& e) {
+    throw core::InvalidInput(std::string("-r: ") + e.what() +
+                             " (-r takes a recipe written by `gpufleet recipe -o`)");
+  }
 }
 
 void run_bundle(const BundleFlags& f) {
   recipe::Deployer deployer = recipe::parse_deployer(f.deployer);
-  recipe::Recipe r = recipe::recipe_from_yaml(read_file(f.recipe_file), f.recipe_file);
+  recipe::Recipe r = recipe::recipe_from_yaml(read_recipe(f.recipe_file), f.recipe_file);
   recipe::Bundle bundle = recipe::render_bundle(r, deployer, f.options);
   recipe::write_bundle(bundle, f.output);
   std::cout << "wrote " << bundle.size() << " files for " << f.deployer << " to " << f.output

@@ -3,13 +3,12 @@
 // one when --snapshot is not given). --fail-on-drift exits 3 on any difference.
 #include <CLI/CLI.hpp>
 
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "cli/command.h"
 #include "cli/snapshot_cluster_flags.h"
 #include "core/errors.h"
+#include "core/file_reader.h"
 #include "core/json.h"
 #include "recipe/drift.h"
 #include "recipe/live/live_cluster.h"
@@ -20,11 +19,11 @@ namespace gpufleet::cli {
 namespace {
 
 std::string read_input(const std::string& flag, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw core::InvalidInput(flag + " '" + path + "': cannot be read");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  try {
+    return core::read_file(path);
+  } catch (const core::InvalidInput& e) {
+    throw core::InvalidInput(flag + ": " + e.what());
+  }
 }
 
 struct DiffFlags {

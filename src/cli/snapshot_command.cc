@@ -21,10 +21,19 @@ struct SnapshotFlags {
 };
 
 void run_snapshot(const SnapshotFlags& f) {
-  std::string text = recipe::snapshot_to_yaml(
-      f.from_dir.empty()
-          ? recipe::snapshot_from_live_cluster(f.cluster)
-          : recipe::snapshot_from_objects(recipe::cluster_objects_from_dir(f.from_dir)));
+  recipe::Snapshot snapshot;
+  if (f.from_dir.empty()) {
+    snapshot = recipe::snapshot_from_live_cluster(f.cluster);
+  } else {
+    recipe::ClusterObjects objects = recipe::cluster_objects_from_dir(f.from_dir);
+    try {
+      snapshot = recipe::snapshot_from_objects(objects);
+    } catch (const core::InvalidInput& e) {
+      // Objects no longer know their file (a Helm record in helm-releases.json): name the dir.
+      throw core::InvalidInput("--from-dir " + f.from_dir + ": " + e.what());
+    }
+  }
+  std::string text = recipe::snapshot_to_yaml(snapshot);
   if (f.output.empty() || f.output == "-") {
     std::cout << text;
     return;

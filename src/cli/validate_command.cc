@@ -3,13 +3,12 @@
 // given. Exit 4 when a check fails.
 #include <CLI/CLI.hpp>
 
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "cli/command.h"
 #include "cli/snapshot_cluster_flags.h"
 #include "core/errors.h"
+#include "core/file_reader.h"
 #include "core/json.h"
 #include "recipe/live/live_cluster.h"
 #include "recipe/recipe.h"
@@ -20,11 +19,11 @@ namespace gpufleet::cli {
 namespace {
 
 std::string read_input(const std::string& flag, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw core::InvalidInput(flag + " '" + path + "': cannot be read");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  try {
+    return core::read_file(path);
+  } catch (const core::InvalidInput& e) {
+    throw core::InvalidInput(flag + ": " + e.what());
+  }
 }
 
 struct ValidateFlags {

@@ -42,8 +42,17 @@ namespace dom = simdjson::dom;
 
 struct Decoder {
   std::string_view source;
+  const InputLimits& limits;
 
-  Value convert(dom::element e, const JsonPrune* prune) {
+  [[noreturn]] void fail(const std::string& what) const {
+    // The DOM keeps no positions; these limits are rare enough not to walk again for one.
+    throw ParseError(std::string(source), 0, 0, what);
+  }
+
+  Value convert(dom::element e, const JsonPrune* prune, std::size_t depth = 0) {
+    if (depth > limits.max_depth) {
+      fail("document nested too deeply (limit " + std::to_string(limits.max_depth) + ")");
+    }
     switch (e.type()) {
       case dom::element_type::OBJECT: {
         dom::object obj = e.get_object().value_unsafe();
@@ -52,7 +61,11 @@ struct Decoder {
         for (dom::key_value_pair kv : obj) {
           const JsonPrune* child = prune ? prune->child(kv.key) : nullptr;
           if (child != nullptr && child->drops_all()) continue;
-          m.append_unsorted(std::string(kv.key), convert(kv.value, child));
+          if (kv.key.size() > limits.max_string_bytes) {
+            fail("a key of " + describe_bytes(kv.key.size()) + " is over the limit of " +
+                 describe_bytes(limits.max_string_bytes) + " for one value");
+          }
+          m.append_unsorted(std::string(kv.key), convert(kv.value, child, depth + 1));
         }
         if (auto dup = m.seal()) {
           throw ParseError(std::string(source), 0, 0,
@@ -64,10 +77,17 @@ struct Decoder {
         dom::array arr = e.get_array().value_unsafe();
         List l;
         l.reserve(arr.size());
-        for (dom::element item : arr) l.push_back(convert(item, prune));
+        for (dom::element item : arr) l.push_back(convert(item, prune, depth + 1));
         return Value(std::move(l));
       }
-      case dom::element_type::STRING: return Value(std::string(e.get_string().value_unsafe()));
+      case dom::element_type::STRING: {
+        std::string_view str = e.get_string().value_unsafe();
+        if (str.size() > limits.max_string_bytes) {
+          fail("a string of " + describe_bytes(str.size()) + " is over the limit of " +
+               describe_bytes(limits.max_string_bytes) + " for one value");
+        }
+        return Value(std::string(str));
+      }
       case dom::element_type::INT64: return Value(e.get_int64().value_unsafe());
       case dom::element_type::UINT64: return Value(e.get_uint64().value_unsafe());
       case dom::element_type::DOUBLE: return Value(e.get_double().value_unsafe());
@@ -184,7 +204,14 @@ std::string describe(simdjson::error_code code) {
 
 }  // namespace
 
-Value parse_json(std::string_view text, std::string_view source, const JsonPrune* prune) {
+Value parse_json(std::string_view text, std::string_view source, const JsonPrune* prune,
+                 const InputLimits& limits) {
+  if (text.size() > limits.max_bytes) {
+    throw ParseError(std::string(source), 0, 0,
+                     "document is " + describe_bytes(text.size()) + ", over the input limit of " +
+                         describe_bytes(limits.max_bytes) +
+                         "; raise it with GPUFLEET_MAX_INPUT_BYTES if it is meant to be this big");
+  }
   // One parser per thread: it keeps its buffers, so repeated decodes do not reallocate.
   thread_local dom::parser parser;
   dom::element root;
@@ -194,7 +221,7 @@ Value parse_json(std::string_view text, std::string_view source, const JsonPrune
     TextPosition pos = off == std::string_view::npos ? TextPosition{} : position_of(text, off);
     throw ParseError(std::string(source), pos.line, pos.column, describe(err));
   }
-  Decoder d{source};
+  Decoder d{source, limits};
   if (prune != nullptr && prune->drops_all()) return Value();
   return d.convert(root, prune);
 }

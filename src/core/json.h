@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/input_limits.h"
 #include "core/value.h"
 
 namespace gpufleet::core {
@@ -25,9 +26,10 @@ class JsonPrune {
 };
 
 // Parses one JSON document. Throws ParseError with line:column on bad input. Integers
-// become Int (or Uint beyond int64), other numbers Double. Duplicate keys are an error.
+// become Int (or Uint beyond int64), other numbers Double. Duplicate keys are an error, and
+// so is input over `limits` (text size, nesting depth, string size).
 Value parse_json(std::string_view text, std::string_view source = {},
-                 const JsonPrune* prune = nullptr);
+                 const JsonPrune* prune = nullptr, const InputLimits& limits = input_limits());
 
 enum class JsonStyle { Compact, Pretty };
 

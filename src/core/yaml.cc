@@ -17,14 +17,12 @@ namespace gpufleet::core {
 
 namespace {
 
-constexpr int kMaxDepth = 512;
-
 // ---- scalar resolution (YAML 1.2 core schema) -------------------------------------------
 
 bool is_digits(std::string_view s, int base) {
   if (s.empty()) return false;
   for (char c : s) {
-    bool ok = base == 16 ? std::isxdigit(static_cast<unsigned char>(c)) != 0
+    bool ok = base == 16  ? std::isxdigit(static_cast<unsigned char>(c)) != 0
               : base == 8 ? (c >= '0' && c <= '7')
                           : (c >= '0' && c <= '9');
     if (!ok) return false;
@@ -107,9 +105,29 @@ Value resolve_plain(std::string_view s) {
 
 // ---- parsing ----------------------------------------------------------------------------
 
+// What a node costs once every alias in it is expanded: the budget that stops a small
+// document from growing into billions of nodes is charged in these units.
+struct Cost {
+  std::uint64_t nodes = 0;
+  std::uint64_t bytes = 0;
+  Cost& operator+=(const Cost& o) {
+    nodes += o.nodes;
+    bytes += o.bytes;
+    return *this;
+  }
+};
+
 class Parser {
  public:
-  Parser(std::string_view text, std::string_view source) : source_(source) {
+  Parser(std::string_view text, std::string_view source, const InputLimits& limits)
+      : source_(source), limits_(limits) {
+    if (text.size() > limits.max_bytes) {
+      throw ParseError(
+          std::string(source), 0, 0,
+          "document is " + describe_bytes(text.size()) + ", over the input limit of " +
+              describe_bytes(limits.max_bytes) +
+              "; raise it with GPUFLEET_MAX_INPUT_BYTES if it is meant to be this big");
+    }
     yaml_parser_initialize(&parser_);
     yaml_parser_set_input_string(&parser_, reinterpret_cast<const unsigned char*>(text.data()),
                                  text.size());
@@ -131,7 +149,8 @@ class Parser {
       expect(YAML_DOCUMENT_START_EVENT);
       anchors_.clear();
       next();
-      docs.push_back(node(0));
+      Cost cost;
+      docs.push_back(node(0, cost));
       next();
       expect(YAML_DOCUMENT_END_EVENT);
     }
@@ -161,13 +180,41 @@ class Parser {
     if (event_.type != type) fail(event_.start_mark, "unexpected YAML structure");
   }
 
-  void remember(const unsigned char* anchor, const Value& v) {
-    if (anchor != nullptr) anchors_[reinterpret_cast<const char*>(anchor)] = v;
+  void remember(const unsigned char* anchor, const Value& v, const Cost& cost) {
+    if (anchor != nullptr) anchors_[reinterpret_cast<const char*>(anchor)] = {v, cost};
+  }
+
+  // Charges one expansion of `*name` to the stream's alias budget before anything is copied,
+  // so a bomb fails at the first alias that crosses the limit.
+  void charge_alias(const std::string& name, const Cost& c, const yaml_mark_t& mark) {
+    alias_.nodes += c.nodes;
+    alias_.bytes += c.bytes;
+    std::string what;
+    if (alias_.nodes > limits_.max_alias_nodes) {
+      what = std::to_string(c.nodes) +
+             " nodes, which takes the nodes added by aliases past the limit of " +
+             std::to_string(limits_.max_alias_nodes);
+    } else if (alias_.bytes > limits_.max_alias_bytes) {
+      what = describe_bytes(c.bytes) +
+             " of scalars, which takes the bytes added by aliases past the limit of " +
+             describe_bytes(limits_.max_alias_bytes);
+    } else {
+      return;
+    }
+    fail(mark,
+         "alias *" + name + " expands to " + what +
+             " (nested aliases that multiply like this are a \"billion laughs\" bomb; write the "
+             "content out without aliases if it is real)");
   }
 
   Value scalar() {
     const auto& s = event_.data.scalar;
     std::string_view text(reinterpret_cast<const char*>(s.value), s.length);
+    if (text.size() > limits_.max_string_bytes) {
+      fail(event_.start_mark, "scalar of " + describe_bytes(text.size()) +
+                                  " is over the limit of " +
+                                  describe_bytes(limits_.max_string_bytes) + " for one value");
+    }
     std::string_view tag = s.tag ? reinterpret_cast<const char*>(s.tag) : "";
     if (tag.empty() || tag == "!") {
       return s.plain_implicit ? resolve_plain(text) : Value(std::string(text));
@@ -179,7 +226,9 @@ class Parser {
       bool ok = (tag == YAML_BOOL_TAG && v.is_bool()) ||
                 (tag == YAML_INT_TAG && (v.is_int() || v.is_uint())) ||
                 (tag == YAML_FLOAT_TAG && v.is_number());
-      if (!ok) fail(event_.start_mark, "value \"" + std::string(text) + "\" does not match its tag " + std::string(tag));
+      if (!ok)
+        fail(event_.start_mark,
+             "value \"" + std::string(text) + "\" does not match its tag " + std::string(tag));
       if (tag == YAML_FLOAT_TAG && !v.is_double()) return Value(v.as_double());
       return v;
     }
@@ -197,33 +246,42 @@ class Parser {
   }
 
   // Reads the node whose first event is current; leaves its last event current.
-  Value node(int depth) {
-    if (depth > kMaxDepth) fail(event_.start_mark, "document nested too deeply (limit 512)");
+  // Adds what the node costs (aliases expanded) to `cost`.
+  Value node(std::size_t depth, Cost& cost) {
+    if (depth > limits_.max_depth) {
+      fail(event_.start_mark,
+           "document nested too deeply (limit " + std::to_string(limits_.max_depth) + ")");
+    }
     switch (event_.type) {
       case YAML_SCALAR_EVENT: {
         Value v = scalar();
-        remember(event_.data.scalar.anchor, v);
+        Cost c{1, event_.data.scalar.length};
+        remember(event_.data.scalar.anchor, v, c);
+        cost += c;
         return v;
       }
       case YAML_ALIAS_EVENT: {
         std::string name = reinterpret_cast<const char*>(event_.data.alias.anchor);
         auto it = anchors_.find(name);
         if (it == anchors_.end()) fail(event_.start_mark, "unknown alias *" + name);
-        return it->second;
+        charge_alias(name, it->second.cost, event_.start_mark);
+        cost += it->second.cost;
+        return it->second.value;
       }
       case YAML_SEQUENCE_START_EVENT: {
-        std::string anchor =
-            event_.data.sequence_start.anchor
-                ? reinterpret_cast<const char*>(event_.data.sequence_start.anchor)
-                : "";
+        std::string anchor = event_.data.sequence_start.anchor
+                                 ? reinterpret_cast<const char*>(event_.data.sequence_start.anchor)
+                                 : "";
         List l;
+        Cost c{1, 0};
         for (;;) {
           next();
           if (event_.type == YAML_SEQUENCE_END_EVENT) break;
-          l.push_back(node(depth + 1));
+          l.push_back(node(depth + 1, c));
         }
         Value v(std::move(l));
-        if (!anchor.empty()) anchors_[anchor] = v;
+        if (!anchor.empty()) anchors_[anchor] = {v, c};
+        cost += c;
         return v;
       }
       case YAML_MAPPING_START_EVENT: {
@@ -231,11 +289,12 @@ class Parser {
                                  ? reinterpret_cast<const char*>(event_.data.mapping_start.anchor)
                                  : "";
         Map m;
+        Cost c{1, 0};
         for (;;) {
           next();
           if (event_.type == YAML_MAPPING_END_EVENT) break;
           yaml_mark_t key_mark = event_.start_mark;
-          Value key = node(depth + 1);
+          Value key = node(depth + 1, c);
           std::string key_text;
           switch (key.kind()) {
             case Kind::String: key_text = key.as_string(); break;
@@ -246,25 +305,34 @@ class Parser {
             default: fail(key_mark, "mapping keys must be scalars");
           }
           next();
-          Value val = node(depth + 1);
+          Value val = node(depth + 1, c);
           if (m.contains(key_text)) {
-            fail(key_mark, "duplicate key \"" + key_text + "\": each key may appear once in a mapping");
+            fail(key_mark,
+                 "duplicate key \"" + key_text + "\": each key may appear once in a mapping");
           }
           m.set(key_text, std::move(val));
         }
         Value v(std::move(m));
-        if (!anchor.empty()) anchors_[anchor] = v;
+        if (!anchor.empty()) anchors_[anchor] = {v, c};
+        cost += c;
         return v;
       }
       default: fail(event_.start_mark, "unexpected YAML structure");
     }
   }
 
+  struct Anchor {
+    Value value;
+    Cost cost;
+  };
+
   std::string_view source_;
+  const InputLimits& limits_;
   yaml_parser_t parser_{};
   yaml_event_t event_{};
   bool have_event_ = false;
-  std::map<std::string, Value> anchors_;
+  std::map<std::string, Anchor> anchors_;
+  Cost alias_;  // added by expanding aliases, over the whole stream
 };
 
 // ---- emitting ---------------------------------------------------------------------------
@@ -313,10 +381,10 @@ class Emitter {
 
   void scalar(std::string_view text, yaml_scalar_style_t style, const char* tag = nullptr) {
     yaml_event_t ev;
-    yaml_scalar_event_initialize(
-        &ev, nullptr, reinterpret_cast<const yaml_char_t*>(tag),
-        reinterpret_cast<const yaml_char_t*>(text.data()), static_cast<int>(text.size()),
-        tag == nullptr ? 1 : 0, tag == nullptr ? 1 : 0, style);
+    yaml_scalar_event_initialize(&ev, nullptr, reinterpret_cast<const yaml_char_t*>(tag),
+                                 reinterpret_cast<const yaml_char_t*>(text.data()),
+                                 static_cast<int>(text.size()), tag == nullptr ? 1 : 0,
+                                 tag == nullptr ? 1 : 0, style);
     emit_event(ev);
   }
 
@@ -357,7 +425,8 @@ class Emitter {
       case Kind::List: {
         const List& l = v.as_list();
         yaml_sequence_start_event_initialize(
-            &ev, nullptr, nullptr, 1, l.empty() ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE);
+            &ev, nullptr, nullptr, 1,
+            l.empty() ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE);
         emit_event(ev);
         for (const Value& item : l) node(item);
         yaml_sequence_end_event_initialize(&ev);
@@ -367,7 +436,8 @@ class Emitter {
       case Kind::Map: {
         const Map& m = v.as_map();
         yaml_mapping_start_event_initialize(
-            &ev, nullptr, nullptr, 1, m.empty() ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE);
+            &ev, nullptr, nullptr, 1,
+            m.empty() ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE);
         emit_event(ev);
         for (const auto& e : m) {
           string(e.key);
@@ -386,13 +456,14 @@ class Emitter {
 
 }  // namespace
 
-std::vector<Value> parse_yaml_documents(std::string_view text, std::string_view source) {
-  Parser p(text, source);
+std::vector<Value> parse_yaml_documents(std::string_view text, std::string_view source,
+                                        const InputLimits& limits) {
+  Parser p(text, source, limits);
   return p.documents();
 }
 
-Value parse_yaml(std::string_view text, std::string_view source) {
-  std::vector<Value> docs = parse_yaml_documents(text, source);
+Value parse_yaml(std::string_view text, std::string_view source, const InputLimits& limits) {
+  std::vector<Value> docs = parse_yaml_documents(text, source, limits);
   if (docs.empty()) return Value();
   if (docs.size() > 1) {
     throw ParseError(std::string(source), 0, 0,

@@ -8,6 +8,7 @@
 
 #include "core/base64.h"
 #include "core/errors.h"
+#include "core/file_reader.h"
 #include "core/yaml.h"
 
 namespace gpufleet::kube {
@@ -19,14 +20,11 @@ using core::Value;
 namespace {
 
 std::string read_file(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw InvalidInput(what + ": cannot read file \"" + path +
-                       "\"; check that it exists and is readable");
+  try {
+    return core::read_file(path);
+  } catch (const InvalidInput& e) {
+    throw InvalidInput(what + ": cannot read file " + e.what());
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 std::string resolve(const std::string& dir, const std::string& path) {

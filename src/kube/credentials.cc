@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "core/file_reader.h"
 #include "core/json.h"
 #include "core/time.h"
 
@@ -74,6 +76,16 @@ std::string run_plugin(const ExecConfig& x, const std::string& exec_info) {
     ssize_t n = ::read(fds[0], buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
+    // A plugin that never stops writing must not fill memory.
+    if (out.size() + static_cast<std::size_t>(n) > core::input_limits().max_bytes) {
+      close(fds[0]);
+      ::kill(pid, SIGKILL);
+      while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      throw InvalidInput("exec credential plugin \"" + x.command + "\" wrote more than " +
+                         core::describe_bytes(core::input_limits().max_bytes) +
+                         "; an ExecCredential is a few KiB");
+    }
     out.append(buf, static_cast<std::size_t>(n));
   }
   close(fds[0]);
@@ -108,13 +120,13 @@ CurrentCredentials Credentials::current() {
       auto mtime = std::chrono::system_clock::from_time_t(st.st_mtim.tv_sec) +
                    std::chrono::nanoseconds(st.st_mtim.tv_nsec);
       if (!file_loaded_ || mtime != file_mtime_) {
-        std::ifstream in(config_.token_file);
-        std::ostringstream ss;
-        ss << in.rdbuf();
-        if (in) {
-          file_token_ = strip(ss.str());
+        // Capped read: the token file may be written by others (a projected volume).
+        try {
+          file_token_ = strip(core::read_file(config_.token_file));
           file_mtime_ = mtime;
           file_loaded_ = true;
+        } catch (const InvalidInput&) {
+          if (!file_loaded_) throw;
         }
       }
     } else if (!file_loaded_) {

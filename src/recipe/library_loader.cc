@@ -7,6 +7,7 @@
 
 #include "core/errors.h"
 #include "core/field_reader.h"
+#include "core/file_reader.h"
 #include "core/sha256.h"
 #include "core/text.h"
 #include "core/yaml.h"
@@ -289,13 +290,12 @@ std::vector<LibraryFile> read_library_dir(const std::string& dir) {
   std::vector<LibraryFile> files;
   for (auto it = fs::recursive_directory_iterator(dir, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (!it->is_regular_file() || it->path().extension() != ".yaml") continue;
-    std::ifstream in(it->path(), std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (!in) throw InvalidInput(it->path().string() + ": cannot be read");
+    if (it->path().extension() != ".yaml") continue;
+    // A *.yaml entry that is not a regular file (a FIFO, a directory, a device) is refused by
+    // core::read_file, by name, rather than silently skipped.
+    std::string text = core::read_file(it->path().string());
     files.push_back(
-        {fs::relative(it->path(), dir).generic_string(), it->path().string(), text.str()});
+        {fs::relative(it->path(), dir).generic_string(), it->path().string(), std::move(text)});
   }
   if (ec) throw InvalidInput("--data '" + dir + "': " + ec.message());
   std::sort(files.begin(), files.end(),

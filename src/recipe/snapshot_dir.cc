@@ -1,9 +1,8 @@
 // Cluster objects from kubectl dumps, so that a snapshot can be made without the client.
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/errors.h"
+#include "core/file_reader.h"
 #include "core/yaml.h"
 #include "recipe/snapshot.h"
 
@@ -11,21 +10,41 @@ namespace gpufleet::recipe {
 
 namespace {
 
+// An object whose kind is not the one its file is for (a Secret in nodes.json), or one with
+// no name, means a wrong file, not a node with nothing set. Objects without a kind are taken
+// as they are (kubectl always writes one, hand-written dumps may not).
+void check_kind(const core::Value& obj, const std::filesystem::path& path, std::string_view kind) {
+  if (kind.empty()) return;
+  if (obj.get_string({"metadata", "name"}).empty()) {
+    throw core::InvalidInput(path.string() + ": holds an object without metadata.name where " +
+                             std::string(kind) + " objects belong; write it with kubectl get " +
+                             "<resource> -o json as docs/recipe.md shows");
+  }
+  std::string_view got = obj.get_string({"kind"});
+  if (got.empty() || got == kind) return;
+  throw core::InvalidInput(path.string() + ": holds a " + std::string(got) + " where " +
+                           std::string(kind) + " objects belong; write it with kubectl get " +
+                           "<resource> -o json as docs/recipe.md shows");
+}
+
 // The items of a List, or the object itself; empty when the file does not exist.
-std::vector<core::Value> items_of(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
-  std::ostringstream text;
-  text << in.rdbuf();
+std::vector<core::Value> items_of(const std::filesystem::path& path, std::string_view kind = {}) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return {};
+  std::string text = core::read_file(path.string());
   std::vector<core::Value> out;
-  for (core::Value& doc : core::parse_yaml_documents(text.str(), path.string())) {
+  for (core::Value& doc : core::parse_yaml_documents(text, path.string())) {
     if (doc.is_null()) continue;
     if (!doc.is_map())
       throw core::InvalidInput(path.string() + ": expected Kubernetes objects or a List");
     if (const core::Value* items = doc.find("items")) {
       if (!items->is_list()) throw core::InvalidInput(path.string() + ": items: expected a list");
-      for (const core::Value& i : items->as_list()) out.push_back(i);
+      for (const core::Value& i : items->as_list()) {
+        check_kind(i, path, kind);
+        out.push_back(i);
+      }
     } else {
+      check_kind(doc, path, kind);
       out.push_back(std::move(doc));
     }
   }
@@ -45,13 +64,13 @@ ClusterObjects cluster_objects_from_dir(const std::string& dir) {
   std::vector<core::Value> version = items_of(d / "version.json");
   if (!version.empty())
     o.kubernetes_version = std::string(version.front().get_string({"serverVersion", "gitVersion"}));
-  o.nodes = items_of(d / "nodes.json");
-  o.helm_release_secrets = items_of(d / "helm-releases.json");
-  o.crds = items_of(d / "crds.json");
-  o.deployments = items_of(d / "deployments.json");
-  o.daemon_sets = items_of(d / "daemonsets.json");
-  o.stateful_sets = items_of(d / "statefulsets.json");
-  o.pods = items_of(d / "pods.json");
+  o.nodes = items_of(d / "nodes.json", "Node");
+  o.helm_release_secrets = items_of(d / "helm-releases.json", "Secret");
+  o.crds = items_of(d / "crds.json", "CustomResourceDefinition");
+  o.deployments = items_of(d / "deployments.json", "Deployment");
+  o.daemon_sets = items_of(d / "daemonsets.json", "DaemonSet");
+  o.stateful_sets = items_of(d / "statefulsets.json", "StatefulSet");
+  o.pods = items_of(d / "pods.json", "Pod");
   if (o.kubernetes_version.empty() && o.nodes.empty()) {
     throw core::InvalidInput("--from-dir '" + dir +
                              "': neither version.json nor nodes.json is there; "

@@ -6,18 +6,10 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "core/file_reader.h"
 
 namespace gpufleet::sim {
 
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw core::InvalidInput(path + ": cannot read file: " + std::strerror(errno) +
-                             " (check the path)");
-  }
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
+std::string read_text_file(const std::string& path) { return core::read_file(path); }
 
 }  // namespace gpufleet::sim

@@ -188,7 +188,12 @@ Scenario parse_scenario(const core::Value& doc, std::string_view source_view,
   if (fv == nullptr) {
     fail_field(source, "spec.fleet", "is required", "give a fleet file path or an inline Fleet");
   } else if (fv->is_string()) {
-    sc.fleet = load_fleet_file(resolve(fv->as_string()));
+    try {
+      sc.fleet = load_fleet_file(resolve(fv->as_string()));
+    } catch (const core::InvalidInput& e) {
+      // Name the scenario too: the user gave that file, not the fleet file.
+      throw core::InvalidInput(std::string(source) + ": spec.fleet: " + e.what());
+    }
   } else if (fv->is_map()) {
     sc.fleet = parse_fleet(*fv, source + " spec.fleet");
   } else {

@@ -7,6 +7,7 @@
 
 #include "core/base64.h"
 #include "core/errors.h"
+#include "core/input_limits.h"
 #include "core/json.h"
 #include "recipe/snapshot.h"
 
@@ -94,6 +95,9 @@ std::string gunzip(std::string_view data) {
     throw core::InvalidInput("zlib: cannot start inflate");
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
   zs.avail_in = static_cast<uInt>(data.size());
+  // A gzip bomb inflates ~1000x: the cap is checked before each chunk is kept, so memory
+  // never exceeds it by more than one buffer.
+  const std::size_t cap = core::input_limits().max_inflated_bytes;
   std::string out;
   char buf[16384];
   int rc = Z_OK;
@@ -101,8 +105,15 @@ std::string gunzip(std::string_view data) {
     zs.next_out = reinterpret_cast<Bytef*>(buf);
     zs.avail_out = sizeof buf;
     rc = inflate(&zs, Z_NO_FLUSH);
-    out.append(buf, sizeof buf - zs.avail_out);
-    if (out.size() > (64u << 20)) rc = Z_MEM_ERROR;  // a release record is far smaller
+    std::size_t n = sizeof buf - zs.avail_out;
+    if (out.size() + n > cap) {
+      inflateEnd(&zs);
+      throw core::InvalidInput("Helm release record: gzip data inflates past the limit of " +
+                               core::describe_bytes(cap) +
+                               " (a real release record is far smaller; raise it with "
+                               "GPUFLEET_MAX_INPUT_BYTES if this one is real)");
+    }
+    out.append(buf, n);
   }
   inflateEnd(&zs);
   if (rc != Z_STREAM_END) throw core::InvalidInput("Helm release record: gzip data is corrupt");
