@@ -23,8 +23,12 @@ using ::testing::HasSubstr;
 
 class SimRoundTrip : public ::testing::Test {
  protected:
-  void SetUp() override { fleet_ = sim::load_fleet_file(GPUFLEET_SOURCE_DIR "/examples/fleet-h100.yaml"); }
-  sim::NodeModel node(int index) { return sim::NodeModel(fleet_, sim::make_node_identity(fleet_, 0, index), 0); }
+  void SetUp() override {
+    fleet_ = sim::load_fleet_file(GPUFLEET_SOURCE_DIR "/examples/fleet-h100.yaml");
+  }
+  sim::NodeModel node(int index) {
+    return sim::NodeModel(fleet_, sim::make_node_identity(fleet_, 0, index), 0);
+  }
   void apply(sim::NodeModel& n, const std::string& yaml) {
     n.apply(sim::parse_fault(core::parse_yaml(yaml), "test", "fault"), 1);
   }
@@ -56,12 +60,14 @@ TEST_F(SimRoundTrip, NcclTextFromTheBandwidthModel) {
 
   apply(b, "{type: nvlinkDegraded, factor: 0.5}");
   apply(b, "{type: networkDegraded, factor: 0.5}");
-  NcclResult slow = parse_nccl(sim::run_allreduce_test({member(a), member(b)}, sim::NcclTestConfig{}).output);
+  NcclResult slow =
+      parse_nccl(sim::run_allreduce_test({member(a), member(b)}, sim::NcclTestConfig{}).output);
   EXPECT_LT(nccl_metrics(slow).bus_bandwidth_gbs, 0.7 * m.bus_bandwidth_gbs);
 
   auto broken = node(2);
   apply(broken, "{type: xid, gpu: 3, code: 79}");
-  sim::NcclTestResult fail = sim::run_allreduce_test({member(a), member(broken)}, sim::NcclTestConfig{});
+  sim::NcclTestResult fail =
+      sim::run_allreduce_test({member(a), member(broken)}, sim::NcclTestConfig{});
   Judgement j = judge_output(OutputKind::Nccl, fail.output, fail.exit_code, ThresholdSet{}, {});
   EXPECT_EQ(j.reason, Reason::WorkloadFailed);
   EXPECT_THAT(j.message, HasSubstr("Test CUDA failure"));
@@ -103,7 +109,8 @@ TEST_F(SimRoundTrip, DcgmBothLayoutsFromTheFaultModel) {
 
 TEST_F(SimRoundTrip, TrainingLinesFromTheModel) {
   auto a = node(0), b = node(1);
-  sim::TrainingRunResult r = sim::run_training({member(a), member(b)}, {.model = "llm-8b", .iterations = 50});
+  sim::TrainingRunResult r =
+      sim::run_training({member(a), member(b)}, {.model = "llm-8b", .iterations = 50});
   ASSERT_EQ(r.exit_code, 0);
   TrainingMetrics m = parse_training(r.output);
   EXPECT_EQ(m.intervals.size(), 5u);
@@ -113,10 +120,12 @@ TEST_F(SimRoundTrip, TrainingLinesFromTheModel) {
   EXPECT_DOUBLE_EQ(m.goodput_ratio(), 1.0);
 
   apply(b, "{type: thermal, gpu: 0}");
-  sim::TrainingRunResult hot = sim::run_training({member(a), member(b)}, {.model = "llm-8b", .iterations = 50});
+  sim::TrainingRunResult hot =
+      sim::run_training({member(a), member(b)}, {.model = "llm-8b", .iterations = 50});
   EXPECT_LT(*parse_training(hot.output).avg_tflops_per_gpu(), *m.avg_tflops_per_gpu());
 
-  sim::TrainingRunResult odd = sim::run_training({member(a)}, {.model = "llm-56b", .iterations = 25});
+  sim::TrainingRunResult odd =
+      sim::run_training({member(a)}, {.model = "llm-56b", .iterations = 25});
   EXPECT_EQ(parse_training(odd.output).last_iteration, 25);
 
   auto broken = node(2);
