@@ -91,6 +91,9 @@ IsolationPlanner::IsolationPlanner(std::vector<std::string> nodes,
   if (options_.min_group_size < 1) {
     throw InvalidInput("minGroupSize must be at least 1");
   }
+  if (options_.confirmations < 1 || options_.confirmations > 5) {
+    throw InvalidInput("confirmations must be 1..5, not " + std::to_string(options_.confirmations));
+  }
   if (options_.round_budget < 1 || options_.max_rounds < options_.round_budget) {
     throw InvalidInput("round budget " + std::to_string(options_.round_budget) +
                        " must be at least 1 and at most maxRounds " +
@@ -105,6 +108,7 @@ IsolationPlanner::IsolationPlanner(std::vector<std::string> nodes,
   state_.assign(names_.size(), NodeState::Unknown);
   failed_.assign(names_.size(), 0);
   passed_.assign(names_.size(), 0);
+  confirm_failed_.assign(names_.size(), 0);
   plan_screen(topology_groups);
 }
 
@@ -226,6 +230,7 @@ std::vector<std::uint32_t> IsolationPlanner::without_good(
 void IsolationPlanner::absorb_results() {
   std::unordered_map<std::uint32_t, const Test*> by_id;
   for (const Test& t : tests_) by_id.emplace(t.id, &t);
+  std::vector<std::uint32_t> reconfirm;
   // Passes first: a node in any passing test is healthy (noiseless reasoning).
   for (const Test& t : tests_) {
     auto mark = [&](std::uint32_t i) {
@@ -249,7 +254,12 @@ void IsolationPlanner::absorb_results() {
     }
     if (t.purpose == TestPurpose::Confirm && t.members.size() == 1 &&
         state_[t.members[0]] == NodeState::Unknown) {
-      state_[t.members[0]] = NodeState::Faulty;
+      std::uint32_t m = t.members[0];
+      if (++confirm_failed_[m] >= options_.confirmations) {
+        state_[m] = NodeState::Faulty;
+      } else {
+        reconfirm.push_back(m);  // on a noisy fabric one failure may be chance: again
+      }
     }
     unexplained_.push_back({std::move(all), false});
   }
@@ -326,6 +336,16 @@ void IsolationPlanner::absorb_results() {
     Investigation n;
     n.members = without_good(t.members);
     if (!n.members.empty()) next.push_back(std::move(n));
+  }
+  for (std::uint32_t m : reconfirm) {
+    bool held = std::any_of(next.begin(), next.end(), [&](const Investigation& inv) {
+      return std::find(inv.members.begin(), inv.members.end(), m) != inv.members.end();
+    });
+    if (!held) {
+      Investigation n;
+      n.members = {m};
+      next.push_back(std::move(n));
+    }
   }
   investigations_ = std::move(next);
 }
@@ -485,7 +505,8 @@ IsolationVerdict IsolationPlanner::verdict() const {
         break;
       case NodeState::Faulty:
         o.verdict = NodeVerdict::Faulty;
-        o.message = "failed its confirmation test beside a known-good node; member of " +
+        o.message = "failed " + std::to_string(confirm_failed_[i]) +
+                    " confirmation test(s) beside known-good nodes; member of " +
                     std::to_string(failed_[i]) + " failed group test(s)";
         break;
       case NodeState::Unknown:
@@ -509,18 +530,21 @@ core::Value IsolationPlanner::to_value() const {
   o["roundBudget"] = options_.round_budget;
   o["maxRounds"] = options_.max_rounds;
   o["maxNodes"] = static_cast<std::int64_t>(options_.max_nodes);
-  core::List names, failed, passed;
+  o["confirmations"] = options_.confirmations;
+  core::List names, failed, passed, confirm_failed;
   std::string states;
   for (std::size_t i = 0; i < names_.size(); ++i) {
     names.emplace_back(names_[i]);
     failed.emplace_back(failed_[i]);
     passed.emplace_back(passed_[i]);
+    confirm_failed.emplace_back(confirm_failed_[i]);
     states += state_[i] == NodeState::Good ? 'G' : state_[i] == NodeState::Faulty ? 'F' : 'U';
   }
   v["nodes"] = std::move(names);
   v["states"] = states;  // one letter per node: U unknown, G good, F faulty
   v["failed"] = std::move(failed);
   v["passed"] = std::move(passed);
+  v["confirmFailed"] = std::move(confirm_failed);
   core::List invs;
   for (const Investigation& inv : investigations_) {
     core::Value i = core::Value::map();
@@ -582,6 +606,7 @@ IsolationPlanner IsolationPlanner::from_value(const core::Value& s) {
   p.options_.round_budget = static_cast<int>(need(o, "roundBudget").as_int());
   p.options_.max_rounds = static_cast<int>(need(o, "maxRounds").as_int());
   p.options_.max_nodes = static_cast<std::size_t>(need(o, "maxNodes").as_int());
+  p.options_.confirmations = static_cast<int>(need(o, "confirmations").as_int());
   for (const core::Value& n : need(s, "nodes").as_list()) p.names_.push_back(n.as_string());
   const std::size_t n = p.names_.size();
   if (n == 0 || n > p.options_.max_nodes) {
@@ -591,9 +616,12 @@ IsolationPlanner IsolationPlanner::from_value(const core::Value& s) {
   const std::string& states = need(s, "states").as_string();
   const core::List& failed = need(s, "failed").as_list();
   const core::List& passed = need(s, "passed").as_list();
-  if (states.size() != n || failed.size() != n || passed.size() != n) {
+  const core::List& confirm_failed = need(s, "confirmFailed").as_list();
+  if (states.size() != n || failed.size() != n || passed.size() != n ||
+      confirm_failed.size() != n) {
     throw InvalidInput(
-        "isolation planner state: states/failed/passed do not have one entry per node");
+        "isolation planner state: states/failed/passed/confirmFailed do not have one entry per "
+        "node");
   }
   for (std::size_t i = 0; i < n; ++i) {
     char c = states[i];
@@ -606,6 +634,7 @@ IsolationPlanner IsolationPlanner::from_value(const core::Value& s) {
                                   : NodeState::Unknown);
     p.failed_.push_back(static_cast<int>(failed[i].as_int()));
     p.passed_.push_back(static_cast<int>(passed[i].as_int()));
+    p.confirm_failed_.push_back(static_cast<int>(confirm_failed[i].as_int()));
   }
   for (const core::Value& i : need(s, "investigations").as_list()) {
     Investigation inv;

@@ -45,6 +45,10 @@ struct PlannerOptions {
   int round_budget = 5;
   // Hard stop: nodes still undecided after this many rounds are Unresolved.
   int max_rounds = 12;
+  // Failed confirmations (each beside a different known-good node) before a node is Faulty:
+  // 1 on a clean fabric; 2 where measurements are noisy costs a round and a test per
+  // suspect and cuts false isolation (docs/performance.md).
+  int confirmations = 1;
   // Upper bound on the node count a planner accepts (state is kept per node).
   std::size_t max_nodes = 20000;
 };
@@ -152,6 +156,7 @@ class IsolationPlanner {
   std::vector<NodeState> state_;
   std::vector<int> failed_;
   std::vector<int> passed_;
+  std::vector<int> confirm_failed_;
   std::vector<Investigation> investigations_;
   std::vector<Test> tests_;  // the pending round's tests
   std::vector<FailedGroup> unexplained_;

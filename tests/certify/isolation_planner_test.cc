@@ -117,7 +117,7 @@ TEST(IsolationPlanner, SingletonsArePaddedWithDistinctKnownGoodNodes) {
   for (const NodeOutcome& o : v.nodes) {
     if (o.verdict == NodeVerdict::Faulty) {
       EXPECT_GE(o.tests_failed, 2) << o.node;  // screen + confirmation at least
-      EXPECT_THAT(o.message, HasSubstr("confirmation"));
+      EXPECT_THAT(o.message, HasSubstr("failed 1 confirmation"));
     }
   }
 }
@@ -196,6 +196,42 @@ TEST(IsolationPlanner, NoisyFleetAlwaysTerminates) {
     IsolationPlanner planner(fleet.names());
     IsolationRun run = run_isolation(planner, fleet);
     EXPECT_LE(run.verdict.rounds, PlannerOptions{}.max_rounds);
+  }
+}
+
+TEST(IsolationPlanner, TwoConfirmationsCutFalseIsolationOnANoisyFabric) {
+  auto false_trials = [](int confirmations) {
+    int bad = 0;
+    for (std::uint64_t seed = 0; seed < 150; ++seed) {
+      SimulatedFleet fleet(256, seed, 0.05);
+      fleet.degrade_random(2);
+      IsolationPlanner planner(fleet.names(), {}, PlannerOptions{.confirmations = confirmations});
+      IsolationRun run = run_isolation(planner, fleet);
+      std::vector<std::string> truth = fleet.faulty_names();
+      for (const std::string& f : run.verdict.faulty()) {
+        if (!std::binary_search(truth.begin(), truth.end(), f)) {
+          ++bad;
+          break;
+        }
+      }
+    }
+    return bad;
+  };
+  int one = false_trials(1), two = false_trials(2);
+  EXPECT_GT(one, 0) << "the noise model should fool a single confirmation sometimes";
+  EXPECT_LT(two, one);
+  // Noiseless, two confirmations still find exactly the set, each confirmed twice.
+  for (std::uint64_t seed = 0; seed < 30; ++seed) {
+    SimulatedFleet fleet(200, seed);
+    fleet.degrade_random(3);
+    IsolationPlanner planner(fleet.names(), {}, PlannerOptions{.confirmations = 2});
+    IsolationRun run = run_isolation(planner, fleet);
+    ASSERT_EQ(run.verdict.faulty(), fleet.faulty_names());
+    for (const NodeOutcome& o : run.verdict.nodes) {
+      if (o.verdict == NodeVerdict::Faulty) {
+        EXPECT_THAT(o.message, HasSubstr("failed 2 confirmation"));
+      }
+    }
   }
 }
 
