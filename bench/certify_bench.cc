@@ -97,6 +97,74 @@ BENCHMARK(BM_IsolationNoisy)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
+// For comparison, the scheme NVIDIA's Cluster Readiness Engine describes: ~sqrt(n) screen
+// groups, failed groups halved with both halves tested each round down to pairs, then each
+// member of a failed pair tested beside a healthy node.
+void BM_IsolationHalvingBaseline(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0)), k = static_cast<int>(state.range(1)),
+            trials = 1000;
+  Stats s;
+  for (auto _ : state) {
+    s = Stats{};
+    for (int t = 0; t < trials; ++t) {
+      SimulatedFleet fleet(static_cast<std::size_t>(n),
+                           7919ULL * static_cast<std::uint64_t>(t) + 17);
+      fleet.degrade_random(static_cast<std::size_t>(k));
+      const std::vector<std::string>& names = fleet.names();
+      const std::size_t size = static_cast<std::size_t>(std::ceil(std::sqrt(n)));
+      std::vector<std::vector<std::string>> failing;
+      int rounds = 1, tests = 0;
+      for (std::size_t i = 0; i < names.size(); i += size) {
+        std::vector<std::string> g(
+            names.begin() + static_cast<std::ptrdiff_t>(i),
+            names.begin() + static_cast<std::ptrdiff_t>(std::min(names.size(), i + size)));
+        ++tests;
+        if (!fleet.run(g)) failing.push_back(std::move(g));
+      }
+      while (
+          std::any_of(failing.begin(), failing.end(), [](const auto& g) { return g.size() > 2; })) {
+        ++rounds;
+        std::vector<std::vector<std::string>> next;
+        for (auto& g : failing) {
+          if (g.size() <= 2) {
+            next.push_back(std::move(g));
+            continue;
+          }
+          std::size_t half = g.size() / 2;
+          for (auto part :
+               {std::vector<std::string>(g.begin(), g.begin() + static_cast<std::ptrdiff_t>(half)),
+                std::vector<std::string>(g.begin() + static_cast<std::ptrdiff_t>(half), g.end())}) {
+            ++tests;
+            if (!fleet.run(part)) next.push_back(std::move(part));
+          }
+        }
+        failing = std::move(next);
+      }
+      std::vector<std::string> found;
+      if (!failing.empty()) ++rounds;
+      for (const auto& g : failing) {
+        for (const std::string& m : g) {
+          ++tests;
+          if (!fleet.run({m})) found.push_back(m);
+        }
+      }
+      std::sort(found.begin(), found.end());
+      s.rounds += rounds;
+      s.tests += tests;
+      s.max_rounds = std::max(s.max_rounds, rounds);
+      s.max_tests = std::max(s.max_tests, tests);
+      s.wrong += found != fleet.faulty_names();
+    }
+    s.rounds /= trials;
+    s.tests /= trials;
+  }
+  report(state, s, n, k, trials);
+}
+BENCHMARK(BM_IsolationHalvingBaseline)
+    ->ArgsProduct({{64, 256, 1024, 4096}, {0, 1, 2, 4, 8}})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
 std::string testdata(const char* name) {
   std::ifstream in(std::string(GPUFLEET_SOURCE_DIR "/tests/certify/testdata/") + name);
   std::stringstream s;

@@ -145,7 +145,13 @@ void IsolationPlanner::plan_screen(const std::vector<std::vector<std::string>>& 
     // faulty nodes tend to share one, which costs a split and one-by-one tests. Measured
     // (bench/certify_bench.cc), ~4 groups per expected fault balances the two.
     std::size_t expected = options_.expected_faulty;
-    if (expected == 0) expected = std::max<std::size_t>(1, (rest.size() * 4 + 500) / 1000);
+    // Default prior sqrt(n)/8 (4 at 1,024 nodes, 8 at 4,096): a certification run usually
+    // meets a handful of bad nodes, and over-sizing the screen costs a test per group.
+    if (expected == 0) {
+      expected = std::max<std::size_t>(
+          1,
+          static_cast<std::size_t>(std::lround(std::sqrt(static_cast<double>(rest.size())) / 8)));
+    }
     std::size_t groups = options_.screen_groups != 0 ? options_.screen_groups : 4 * expected;
     groups = std::clamp<std::size_t>(
         groups, 1, std::max<std::size_t>(1, rest.size() / options_.min_group_size));

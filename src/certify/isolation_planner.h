@@ -36,8 +36,9 @@ namespace gpufleet::certify {
 struct PlannerOptions {
   // Smallest group a test may have; singletons are padded with known-good nodes up to it.
   std::size_t min_group_size = 2;
-  // Expected faulty nodes, for sizing the screen groups; 0 = 0.4 % of the nodes (rounded), at
-  // least 1.
+  // Expected faulty nodes, for sizing the screen groups (about four groups per expected
+  // fault); 0 = sqrt(n)/8 rounded, at least 1 (4 at 1,024 nodes). Set it when the fleet's
+  // failure rate is known.
   std::size_t expected_faulty = 0;
   // Screen group count when no topology groups are given; 0 = derived from expected_faulty.
   std::size_t screen_groups = 0;
