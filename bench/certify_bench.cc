@@ -29,13 +29,13 @@ struct Stats {
   int false_trials = 0, missed_trials = 0, wrong = 0;
 };
 
-Stats run_trials(int n, int k, int trials, double jitter) {
+Stats run_trials(int n, int k, int trials, double jitter, int confirmations = 1) {
   Stats s;
   for (int t = 0; t < trials; ++t) {
     SimulatedFleet fleet(static_cast<std::size_t>(n), 7919ULL * static_cast<std::uint64_t>(t) + 17,
                          jitter);
     fleet.degrade_random(static_cast<std::size_t>(k));
-    IsolationPlanner planner(fleet.names());
+    IsolationPlanner planner(fleet.names(), {}, PlannerOptions{.confirmations = confirmations});
     IsolationRun run = run_isolation(planner, fleet);
     s.rounds += run.verdict.rounds;
     s.tests += run.verdict.tests;
@@ -92,6 +92,20 @@ void BM_IsolationNoisy(benchmark::State& state) {
   report(state, s, n, k, trials);
 }
 BENCHMARK(BM_IsolationNoisy)
+    ->Args({1024, 0})
+    ->Args({1024, 4})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+// The same with confirmations: 2 (a second failed confirmation beside another partner).
+void BM_IsolationNoisyTwoConfirmations(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0)), k = static_cast<int>(state.range(1)),
+            trials = 1000;
+  Stats s;
+  for (auto _ : state) s = run_trials(n, k, trials, 0.05, 2);
+  report(state, s, n, k, trials);
+}
+BENCHMARK(BM_IsolationNoisyTwoConfirmations)
     ->Args({1024, 0})
     ->Args({1024, 4})
     ->Iterations(1)
