@@ -15,7 +15,11 @@ namespace {
 using core::InvalidInput;
 
 constexpr std::string_view kPurposeNames[] = {"screen", "isolate", "check", "confirm", "probe"};
-constexpr std::string_view kStageNames[] = {"new", "bits", "decoded", "split", "individual"};
+constexpr std::string_view kStageNames[] = {"new",        "bits",  "decoded", "split",
+                                            "individual", "probe", "narrow",  "linkConfirm"};
+constexpr const char* kCoarseLink =
+    "a group test failed twice although each node passed other tests: a link or switch "
+    "between these nodes is faulty";
 
 template <typename E, std::size_t N>
 E enum_from(const core::Value& v, const std::string_view (&names)[N], std::string_view field) {
@@ -251,13 +255,7 @@ void IsolationPlanner::absorb_results() {
     std::vector<std::uint32_t> all = t.members;
     all.insert(all.end(), t.padding.begin(), t.padding.end());
     std::sort(all.begin(), all.end());
-    if (t.purpose == TestPurpose::Probe) {
-      infrastructure_.push_back({{},
-                                 "test failed again on re-run although each node passed other "
-                                 "tests: a link or switch between these nodes is faulty"});
-      for (auto i : all) infrastructure_.back().nodes.push_back(names_[i]);
-      continue;
-    }
+    if (t.purpose == TestPurpose::Probe) continue;  // read by its investigation below
     if (t.purpose == TestPurpose::Confirm && t.members.size() == 1 &&
         state_[t.members[0]] == NodeState::Unknown) {
       std::uint32_t m = t.members[0];
@@ -268,13 +266,6 @@ void IsolationPlanner::absorb_results() {
       }
     }
     unexplained_.push_back({std::move(all), false});
-  }
-  // Probes that passed: the earlier failure did not reproduce; drop it.
-  for (const Test& t : tests_) {
-    if (t.purpose != TestPurpose::Probe) continue;
-    std::vector<std::uint32_t> all = t.members;
-    std::sort(all.begin(), all.end());
-    std::erase_if(unexplained_, [&](const FailedGroup& g) { return g.probed && g.members == all; });
   }
 
   std::vector<Investigation> next;
@@ -325,6 +316,67 @@ void IsolationPlanner::absorb_results() {
           Investigation n;
           n.members = without_good(t->members);
           if (!n.members.empty()) next.push_back(std::move(n));
+        }
+        break;
+      case Investigation::Stage::Probe:
+        // A failure that does not reproduce was transient; one that does is narrowed.
+        if (result_of(inv.tests[0]) == 0) {
+          Investigation n;
+          n.stage = Investigation::Stage::Narrow;
+          n.members = inv.members;
+          next.push_back(std::move(n));
+        }
+        break;
+      case Investigation::Stage::Narrow: {
+        // tests: [A, B, A + B_j for each bit of B, A_j + B for each bit of A]
+        const std::size_t half = inv.members.size() / 2;
+        std::vector<std::uint32_t> a(inv.members.begin(),
+                                     inv.members.begin() + static_cast<std::ptrdiff_t>(half));
+        std::vector<std::uint32_t> b(inv.members.begin() + static_cast<std::ptrdiff_t>(half),
+                                     inv.members.end());
+        const int bits_b = static_cast<int>(std::bit_width(b.size() - 1));
+        const int bits_a = static_cast<int>(std::bit_width(a.size() - 1));
+        bool a_failed = result_of(inv.tests[0]) == 0, b_failed = result_of(inv.tests[1]) == 0;
+        if (a_failed || b_failed) {
+          // The faulty link lies inside a half: narrow that one.
+          Investigation n;
+          n.stage = Investigation::Stage::Narrow;
+          n.members = a_failed ? a : b;
+          if (n.members.size() >= 2) {
+            next.push_back(std::move(n));
+          } else {
+            add_finding(inv.members, kCoarseLink);
+          }
+          break;
+        }
+        std::size_t ib = 0, ia = 0;
+        for (int j = 0; j < bits_b; ++j) {
+          if (result_of(inv.tests[2 + static_cast<std::size_t>(j)]) == 0) ib |= std::size_t{1} << j;
+        }
+        for (int j = 0; j < bits_a; ++j) {
+          if (result_of(inv.tests[2 + static_cast<std::size_t>(bits_b + j)]) == 0)
+            ia |= std::size_t{1} << j;
+        }
+        if (ia < a.size() && ib < b.size()) {
+          Investigation n;
+          n.stage = Investigation::Stage::LinkConfirm;
+          n.members = inv.members;
+          n.suspect = a[ia];
+          n.suspect2 = b[ib];
+          next.push_back(std::move(n));
+        } else {
+          add_finding(inv.members, kCoarseLink);
+        }
+        break;
+      }
+      case Investigation::Stage::LinkConfirm:
+        if (result_of(inv.tests[0]) == 0) {
+          add_finding({inv.suspect, inv.suspect2},
+                      "the link between " + names_[inv.suspect] + " and " + names_[inv.suspect2] +
+                          " is faulty: each passes other tests, together they fail (a cable, NIC "
+                          "port or switch between them)");
+        } else {
+          add_finding(inv.members, kCoarseLink);
         }
         break;
       case Investigation::Stage::New:
@@ -392,6 +444,52 @@ void IsolationPlanner::plan_investigation(Investigation& inv, int rounds_left) {
   }
 }
 
+void IsolationPlanner::add_finding(const std::vector<std::uint32_t>& nodes, std::string message) {
+  InfrastructureFinding f;
+  for (auto i : nodes) f.nodes.push_back(names_[i]);
+  std::sort(f.nodes.begin(), f.nodes.end());
+  f.message = std::move(message);
+  // Two failed groups holding the same faulty link narrow to the same pair: report it once.
+  for (const InfrastructureFinding& g : infrastructure_) {
+    if (g.nodes == f.nodes) return;
+  }
+  infrastructure_.push_back(std::move(f));
+}
+
+// "Probe across": with halves A and B each passing alone, the faulty link joins a in A to b
+// in B. Test A with the members of B whose index has bit j set (fails exactly when b has
+// bit j) and the same the other way: one round of log2|A| + log2|B| tests names the pair.
+void IsolationPlanner::plan_narrow(Investigation& inv) {
+  inv.tests.clear();
+  if (inv.members.size() <= 2) {
+    add_finding(inv.members, inv.members.size() == 2
+                                 ? "the link between " + names_[inv.members[0]] + " and " +
+                                       names_[inv.members[1]] +
+                                       " is faulty: each passes other tests, together they fail"
+                                 : std::string(kCoarseLink));
+    return;
+  }
+  const std::size_t half = inv.members.size() / 2;
+  std::vector<std::uint32_t> a(inv.members.begin(),
+                               inv.members.begin() + static_cast<std::ptrdiff_t>(half));
+  std::vector<std::uint32_t> b(inv.members.begin() + static_cast<std::ptrdiff_t>(half),
+                               inv.members.end());
+  inv.tests.push_back(add_test(TestPurpose::Probe, a));
+  inv.tests.push_back(add_test(TestPurpose::Probe, b));
+  auto across = [&](const std::vector<std::uint32_t>& whole,
+                    const std::vector<std::uint32_t>& bitwise) {
+    for (int j = 0; j < static_cast<int>(std::bit_width(bitwise.size() - 1)); ++j) {
+      std::vector<std::uint32_t> group = whole;
+      for (std::size_t i = 0; i < bitwise.size(); ++i) {
+        if ((i >> j) & 1U) group.push_back(bitwise[i]);
+      }
+      inv.tests.push_back(add_test(TestPurpose::Probe, std::move(group)));
+    }
+  };
+  across(a, b);
+  across(b, a);
+}
+
 void IsolationPlanner::plan_next() {
   tests_.clear();
   const int number = round_.number + 1;
@@ -415,6 +513,10 @@ void IsolationPlanner::plan_next() {
       inv.tests.push_back(add_test(TestPurpose::Confirm, {inv.suspect}));
       covered[inv.suspect] = true;
       if (!inv.members.empty()) inv.tests.push_back(check_id);
+    } else if (inv.stage == Investigation::Stage::Narrow) {
+      plan_narrow(inv);
+    } else if (inv.stage == Investigation::Stage::LinkConfirm) {
+      inv.tests = {add_test(TestPurpose::Probe, {inv.suspect, inv.suspect2})};
     } else {
       plan_investigation(inv, rounds_left);
     }
@@ -454,15 +556,17 @@ void IsolationPlanner::plan_next() {
         });
     g.probed = true;  // a superset is explained by its smaller probe either way
     if (minimal) {
-      std::uint32_t id = next_id_++;
-      Test t;
-      t.id = id;
-      t.purpose = TestPurpose::Probe;
-      t.members = g.members;
-      tests_.push_back(std::move(t));
-      ++total_tests_;
+      Investigation inv;
+      inv.stage = Investigation::Stage::Probe;
+      inv.members = g.members;
+      inv.tests = {add_test(TestPurpose::Probe, g.members)};
+      investigations_.push_back(std::move(inv));
     }
   }
+  // Narrowing that ended in a finding has nothing left to test.
+  std::erase_if(investigations_, [](const Investigation& inv) {
+    return inv.stage == Investigation::Stage::Narrow && inv.tests.empty();
+  });
   if (tests_.empty()) {
     finish();
     return;
@@ -560,6 +664,7 @@ core::Value IsolationPlanner::to_value() const {
     for (auto t : inv.tests) ids.emplace_back(static_cast<std::int64_t>(t));
     i["tests"] = std::move(ids);
     i["suspect"] = static_cast<std::int64_t>(inv.suspect);
+    i["suspect2"] = static_cast<std::int64_t>(inv.suspect2);
     invs.push_back(std::move(i));
   }
   v["investigations"] = std::move(invs);
@@ -654,6 +759,11 @@ IsolationPlanner IsolationPlanner::from_value(const core::Value& s) {
       throw InvalidInput("isolation planner state: suspect index out of range");
     }
     inv.suspect = static_cast<std::uint32_t>(suspect);
+    std::int64_t suspect2 = need(i, "suspect2").as_int();
+    if (suspect2 < 0 || static_cast<std::size_t>(suspect2) >= n) {
+      throw InvalidInput("isolation planner state: suspect2 index out of range");
+    }
+    inv.suspect2 = static_cast<std::uint32_t>(suspect2);
     p.investigations_.push_back(std::move(inv));
   }
   std::unordered_set<std::uint32_t> ids;

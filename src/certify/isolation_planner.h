@@ -125,11 +125,24 @@ class IsolationPlanner {
   enum class NodeState : std::uint8_t { Unknown, Good, Faulty };
   // A set of nodes known to hold at least one faulty node, and how it is being examined.
   struct Investigation {
-    enum class Stage : std::uint8_t { New, Bits, Decoded, Split, Individual };
+    // Probe: re-run a failed group whose members all passed elsewhere; Narrow: split it
+    // into halves A, B and find the pair across them by bits in one round; LinkConfirm:
+    // test the decoded pair alone.
+    enum class Stage : std::uint8_t {
+      New,
+      Bits,
+      Decoded,
+      Split,
+      Individual,
+      Probe,
+      Narrow,
+      LinkConfirm
+    };
     Stage stage = Stage::New;
     std::vector<std::uint32_t> members;
     std::vector<std::uint32_t> tests;  // ids of this round's tests of this investigation
-    std::uint32_t suspect = 0;         // Decoded: the decoded member
+    std::uint32_t suspect = 0;         // Decoded: the decoded member; LinkConfirm: one end
+    std::uint32_t suspect2 = 0;        // LinkConfirm: the other end
   };
   struct Test {
     std::uint32_t id = 0;
@@ -147,6 +160,8 @@ class IsolationPlanner {
   void absorb_results();
   void plan_next();
   void plan_investigation(Investigation& inv, int rounds_left);
+  void plan_narrow(Investigation& inv);
+  void add_finding(const std::vector<std::uint32_t>& nodes, std::string message);
   std::uint32_t add_test(TestPurpose purpose, std::vector<std::uint32_t> members);
   std::vector<std::uint32_t> without_good(const std::vector<std::uint32_t>& v) const;
   void publish_round();

@@ -170,23 +170,41 @@ TEST(IsolationPlanner, RecordIsIdempotentAndRejectsContradictions) {
   EXPECT_THROW(planner.record(999, true), core::InvalidInput);
 }
 
-TEST(IsolationPlanner, FaultyLinkIsReportedAsInfrastructureNotAsANode) {
-  int found = 0;
-  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+TEST(IsolationPlanner, FaultyLinkIsNarrowedToItsTwoEnds) {
+  for (std::uint64_t seed = 0; seed < 40; ++seed) {
     SimulatedFleet fleet(64, seed);
     std::size_t a = seed % 16, b = 16 + (seed * 5) % 16;  // both in the first screen group
     fleet.break_link(a, b);
+    std::vector<std::size_t> bad;
+    if (seed % 2 == 1) bad = fleet.degrade_random(2);  // and sometimes faulty nodes besides
     IsolationPlanner planner(fleet.names(), {}, PlannerOptions{.screen_groups = 2});
     IsolationRun run = run_isolation(planner, fleet);
-    EXPECT_TRUE(run.verdict.faulty().empty()) << "seed " << seed;
-    ASSERT_FALSE(run.verdict.infrastructure.empty()) << "seed " << seed;
-    const auto& nodes = run.verdict.infrastructure.front().nodes;
-    EXPECT_NE(std::find(nodes.begin(), nodes.end(), fleet.names()[a]), nodes.end());
-    EXPECT_NE(std::find(nodes.begin(), nodes.end(), fleet.names()[b]), nodes.end());
-    EXPECT_THAT(run.verdict.infrastructure.front().message, HasSubstr("link or switch"));
-    ++found;
+    if (std::find(bad.begin(), bad.end(), a) != bad.end() ||
+        std::find(bad.begin(), bad.end(), b) != bad.end()) {
+      continue;  // a faulty end hides its link
+    }
+    EXPECT_EQ(run.verdict.faulty(), fleet.faulty_names()) << "seed " << seed;
+    // A faulty node in every test that held both ends explains those failures and masks
+    // the link (docs/certify.md); without faulty nodes the link is always found.
+    if (bad.empty()) {
+      ASSERT_EQ(run.verdict.infrastructure.size(), 1u) << "seed " << seed;
+    }
+    for (const InfrastructureFinding& f : run.verdict.infrastructure) {
+      EXPECT_THAT(f.nodes, ElementsAre(fleet.names()[a], fleet.names()[b])) << "seed " << seed;
+      EXPECT_THAT(f.message, HasSubstr("link between"));
+    }
+    EXPECT_LE(run.verdict.rounds, 8) << "seed " << seed;
   }
-  EXPECT_EQ(found, 20);
+}
+
+TEST(IsolationPlanner, LinkInsideOneHalfIsStillNarrowed) {
+  SimulatedFleet fleet(40, 9);
+  fleet.break_link(3, 5);  // adjacent indices: the same half of most splits
+  IsolationPlanner planner(fleet.names(), {}, PlannerOptions{.screen_groups = 1});
+  IsolationRun run = run_isolation(planner, fleet);
+  EXPECT_TRUE(run.verdict.faulty().empty());
+  ASSERT_EQ(run.verdict.infrastructure.size(), 1u);
+  EXPECT_THAT(run.verdict.infrastructure[0].nodes, ElementsAre("node-00003", "node-00005"));
 }
 
 TEST(IsolationPlanner, NoisyFleetAlwaysTerminates) {
