@@ -29,7 +29,11 @@ std::optional<std::int64_t> int_field(const core::Value& obj, std::string_view k
   const core::Value* v = obj.find(key);
   if (v == nullptr) return std::nullopt;
   if (v->is_int()) return v->as_int();
-  if (v->is_number()) return static_cast<std::int64_t>(v->as_double());
+  if (v->is_number()) {
+    double d = v->as_double();
+    if (!(d >= -1e15 && d <= 1e15)) return std::nullopt;  // no integer conversion overflow
+    return static_cast<std::int64_t>(d);
+  }
   if (const std::string* s = v->if_string()) return to_int(*s);
   return std::nullopt;
 }

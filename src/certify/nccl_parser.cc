@@ -108,7 +108,12 @@ std::int64_t NcclResult::total_wrong() const noexcept {
   std::int64_t sum = 0;
   for (const NcclRow& row : rows) {
     for (const auto* p : {&row.out_of_place, &row.in_place}) {
-      if (p->has_value() && (*p)->wrong) sum += *(*p)->wrong;
+      // Saturating: many rows of huge counts must not overflow.
+      if (p->has_value() && (*p)->wrong) {
+        sum = *(*p)->wrong > std::numeric_limits<std::int64_t>::max() - sum
+                  ? std::numeric_limits<std::int64_t>::max()
+                  : sum + *(*p)->wrong;
+      }
     }
   }
   return sum;
@@ -221,7 +226,10 @@ NcclResult parse_nccl_json(std::string_view text) {
     if (v == nullptr || !v->is_number())
       fail(where + "." + std::string(key) + " is missing or not a number");
     double d = v->as_double();
-    if (!std::isfinite(d) || d < 0) fail(where + "." + std::string(key) + " is not a number >= 0");
+    // Also bounds what is converted to an integer below (sizes, counts, #wrong).
+    if (!std::isfinite(d) || d < 0 || d > 1e18) {
+      fail(where + "." + std::string(key) + " is not a number in 0..1e18");
+    }
     return d;
   };
   auto placement = [&](const core::Value& row, std::string_view key,
@@ -258,7 +266,9 @@ NcclResult parse_nccl_json(std::string_view text) {
     r.avg_busbw_gbs = avg->as_double();
   }
   if (const core::Value* oob = doc.get({"out_of_bounds", "count"}); oob && oob->is_number()) {
-    r.out_of_bounds = static_cast<std::int64_t>(oob->as_double());
+    double d = oob->as_double();
+    if (!(d >= 0 && d <= 1e18)) fail("out_of_bounds.count is not a number in 0..1e18");
+    r.out_of_bounds = static_cast<std::int64_t>(d);
   }
   if (const core::Value* errors = doc.find("errors"); errors && errors->is_list()) {
     for (const core::Value& e : errors->as_list()) {

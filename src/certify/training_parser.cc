@@ -95,10 +95,12 @@ TrainingMetrics parse_training(std::string_view text) {
         have_time = true;
       } else if (key.starts_with("throughput per GPU")) {
         iv.tflops_per_gpu = number_value("throughput per GPU");
-      } else if (key == "number of skipped iterations") {
-        iv.skipped = static_cast<std::int64_t>(number_value("skipped iterations"));
-      } else if (key == "number of nan iterations") {
-        iv.nan = static_cast<std::int64_t>(number_value("nan iterations"));
+      } else if (key == "number of skipped iterations" || key == "number of nan iterations") {
+        // Counts: bounded before the integer conversion (a huge double would overflow it).
+        double v = number_value(key == "number of nan iterations" ? "nan iterations"
+                                                                  : "skipped iterations");
+        if (v > 1e12) throw OutputError(kFormat, number, line, "an iteration count above 10^12");
+        (key == "number of nan iterations" ? iv.nan : iv.skipped) = static_cast<std::int64_t>(v);
       }
     }
     if (!have_time) {

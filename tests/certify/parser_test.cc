@@ -129,6 +129,10 @@ TEST(NcclJson, TruncatedFileNamesTheLine) {
   EXPECT_THAT(e.what(), HasSubstr("nccl-tests JSON output line 1"));
   OutputError missing = output_error([] { (void)parse_nccl_json(R"({"results":[{"size":8}]})"); });
   EXPECT_THAT(missing.what(), HasSubstr("results[0].count"));
+  EXPECT_THAT(output_error([] {
+                (void)parse_nccl_json(R"({"results":[{"size":1e300,"count":1,"in_place":{}}]})");
+              }).what(),
+              HasSubstr("results[0].size is not a number in 0..1e18"));
 }
 
 TEST(Dcgm, Reads3xLayoutWithLeadingText) {
@@ -206,7 +210,18 @@ TEST(Training, BrokenRunsNameTheLine) {
     (void)parse_training(" [x] iteration 10/20 | elapsed time per iteration (ms): fast |\n");
   });
   EXPECT_THAT(bad.what(), HasSubstr("\"fast\""));
-  EXPECT_THAT(output_error([] { (void)parse_training("hello\n"); }).what(),
+  EXPECT_THAT(output_error([] {
+                (void)parse_training("hello\n");
+                // Found by the fuzzer: a count too large for an integer is an error, not an
+                // overflow.
+                EXPECT_THAT(
+                    output_error([] {
+                      (void)parse_training(
+                          " iteration 10/20 | elapsed time per iteration (ms): 100 | number of nan "
+                          "iterations: 1e300 |\n");
+                    }).what(),
+                    HasSubstr("above 10^12"));
+              }).what(),
               HasSubstr("no \"iteration"));
 }
 
