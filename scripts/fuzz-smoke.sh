@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang in build/fuzz and runs each on its seed corpus: the
 # two CEL targets for N seconds (default 30), the six document-reader targets (fuzz/readers)
-# for READER_FUZZ_SECONDS each (default 8, so they add under a minute). Exits non-zero on
-# any crash, leak, hang or sanitizer report. Usage: scripts/fuzz-smoke.sh [SECONDS]
+# for READER_FUZZ_SECONDS each (default 8) and the four certify parser targets for
+# CERTIFY_FUZZ_SECONDS each (default 5). Exits non-zero on any crash, leak, hang or sanitizer
+# report. Usage: scripts/fuzz-smoke.sh [SECONDS]
 set -euo pipefail
 seconds="${1:-30}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -16,7 +17,8 @@ if [[ ! -f "$build/build.ninja" ]]; then
 fi
 reader_fuzzers=(yaml json recipe_docs kube_docs sim_docs tool_output)
 ninja -C "$build" -j"${FUZZ_JOBS:-2}" cel_parse_fuzz cel_eval_fuzz \
-  $(printf '%s_fuzz ' "${reader_fuzzers[@]}")
+  $(printf '%s_fuzz ' "${reader_fuzzers[@]}") \
+  certify_nccl_fuzz certify_dcgm_fuzz certify_training_fuzz certify_result_fuzz
 status=0
 for target in parse eval; do
   corpus="$build/corpus-$target"
@@ -66,6 +68,19 @@ for target in "${reader_fuzzers[@]}"; do
       -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
       "$corpus" "$seeds/$target" $committed; then
     echo "${target}_fuzz FAILED (reproducer: crash-*/leak-*/timeout-* in $(pwd))" >&2
+    status=1
+  fi
+done
+
+certify_seconds="${CERTIFY_FUZZ_SECONDS:-5}"
+for target in nccl dcgm training result; do
+  corpus="$build/corpus-certify-$target"
+  mkdir -p "$corpus"
+  echo "== certify_${target}_fuzz for ${certify_seconds}s"
+  if ! "$build/fuzz/certify/certify_${target}_fuzz" -max_total_time="$certify_seconds" -timeout=10 \
+      -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
+      "$corpus" "$root/fuzz/certify/corpus/$target"; then
+    echo "certify_${target}_fuzz FAILED (reproducer: crash-*/leak-*/timeout-* in $(pwd))" >&2
     status=1
   fi
 done

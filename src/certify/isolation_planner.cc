@@ -1,0 +1,809 @@
+#include "certify/isolation_planner.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/errors.h"
+
+namespace gpufleet::certify {
+namespace {
+
+using core::InvalidInput;
+
+constexpr std::string_view kPurposeNames[] = {"screen", "isolate", "check", "confirm", "probe"};
+constexpr std::string_view kStageNames[] = {"new",        "bits",  "decoded", "split",
+                                            "individual", "probe", "narrow",  "linkConfirm"};
+constexpr const char* kCoarseLink =
+    "a group test failed twice although each node passed other tests: a link or switch "
+    "between these nodes is faulty";
+
+template <typename E, std::size_t N>
+E enum_from(const core::Value& v, const std::string_view (&names)[N], std::string_view field) {
+  const std::string& s = v.as_string();
+  for (std::size_t i = 0; i < N; ++i) {
+    if (names[i] == s) return static_cast<E>(i);
+  }
+  throw InvalidInput("isolation planner state: " + std::string(field) + " \"" + s +
+                     "\" is not a known value");
+}
+
+core::Value index_list(const std::vector<std::uint32_t>& v) {
+  core::List l;
+  l.reserve(v.size());
+  for (std::uint32_t i : v) l.emplace_back(static_cast<std::int64_t>(i));
+  return core::Value(std::move(l));
+}
+
+std::vector<std::uint32_t> read_indices(const core::Value* v, std::size_t n,
+                                        std::string_view field) {
+  std::vector<std::uint32_t> out;
+  if (v == nullptr) return out;
+  for (const core::Value& e : v->as_list()) {
+    std::int64_t i = e.as_int();
+    if (i < 0 || static_cast<std::size_t>(i) >= n) {
+      throw InvalidInput("isolation planner state: " + std::string(field) + " holds node index " +
+                         std::to_string(i) + " outside 0.." + std::to_string(n - 1));
+    }
+    out.push_back(static_cast<std::uint32_t>(i));
+  }
+  return out;
+}
+
+const core::Value& need(const core::Value& v, std::string_view key) {
+  const core::Value* f = v.find(key);
+  if (f == nullptr) {
+    throw InvalidInput("isolation planner state: field \"" + std::string(key) + "\" is missing");
+  }
+  return *f;
+}
+
+}  // namespace
+
+std::string_view purpose_name(TestPurpose p) noexcept { return kPurposeNames[static_cast<int>(p)]; }
+
+std::string_view verdict_name(NodeVerdict v) noexcept {
+  switch (v) {
+    case NodeVerdict::Healthy: return "Healthy";
+    case NodeVerdict::Faulty: return "Faulty";
+    case NodeVerdict::Unresolved: return "Unresolved";
+  }
+  return "Unresolved";
+}
+
+std::vector<std::string> IsolationVerdict::faulty() const {
+  std::vector<std::string> out;
+  for (const NodeOutcome& n : nodes) {
+    if (n.verdict == NodeVerdict::Faulty) out.push_back(n.node);
+  }
+  return out;
+}
+
+IsolationPlanner::IsolationPlanner(std::vector<std::string> nodes,
+                                   std::vector<std::vector<std::string>> topology_groups,
+                                   PlannerOptions options)
+    : options_(options), names_(std::move(nodes)) {
+  if (names_.empty()) throw InvalidInput("fault isolation needs at least one node");
+  if (names_.size() > options_.max_nodes) {
+    throw InvalidInput("fault isolation over " + std::to_string(names_.size()) +
+                       " nodes exceeds the limit of " + std::to_string(options_.max_nodes) +
+                       " (split the certification into smaller node sets)");
+  }
+  if (options_.min_group_size < 1) {
+    throw InvalidInput("minGroupSize must be at least 1");
+  }
+  if (options_.confirmations < 1 || options_.confirmations > 5) {
+    throw InvalidInput("confirmations must be 1..5, not " + std::to_string(options_.confirmations));
+  }
+  if (options_.round_budget < 1 || options_.max_rounds < options_.round_budget) {
+    throw InvalidInput("round budget " + std::to_string(options_.round_budget) +
+                       " must be at least 1 and at most maxRounds " +
+                       std::to_string(options_.max_rounds));
+  }
+  std::unordered_set<std::string> seen;
+  for (const std::string& n : names_) {
+    if (n.empty()) throw InvalidInput("fault isolation: a node name is empty");
+    if (!seen.insert(n).second)
+      throw InvalidInput("fault isolation: node \"" + n + "\" is listed twice");
+  }
+  state_.assign(names_.size(), NodeState::Unknown);
+  failed_.assign(names_.size(), 0);
+  passed_.assign(names_.size(), 0);
+  confirm_failed_.assign(names_.size(), 0);
+  plan_screen(topology_groups);
+}
+
+void IsolationPlanner::plan_screen(const std::vector<std::vector<std::string>>& topology_groups) {
+  const std::size_t n = names_.size();
+  std::unordered_map<std::string, std::uint32_t> index;
+  for (std::uint32_t i = 0; i < n; ++i) index.emplace(names_[i], i);
+  std::vector<bool> grouped(n, false);
+  round_.number = 1;
+  for (const auto& group : topology_groups) {
+    if (group.empty()) throw InvalidInput("fault isolation: a topology group is empty");
+    std::vector<std::uint32_t> members;
+    for (const std::string& name : group) {
+      auto it = index.find(name);
+      if (it == index.end()) {
+        throw InvalidInput("fault isolation: topology group member \"" + name +
+                           "\" is not one of the nodes under test");
+      }
+      if (grouped[it->second]) {
+        throw InvalidInput("fault isolation: node \"" + name + "\" is in two topology groups");
+      }
+      grouped[it->second] = true;
+      members.push_back(it->second);
+    }
+    add_test(TestPurpose::Screen, std::move(members));
+  }
+  std::vector<std::uint32_t> rest;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (!grouped[i]) rest.push_back(i);
+  }
+  if (!rest.empty()) {
+    // Screen groups sized for the expected fault count: isolating one faulty node costs
+    // about log2(group size) + 1 tests, so fewer, larger groups are cheaper until two
+    // faulty nodes tend to share one, which costs a split and one-by-one tests. Measured
+    // (bench/certify_bench.cc), ~4 groups per expected fault balances the two.
+    std::size_t expected = options_.expected_faulty;
+    // Default prior sqrt(n)/8 (4 at 1,024 nodes, 8 at 4,096): a certification run usually
+    // meets a handful of bad nodes, and over-sizing the screen costs a test per group.
+    if (expected == 0) {
+      expected = std::max<std::size_t>(
+          1,
+          static_cast<std::size_t>(std::lround(std::sqrt(static_cast<double>(rest.size())) / 8)));
+    }
+    std::size_t groups = options_.screen_groups != 0 ? options_.screen_groups : 4 * expected;
+    groups = std::clamp<std::size_t>(
+        groups, 1, std::max<std::size_t>(1, rest.size() / options_.min_group_size));
+    std::size_t base = rest.size() / groups, extra = rest.size() % groups, at = 0;
+    for (std::size_t g = 0; g < groups; ++g) {
+      std::size_t size = base + (g < extra ? 1 : 0);
+      add_test(TestPurpose::Screen,
+               std::vector<std::uint32_t>(rest.begin() + static_cast<std::ptrdiff_t>(at),
+                                          rest.begin() + static_cast<std::ptrdiff_t>(at + size)));
+      at += size;
+    }
+  }
+  publish_round();
+}
+
+std::uint32_t IsolationPlanner::add_test(TestPurpose purpose, std::vector<std::uint32_t> members) {
+  Test t;
+  t.id = next_id_++;
+  t.purpose = purpose;
+  // Padding: known-good nodes, never ones that failed a test (a link fault next to them
+  // would fail the suspect's test), rotating so that each test gets a distinct one.
+  if (members.size() < options_.min_group_size) {
+    std::vector<std::uint32_t> good_clean, good_any;
+    for (std::uint32_t i = 0; i < names_.size(); ++i) {
+      if (state_[i] != NodeState::Good) continue;
+      (failed_[i] == 0 ? good_clean : good_any).push_back(i);
+    }
+    const auto& pool = good_clean.empty() ? good_any : good_clean;
+    std::size_t want = options_.min_group_size - members.size();
+    for (std::size_t k = 0; k < pool.size() && t.padding.size() < want; ++k) {
+      std::uint32_t p = pool[pad_cursor_++ % pool.size()];
+      if (std::find(t.padding.begin(), t.padding.end(), p) == t.padding.end())
+        t.padding.push_back(p);
+    }
+  }
+  t.members = std::move(members);
+  tests_.push_back(std::move(t));
+  ++total_tests_;
+  return tests_.back().id;
+}
+
+void IsolationPlanner::record(std::uint32_t test_id, bool passed) {
+  if (done_)
+    throw InvalidInput("fault isolation is finished; test " + std::to_string(test_id) +
+                       " is not pending");
+  auto it =
+      std::find_if(tests_.begin(), tests_.end(), [&](const Test& t) { return t.id == test_id; });
+  if (it == tests_.end()) {
+    throw InvalidInput("test " + std::to_string(test_id) + " is not in round " +
+                       std::to_string(round_.number));
+  }
+  int r = passed ? 1 : 0;
+  if (it->result == r) return;
+  if (it->result != -1) {
+    throw InvalidInput("test " + std::to_string(test_id) + " already has the other result");
+  }
+  it->result = r;
+  if (std::all_of(tests_.begin(), tests_.end(), [](const Test& t) { return t.result != -1; })) {
+    absorb_results();
+    plan_next();
+  }
+}
+
+std::vector<std::uint32_t> IsolationPlanner::unrecorded() const {
+  std::vector<std::uint32_t> out;
+  if (done_) return out;
+  for (const Test& t : tests_) {
+    if (t.result == -1) out.push_back(t.id);
+  }
+  return out;
+}
+
+std::vector<std::uint32_t> IsolationPlanner::without_good(
+    const std::vector<std::uint32_t>& v) const {
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t i : v) {
+    if (state_[i] == NodeState::Unknown) out.push_back(i);
+  }
+  return out;
+}
+
+void IsolationPlanner::absorb_results() {
+  std::unordered_map<std::uint32_t, const Test*> by_id;
+  for (const Test& t : tests_) by_id.emplace(t.id, &t);
+  std::vector<std::uint32_t> reconfirm;
+  // Passes first: a node in any passing test is healthy (noiseless reasoning).
+  for (const Test& t : tests_) {
+    auto mark = [&](std::uint32_t i) {
+      (t.result == 1 ? passed_ : failed_)[i]++;
+      if (t.result == 1 && state_[i] == NodeState::Unknown) state_[i] = NodeState::Good;
+    };
+    for (auto i : t.members) mark(i);
+    for (auto i : t.padding) mark(i);
+  }
+  for (const Test& t : tests_) {
+    if (t.result == 1) continue;
+    std::vector<std::uint32_t> all = t.members;
+    all.insert(all.end(), t.padding.begin(), t.padding.end());
+    std::sort(all.begin(), all.end());
+    if (t.purpose == TestPurpose::Probe) continue;  // read by its investigation below
+    if (t.purpose == TestPurpose::Confirm && t.members.size() == 1 &&
+        state_[t.members[0]] == NodeState::Unknown) {
+      std::uint32_t m = t.members[0];
+      if (++confirm_failed_[m] >= options_.confirmations) {
+        state_[m] = NodeState::Faulty;
+      } else {
+        reconfirm.push_back(m);  // on a noisy fabric one failure may be chance: again
+      }
+    }
+    unexplained_.push_back({std::move(all), false});
+  }
+
+  std::vector<Investigation> next;
+  // Rests of decoded investigations whose suspect was confirmed faulty, under a failed
+  // shared check: together they hold a faulty node only if no rest above was blamed.
+  std::vector<std::uint32_t> failed_check_rest;
+  bool rest_blamed = false;
+  auto result_of = [&](std::uint32_t id) { return by_id.at(id)->result; };
+  for (Investigation& inv : investigations_) {
+    switch (inv.stage) {
+      case Investigation::Stage::Bits: {
+        std::vector<std::uint32_t> rest = without_good(inv.members);
+        if (rest.empty()) break;
+        std::size_t d = 0;
+        for (std::size_t j = 0; j < inv.tests.size(); ++j) {
+          if (result_of(inv.tests[j]) == 0) d |= std::size_t{1} << j;
+        }
+        Investigation n;
+        if (d < inv.members.size() && state_[inv.members[d]] == NodeState::Unknown) {
+          n.stage = Investigation::Stage::Decoded;
+          n.suspect = inv.members[d];
+          std::erase(rest, n.suspect);
+        }
+        n.members = std::move(rest);
+        next.push_back(std::move(n));
+        break;
+      }
+      case Investigation::Stage::Decoded:
+        // tests: [confirm suspect, the check shared by every decoded investigation's rest].
+        if (inv.tests.size() == 2 && result_of(inv.tests[1]) == 0) {
+          std::vector<std::uint32_t> rest = without_good(inv.members);
+          if (rest.empty()) break;
+          if (result_of(inv.tests[0]) == 1) {
+            // The decoded suspect is healthy, so this rest holds a faulty node.
+            Investigation n;
+            n.members = std::move(rest);
+            next.push_back(std::move(n));
+            rest_blamed = true;
+          } else {
+            failed_check_rest.insert(failed_check_rest.end(), rest.begin(), rest.end());
+          }
+        }
+        break;
+      case Investigation::Stage::Split:
+        for (std::uint32_t id : inv.tests) {
+          const Test* t = by_id.at(id);
+          if (t->result != 0) continue;
+          Investigation n;
+          n.members = without_good(t->members);
+          if (!n.members.empty()) next.push_back(std::move(n));
+        }
+        break;
+      case Investigation::Stage::Probe:
+        // A failure that does not reproduce was transient; one that does is narrowed.
+        if (result_of(inv.tests[0]) == 0) {
+          Investigation n;
+          n.stage = Investigation::Stage::Narrow;
+          n.members = inv.members;
+          next.push_back(std::move(n));
+        }
+        break;
+      case Investigation::Stage::Narrow: {
+        // tests: [A, B, A + B_j for each bit of B, A_j + B for each bit of A]
+        const std::size_t half = inv.members.size() / 2;
+        std::vector<std::uint32_t> a(inv.members.begin(),
+                                     inv.members.begin() + static_cast<std::ptrdiff_t>(half));
+        std::vector<std::uint32_t> b(inv.members.begin() + static_cast<std::ptrdiff_t>(half),
+                                     inv.members.end());
+        const int bits_b = static_cast<int>(std::bit_width(b.size() - 1));
+        const int bits_a = static_cast<int>(std::bit_width(a.size() - 1));
+        bool a_failed = result_of(inv.tests[0]) == 0, b_failed = result_of(inv.tests[1]) == 0;
+        if (a_failed || b_failed) {
+          // The faulty link lies inside a half: narrow that one.
+          Investigation n;
+          n.stage = Investigation::Stage::Narrow;
+          n.members = a_failed ? a : b;
+          if (n.members.size() >= 2) {
+            next.push_back(std::move(n));
+          } else {
+            add_finding(inv.members, kCoarseLink);
+          }
+          break;
+        }
+        std::size_t ib = 0, ia = 0;
+        for (int j = 0; j < bits_b; ++j) {
+          if (result_of(inv.tests[2 + static_cast<std::size_t>(j)]) == 0) ib |= std::size_t{1} << j;
+        }
+        for (int j = 0; j < bits_a; ++j) {
+          if (result_of(inv.tests[2 + static_cast<std::size_t>(bits_b + j)]) == 0)
+            ia |= std::size_t{1} << j;
+        }
+        if (ia < a.size() && ib < b.size()) {
+          Investigation n;
+          n.stage = Investigation::Stage::LinkConfirm;
+          n.members = inv.members;
+          n.suspect = a[ia];
+          n.suspect2 = b[ib];
+          next.push_back(std::move(n));
+        } else {
+          add_finding(inv.members, kCoarseLink);
+        }
+        break;
+      }
+      case Investigation::Stage::LinkConfirm:
+        if (result_of(inv.tests[0]) == 0) {
+          add_finding({inv.suspect, inv.suspect2},
+                      "the link between " + names_[inv.suspect] + " and " + names_[inv.suspect2] +
+                          " is faulty: each passes other tests, together they fail (a cable, NIC "
+                          "port or switch between them)");
+        } else {
+          add_finding(inv.members, kCoarseLink);
+        }
+        break;
+      case Investigation::Stage::New:
+      case Investigation::Stage::Individual: break;
+    }
+  }
+  if (!failed_check_rest.empty() && !rest_blamed) {
+    Investigation n;
+    n.members = std::move(failed_check_rest);
+    next.push_back(std::move(n));
+  }
+  // Otherwise those nodes stay undecided and plan_next() screens them again.
+  for (const Test& t : tests_) {
+    if (t.purpose != TestPurpose::Screen || t.result != 0) continue;
+    Investigation n;
+    n.members = without_good(t.members);
+    if (!n.members.empty()) next.push_back(std::move(n));
+  }
+  for (std::uint32_t m : reconfirm) {
+    bool held = std::any_of(next.begin(), next.end(), [&](const Investigation& inv) {
+      return std::find(inv.members.begin(), inv.members.end(), m) != inv.members.end();
+    });
+    if (!held) {
+      Investigation n;
+      n.members = {m};
+      next.push_back(std::move(n));
+    }
+  }
+  investigations_ = std::move(next);
+}
+
+void IsolationPlanner::plan_investigation(Investigation& inv, int rounds_left) {
+  const std::size_t s = inv.members.size();
+  inv.tests.clear();
+  if (s <= 4 || rounds_left <= 1) {
+    // Few members or no rounds to spare: each one with a known-good partner.
+    inv.stage = Investigation::Stage::Individual;
+    for (auto m : inv.members) inv.tests.push_back(add_test(TestPurpose::Confirm, {m}));
+    return;
+  }
+  if (rounds_left == 2) {
+    // ~sqrt(s) parts side by side; next round tests the members of failed parts one by one.
+    inv.stage = Investigation::Stage::Split;
+    std::size_t parts = static_cast<std::size_t>(std::ceil(std::sqrt(static_cast<double>(s))));
+    std::size_t base = s / parts, extra = s % parts, at = 0;
+    for (std::size_t p = 0; p < parts; ++p) {
+      std::size_t size = base + (p < extra ? 1 : 0);
+      std::vector<std::uint32_t> part(inv.members.begin() + static_cast<std::ptrdiff_t>(at),
+                                      inv.members.begin() + static_cast<std::ptrdiff_t>(at + size));
+      at += size;
+      inv.tests.push_back(add_test(part.size() == 1 ? TestPurpose::Confirm : TestPurpose::Isolate,
+                                   std::move(part)));
+    }
+    return;
+  }
+  // Every bisection level at once: test j holds the members whose index has bit j set.
+  inv.stage = Investigation::Stage::Bits;
+  int bits = std::bit_width(s - 1);
+  for (int j = 0; j < bits; ++j) {
+    std::vector<std::uint32_t> part;
+    for (std::size_t i = 0; i < s; ++i) {
+      if ((i >> j) & 1U) part.push_back(inv.members[i]);
+    }
+    inv.tests.push_back(add_test(TestPurpose::Isolate, std::move(part)));
+  }
+}
+
+void IsolationPlanner::add_finding(const std::vector<std::uint32_t>& nodes, std::string message) {
+  InfrastructureFinding f;
+  for (auto i : nodes) f.nodes.push_back(names_[i]);
+  std::sort(f.nodes.begin(), f.nodes.end());
+  f.message = std::move(message);
+  // Two failed groups holding the same faulty link narrow to the same pair: report it once.
+  for (const InfrastructureFinding& g : infrastructure_) {
+    if (g.nodes == f.nodes) return;
+  }
+  infrastructure_.push_back(std::move(f));
+}
+
+// "Probe across": with halves A and B each passing alone, the faulty link joins a in A to b
+// in B. Test A with the members of B whose index has bit j set (fails exactly when b has
+// bit j) and the same the other way: one round of log2|A| + log2|B| tests names the pair.
+void IsolationPlanner::plan_narrow(Investigation& inv) {
+  inv.tests.clear();
+  if (inv.members.size() <= 2) {
+    add_finding(inv.members, inv.members.size() == 2
+                                 ? "the link between " + names_[inv.members[0]] + " and " +
+                                       names_[inv.members[1]] +
+                                       " is faulty: each passes other tests, together they fail"
+                                 : std::string(kCoarseLink));
+    return;
+  }
+  const std::size_t half = inv.members.size() / 2;
+  std::vector<std::uint32_t> a(inv.members.begin(),
+                               inv.members.begin() + static_cast<std::ptrdiff_t>(half));
+  std::vector<std::uint32_t> b(inv.members.begin() + static_cast<std::ptrdiff_t>(half),
+                               inv.members.end());
+  inv.tests.push_back(add_test(TestPurpose::Probe, a));
+  inv.tests.push_back(add_test(TestPurpose::Probe, b));
+  auto across = [&](const std::vector<std::uint32_t>& whole,
+                    const std::vector<std::uint32_t>& bitwise) {
+    for (int j = 0; j < static_cast<int>(std::bit_width(bitwise.size() - 1)); ++j) {
+      std::vector<std::uint32_t> group = whole;
+      for (std::size_t i = 0; i < bitwise.size(); ++i) {
+        if ((i >> j) & 1U) group.push_back(bitwise[i]);
+      }
+      inv.tests.push_back(add_test(TestPurpose::Probe, std::move(group)));
+    }
+  };
+  across(a, b);
+  across(b, a);
+}
+
+void IsolationPlanner::plan_next() {
+  tests_.clear();
+  const int number = round_.number + 1;
+  if (number > options_.max_rounds) {
+    finish();
+    return;
+  }
+  const int rounds_left = options_.round_budget - number + 1;
+  std::vector<bool> covered(names_.size(), false);
+  // The rests of all decoded investigations are checked together: they are healthy unless
+  // two faulty nodes shared a group, so one test usually clears all of them.
+  std::vector<std::uint32_t> check;
+  for (const Investigation& inv : investigations_) {
+    if (inv.stage == Investigation::Stage::Decoded)
+      check.insert(check.end(), inv.members.begin(), inv.members.end());
+  }
+  std::uint32_t check_id = check.empty() ? 0 : add_test(TestPurpose::Check, std::move(check));
+  for (Investigation& inv : investigations_) {
+    if (inv.stage == Investigation::Stage::Decoded) {
+      inv.tests.clear();
+      inv.tests.push_back(add_test(TestPurpose::Confirm, {inv.suspect}));
+      covered[inv.suspect] = true;
+      if (!inv.members.empty()) inv.tests.push_back(check_id);
+    } else if (inv.stage == Investigation::Stage::Narrow) {
+      plan_narrow(inv);
+    } else if (inv.stage == Investigation::Stage::LinkConfirm) {
+      inv.tests = {add_test(TestPurpose::Probe, {inv.suspect, inv.suspect2})};
+    } else {
+      plan_investigation(inv, rounds_left);
+    }
+    for (auto m : inv.members) covered[m] = true;
+  }
+  // Nodes no test has decided and no investigation holds (a result that contradicted an
+  // earlier one): screen them again.
+  std::vector<std::uint32_t> stragglers;
+  for (std::uint32_t i = 0; i < names_.size(); ++i) {
+    if (state_[i] == NodeState::Unknown && !covered[i]) stragglers.push_back(i);
+  }
+  if (!stragglers.empty()) {
+    // They passed or were cleared before in all likelihood: one test, which, if it fails,
+    // makes them an investigation of their own.
+    Investigation inv;
+    inv.members = stragglers;
+    inv.stage = Investigation::Stage::Split;
+    inv.tests.push_back(add_test(stragglers.size() == 1 ? TestPurpose::Confirm : TestPurpose::Check,
+                                 std::move(stragglers)));
+    investigations_.push_back(std::move(inv));
+  }
+  // Failed tests whose members all passed elsewhere: re-run the smallest ones once.
+  std::erase_if(unexplained_, [&](const FailedGroup& g) {
+    return std::any_of(g.members.begin(), g.members.end(),
+                       [&](std::uint32_t i) { return state_[i] == NodeState::Faulty; });
+  });
+  for (FailedGroup& g : unexplained_) {
+    if (g.probed) continue;
+    bool all_good = std::all_of(g.members.begin(), g.members.end(),
+                                [&](std::uint32_t i) { return state_[i] == NodeState::Good; });
+    if (!all_good) continue;
+    bool minimal =
+        std::none_of(unexplained_.begin(), unexplained_.end(), [&](const FailedGroup& o) {
+          return &o != &g && o.members.size() < g.members.size() &&
+                 std::includes(g.members.begin(), g.members.end(), o.members.begin(),
+                               o.members.end());
+        });
+    g.probed = true;  // a superset is explained by its smaller probe either way
+    if (minimal) {
+      Investigation inv;
+      inv.stage = Investigation::Stage::Probe;
+      inv.members = g.members;
+      inv.tests = {add_test(TestPurpose::Probe, g.members)};
+      investigations_.push_back(std::move(inv));
+    }
+  }
+  // Narrowing that ended in a finding has nothing left to test.
+  std::erase_if(investigations_, [](const Investigation& inv) {
+    return inv.stage == Investigation::Stage::Narrow && inv.tests.empty();
+  });
+  if (tests_.empty()) {
+    finish();
+    return;
+  }
+  round_.number = number;
+  publish_round();
+}
+
+void IsolationPlanner::publish_round() {
+  round_.tests.clear();
+  for (const Test& t : tests_) {
+    GroupTest g;
+    g.id = t.id;
+    g.purpose = t.purpose;
+    for (auto i : t.members) g.nodes.push_back(names_[i]);
+    for (auto i : t.padding) {
+      g.nodes.push_back(names_[i]);
+      g.padding.push_back(names_[i]);
+    }
+    round_.tests.push_back(std::move(g));
+  }
+}
+
+void IsolationPlanner::finish() {
+  done_ = true;
+  tests_.clear();
+  round_.tests.clear();
+}
+
+IsolationVerdict IsolationPlanner::verdict() const {
+  if (!done_)
+    throw InvalidInput("fault isolation is still in round " + std::to_string(round_.number));
+  IsolationVerdict v;
+  v.rounds = round_.number;
+  v.tests = total_tests_;
+  v.infrastructure = infrastructure_;
+  for (std::size_t i = 0; i < names_.size(); ++i) {
+    NodeOutcome o;
+    o.node = names_[i];
+    o.tests_failed = failed_[i];
+    o.tests_passed = passed_[i];
+    switch (state_[i]) {
+      case NodeState::Good:
+        o.verdict = NodeVerdict::Healthy;
+        o.message = "passed " + std::to_string(passed_[i]) + " group test(s)";
+        break;
+      case NodeState::Faulty:
+        o.verdict = NodeVerdict::Faulty;
+        o.message = "failed " + std::to_string(confirm_failed_[i]) +
+                    " confirmation test(s) beside known-good nodes; member of " +
+                    std::to_string(failed_[i]) + " failed group test(s)";
+        break;
+      case NodeState::Unknown:
+        o.verdict = NodeVerdict::Unresolved;
+        o.message = "undecided after " + std::to_string(round_.number) + " rounds (limit " +
+                    std::to_string(options_.max_rounds) + "); member of " +
+                    std::to_string(failed_[i]) + " failed group test(s)";
+        break;
+    }
+    v.nodes.push_back(std::move(o));
+  }
+  return v;
+}
+
+core::Value IsolationPlanner::to_value() const {
+  core::Value v = core::Value::map();
+  core::Value& o = v["options"];
+  o["minGroupSize"] = static_cast<std::int64_t>(options_.min_group_size);
+  o["expectedFaulty"] = static_cast<std::int64_t>(options_.expected_faulty);
+  o["screenGroups"] = static_cast<std::int64_t>(options_.screen_groups);
+  o["roundBudget"] = options_.round_budget;
+  o["maxRounds"] = options_.max_rounds;
+  o["maxNodes"] = static_cast<std::int64_t>(options_.max_nodes);
+  o["confirmations"] = options_.confirmations;
+  core::List names, failed, passed, confirm_failed;
+  std::string states;
+  for (std::size_t i = 0; i < names_.size(); ++i) {
+    names.emplace_back(names_[i]);
+    failed.emplace_back(failed_[i]);
+    passed.emplace_back(passed_[i]);
+    confirm_failed.emplace_back(confirm_failed_[i]);
+    states += state_[i] == NodeState::Good ? 'G' : state_[i] == NodeState::Faulty ? 'F' : 'U';
+  }
+  v["nodes"] = std::move(names);
+  v["states"] = states;  // one letter per node: U unknown, G good, F faulty
+  v["failed"] = std::move(failed);
+  v["passed"] = std::move(passed);
+  v["confirmFailed"] = std::move(confirm_failed);
+  core::List invs;
+  for (const Investigation& inv : investigations_) {
+    core::Value i = core::Value::map();
+    i["stage"] = kStageNames[static_cast<int>(inv.stage)];
+    i["members"] = index_list(inv.members);
+    core::List ids;
+    for (auto t : inv.tests) ids.emplace_back(static_cast<std::int64_t>(t));
+    i["tests"] = std::move(ids);
+    i["suspect"] = static_cast<std::int64_t>(inv.suspect);
+    i["suspect2"] = static_cast<std::int64_t>(inv.suspect2);
+    invs.push_back(std::move(i));
+  }
+  v["investigations"] = std::move(invs);
+  core::List tests;
+  for (const Test& t : tests_) {
+    core::Value x = core::Value::map();
+    x["id"] = static_cast<std::int64_t>(t.id);
+    x["purpose"] = purpose_name(t.purpose);
+    x["members"] = index_list(t.members);
+    x["padding"] = index_list(t.padding);
+    x["result"] = t.result;
+    tests.push_back(std::move(x));
+  }
+  v["tests"] = std::move(tests);
+  core::List groups;
+  for (const FailedGroup& g : unexplained_) {
+    core::Value x = core::Value::map();
+    x["members"] = index_list(g.members);
+    x["probed"] = g.probed;
+    groups.push_back(std::move(x));
+  }
+  v["unexplained"] = std::move(groups);
+  core::List infra;
+  for (const InfrastructureFinding& f : infrastructure_) {
+    core::Value x = core::Value::map();
+    core::List nodes;
+    for (const auto& n : f.nodes) nodes.emplace_back(n);
+    x["nodes"] = std::move(nodes);
+    x["message"] = f.message;
+    infra.push_back(std::move(x));
+  }
+  v["infrastructure"] = std::move(infra);
+  v["round"] = round_.number;
+  v["nextId"] = static_cast<std::int64_t>(next_id_);
+  v["totalTests"] = total_tests_;
+  v["padCursor"] = static_cast<std::int64_t>(pad_cursor_);
+  v["done"] = done_;
+  return v;
+}
+
+IsolationPlanner IsolationPlanner::from_value(const core::Value& s) {
+  if (!s.is_map())
+    throw InvalidInput("isolation planner state must be a map, not " +
+                       std::string(core::kind_name(s.kind())));
+  IsolationPlanner p;
+  const core::Value& o = need(s, "options");
+  p.options_.min_group_size = static_cast<std::size_t>(need(o, "minGroupSize").as_int());
+  p.options_.expected_faulty = static_cast<std::size_t>(need(o, "expectedFaulty").as_int());
+  p.options_.screen_groups = static_cast<std::size_t>(need(o, "screenGroups").as_int());
+  p.options_.round_budget = static_cast<int>(need(o, "roundBudget").as_int());
+  p.options_.max_rounds = static_cast<int>(need(o, "maxRounds").as_int());
+  p.options_.max_nodes = static_cast<std::size_t>(need(o, "maxNodes").as_int());
+  p.options_.confirmations = static_cast<int>(need(o, "confirmations").as_int());
+  for (const core::Value& n : need(s, "nodes").as_list()) p.names_.push_back(n.as_string());
+  const std::size_t n = p.names_.size();
+  if (n == 0 || n > p.options_.max_nodes) {
+    throw InvalidInput("isolation planner state: node count " + std::to_string(n) +
+                       " is outside 1.." + std::to_string(p.options_.max_nodes));
+  }
+  const std::string& states = need(s, "states").as_string();
+  const core::List& failed = need(s, "failed").as_list();
+  const core::List& passed = need(s, "passed").as_list();
+  const core::List& confirm_failed = need(s, "confirmFailed").as_list();
+  if (states.size() != n || failed.size() != n || passed.size() != n ||
+      confirm_failed.size() != n) {
+    throw InvalidInput(
+        "isolation planner state: states/failed/passed/confirmFailed do not have one entry per "
+        "node");
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    char c = states[i];
+    if (c != 'U' && c != 'G' && c != 'F') {
+      throw InvalidInput(std::string("isolation planner state: node state '") + c +
+                         "' is not U, G or F");
+    }
+    p.state_.push_back(c == 'G'   ? NodeState::Good
+                       : c == 'F' ? NodeState::Faulty
+                                  : NodeState::Unknown);
+    p.failed_.push_back(static_cast<int>(failed[i].as_int()));
+    p.passed_.push_back(static_cast<int>(passed[i].as_int()));
+    p.confirm_failed_.push_back(static_cast<int>(confirm_failed[i].as_int()));
+  }
+  for (const core::Value& i : need(s, "investigations").as_list()) {
+    Investigation inv;
+    inv.stage =
+        enum_from<Investigation::Stage>(need(i, "stage"), kStageNames, "investigation stage");
+    inv.members = read_indices(&need(i, "members"), n, "investigation members");
+    for (const core::Value& t : need(i, "tests").as_list())
+      inv.tests.push_back(static_cast<std::uint32_t>(t.as_int()));
+    std::int64_t suspect = need(i, "suspect").as_int();
+    if (suspect < 0 || static_cast<std::size_t>(suspect) >= n) {
+      throw InvalidInput("isolation planner state: suspect index out of range");
+    }
+    inv.suspect = static_cast<std::uint32_t>(suspect);
+    std::int64_t suspect2 = need(i, "suspect2").as_int();
+    if (suspect2 < 0 || static_cast<std::size_t>(suspect2) >= n) {
+      throw InvalidInput("isolation planner state: suspect2 index out of range");
+    }
+    inv.suspect2 = static_cast<std::uint32_t>(suspect2);
+    p.investigations_.push_back(std::move(inv));
+  }
+  std::unordered_set<std::uint32_t> ids;
+  for (const core::Value& x : need(s, "tests").as_list()) {
+    Test t;
+    t.id = static_cast<std::uint32_t>(need(x, "id").as_int());
+    t.purpose = enum_from<TestPurpose>(need(x, "purpose"), kPurposeNames, "test purpose");
+    t.members = read_indices(&need(x, "members"), n, "test members");
+    t.padding = read_indices(&need(x, "padding"), n, "test padding");
+    t.result = static_cast<int>(need(x, "result").as_int());
+    if (t.result < -1 || t.result > 1)
+      throw InvalidInput("isolation planner state: test result must be -1, 0 or 1");
+    ids.insert(t.id);
+    p.tests_.push_back(std::move(t));
+  }
+  for (const Investigation& inv : p.investigations_) {
+    for (auto id : inv.tests) {
+      if (!ids.contains(id)) {
+        throw InvalidInput("isolation planner state: investigation refers to test " +
+                           std::to_string(id) + " that is not pending");
+      }
+    }
+  }
+  for (const core::Value& x : need(s, "unexplained").as_list()) {
+    p.unexplained_.push_back(
+        {read_indices(&need(x, "members"), n, "unexplained members"), need(x, "probed").as_bool()});
+  }
+  for (const core::Value& x : need(s, "infrastructure").as_list()) {
+    InfrastructureFinding f;
+    for (const core::Value& m : need(x, "nodes").as_list()) f.nodes.push_back(m.as_string());
+    f.message = need(x, "message").as_string();
+    p.infrastructure_.push_back(std::move(f));
+  }
+  p.round_.number = static_cast<int>(need(s, "round").as_int());
+  p.next_id_ = static_cast<std::uint32_t>(need(s, "nextId").as_int());
+  p.total_tests_ = static_cast<int>(need(s, "totalTests").as_int());
+  p.pad_cursor_ = static_cast<std::size_t>(need(s, "padCursor").as_int());
+  p.done_ = need(s, "done").as_bool();
+  if (!p.done_) p.publish_round();
+  return p;
+}
+
+}  // namespace gpufleet::certify

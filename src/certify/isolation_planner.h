@@ -1,0 +1,187 @@
+// Adaptive fault isolation: which nodes of a set make a group test (an NCCL collective, a
+// multi-node diagnostic, a training step) fail, found in few rounds of few tests.
+//
+// A test is a group of nodes run together; it passes when every member (and every link
+// between them) is healthy. The planner is pure: it yields a round of tests, takes their
+// results, and plans the next round from everything learnt so far, until a verdict. It
+// holds no clock and no Kubernetes objects, so the certify controller persists it (to_value /
+// from_value) between rounds and a restarted controller resumes without re-running a test
+// whose result it already recorded.
+//
+// Phases (docs/certify.md "Fault isolation"):
+//   screen    every node in one group: the NVLink domains / racks when given, else groups
+//             sized from the expected number of faulty nodes; a k = 0 fleet ends here.
+//   isolate   each failed group is bisected along every bit of its members' indices at once
+//             (test j holds the members whose index has bit j set): one round, log2(s) tests,
+//             and the failing bits spell the suspect's index. When few rounds remain, a failed
+//             group is split into ~sqrt(s) parts tested side by side instead, then members are
+//             tested one by one; both cope with several faulty nodes in one group.
+//   confirm   each suspect is tested paired with a distinct known-good node (padding), and the
+//             rest of its group is re-checked together; a failed confirmation is the verdict.
+//   probe     a failed test whose members all passed elsewhere points at the infrastructure
+//             between them (a link or switch): it is re-run once and reported if it fails again.
+// Evidence (tests failed and passed) accumulates per node across rounds.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/value.h"
+
+namespace gpufleet::certify {
+
+struct PlannerOptions {
+  // Smallest group a test may have; singletons are padded with known-good nodes up to it.
+  std::size_t min_group_size = 2;
+  // Expected faulty nodes, for sizing the screen groups (about four groups per expected
+  // fault); 0 = sqrt(n)/8 rounded, at least 1 (4 at 1,024 nodes). Set it when the fleet's
+  // failure rate is known.
+  std::size_t expected_faulty = 0;
+  // Screen group count when no topology groups are given; 0 = derived from expected_faulty.
+  std::size_t screen_groups = 0;
+  // Rounds the plan aims to finish in: designs switch to fewer-round ones as it nears.
+  int round_budget = 5;
+  // Hard stop: nodes still undecided after this many rounds are Unresolved.
+  int max_rounds = 12;
+  // Failed confirmations (each beside a different known-good node) before a node is Faulty:
+  // 1 on a clean fabric; 2 where measurements are noisy costs a round and a test per
+  // suspect and cuts false isolation (docs/performance.md).
+  int confirmations = 1;
+  // Upper bound on the node count a planner accepts (state is kept per node).
+  std::size_t max_nodes = 20000;
+};
+
+enum class TestPurpose { Screen, Isolate, Check, Confirm, Probe };
+std::string_view purpose_name(TestPurpose p) noexcept;
+
+struct GroupTest {
+  std::uint32_t id = 0;  // unique within one planner
+  TestPurpose purpose = TestPurpose::Screen;
+  std::vector<std::string> nodes;    // every member, padding included
+  std::vector<std::string> padding;  // members added as known-good padding
+};
+
+struct Round {
+  int number = 0;  // 1-based
+  std::vector<GroupTest> tests;
+};
+
+enum class NodeVerdict { Healthy, Faulty, Unresolved };
+std::string_view verdict_name(NodeVerdict v) noexcept;
+
+struct NodeOutcome {
+  std::string node;
+  NodeVerdict verdict = NodeVerdict::Healthy;
+  int tests_failed = 0;  // evidence: tests this node was a member of that failed
+  int tests_passed = 0;
+  std::string message;
+};
+
+// A test that failed twice although each member passed elsewhere: the fault lies between
+// these nodes (a link or switch), not in one of them.
+struct InfrastructureFinding {
+  std::vector<std::string> nodes;
+  std::string message;
+};
+
+struct IsolationVerdict {
+  std::vector<NodeOutcome> nodes;  // in the planner's node order
+  std::vector<InfrastructureFinding> infrastructure;
+  int rounds = 0;
+  int tests = 0;
+  [[nodiscard]] std::vector<std::string> faulty() const;
+};
+
+class IsolationPlanner {
+ public:
+  // `nodes`: distinct names. `topology_groups`: optional partition for the screen (each
+  // NVLink domain or rack); nodes it leaves out are screened in derived groups. Throws
+  // core::InvalidInput on an empty, duplicated, oversized or inconsistent input.
+  IsolationPlanner(std::vector<std::string> nodes,
+                   std::vector<std::vector<std::string>> topology_groups = {},
+                   PlannerOptions options = {});
+
+  [[nodiscard]] bool done() const noexcept { return done_; }
+  // The round awaiting results; nullptr once done.
+  [[nodiscard]] const Round* pending() const noexcept { return done_ ? nullptr : &round_; }
+  // Records one result of the pending round (idempotent for the same value; a different
+  // value for a recorded test, or an unknown id, throws core::InvalidInput). When the last
+  // result of the round arrives the next round is planned (or the verdict reached).
+  void record(std::uint32_t test_id, bool passed);
+  // Ids of pending tests without a result (what a resumed controller still has to run).
+  [[nodiscard]] std::vector<std::uint32_t> unrecorded() const;
+  // Valid once done().
+  [[nodiscard]] IsolationVerdict verdict() const;
+
+  // The whole state, for persistence; from_value() validates it and resumes.
+  [[nodiscard]] core::Value to_value() const;
+  static IsolationPlanner from_value(const core::Value& state);
+
+ private:
+  IsolationPlanner() = default;
+  enum class NodeState : std::uint8_t { Unknown, Good, Faulty };
+  // A set of nodes known to hold at least one faulty node, and how it is being examined.
+  struct Investigation {
+    // Probe: re-run a failed group whose members all passed elsewhere; Narrow: split it
+    // into halves A, B and find the pair across them by bits in one round; LinkConfirm:
+    // test the decoded pair alone.
+    enum class Stage : std::uint8_t {
+      New,
+      Bits,
+      Decoded,
+      Split,
+      Individual,
+      Probe,
+      Narrow,
+      LinkConfirm
+    };
+    Stage stage = Stage::New;
+    std::vector<std::uint32_t> members;
+    std::vector<std::uint32_t> tests;  // ids of this round's tests of this investigation
+    std::uint32_t suspect = 0;         // Decoded: the decoded member; LinkConfirm: one end
+    std::uint32_t suspect2 = 0;        // LinkConfirm: the other end
+  };
+  struct Test {
+    std::uint32_t id = 0;
+    TestPurpose purpose = TestPurpose::Screen;
+    std::vector<std::uint32_t> members;  // padding excluded
+    std::vector<std::uint32_t> padding;
+    int result = -1;  // -1 none, 0 failed, 1 passed
+  };
+  struct FailedGroup {
+    std::vector<std::uint32_t> members;
+    bool probed = false;
+  };
+
+  void plan_screen(const std::vector<std::vector<std::string>>& topology_groups);
+  void absorb_results();
+  void plan_next();
+  void plan_investigation(Investigation& inv, int rounds_left);
+  void plan_narrow(Investigation& inv);
+  void add_finding(const std::vector<std::uint32_t>& nodes, std::string message);
+  std::uint32_t add_test(TestPurpose purpose, std::vector<std::uint32_t> members);
+  std::vector<std::uint32_t> without_good(const std::vector<std::uint32_t>& v) const;
+  void publish_round();
+  void finish();
+
+  PlannerOptions options_;
+  std::vector<std::string> names_;
+  std::vector<NodeState> state_;
+  std::vector<int> failed_;
+  std::vector<int> passed_;
+  std::vector<int> confirm_failed_;
+  std::vector<Investigation> investigations_;
+  std::vector<Test> tests_;  // the pending round's tests
+  std::vector<FailedGroup> unexplained_;
+  std::vector<InfrastructureFinding> infrastructure_;
+  Round round_;
+  std::uint32_t next_id_ = 1;
+  int total_tests_ = 0;
+  std::size_t pad_cursor_ = 0;
+  bool done_ = false;
+};
+
+}  // namespace gpufleet::certify

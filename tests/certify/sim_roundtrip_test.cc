@@ -1,0 +1,140 @@
+// The simulator's generators read back by certify's parsers: nccl-tests text, DCGM JSON of
+// both layouts, and training lines, from healthy and faulty nodes.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "certify/dcgm_parser.h"
+#include "certify/judge.h"
+#include "certify/nccl_parser.h"
+#include "certify/training_parser.h"
+#include "core/yaml.h"
+#include "sim/dcgm_output.h"
+#include "sim/fault.h"
+#include "sim/fleet_spec.h"
+#include "sim/nccl_output.h"
+#include "sim/node_model.h"
+#include "sim/training_output.h"
+
+namespace gpufleet::certify {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class SimRoundTrip : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fleet_ = sim::load_fleet_file(GPUFLEET_SOURCE_DIR "/examples/fleet-h100.yaml");
+  }
+  sim::NodeModel node(int index) {
+    return sim::NodeModel(fleet_, sim::make_node_identity(fleet_, 0, index), 0);
+  }
+  void apply(sim::NodeModel& n, const std::string& yaml) {
+    n.apply(sim::parse_fault(core::parse_yaml(yaml), "test", "fault"), 1);
+  }
+  sim::GroupMember member(const sim::NodeModel& n) {
+    sim::GroupMember m;
+    m.host = n.identity().name;
+    m.pool = &fleet_.pools[0];
+    m.nvlink_domain = n.identity().name;
+    m.gpu_pci = n.identity().gpu_pci;
+    m.health = n.link_health();
+    return m;
+  }
+  sim::FleetSpec fleet_;
+};
+
+TEST_F(SimRoundTrip, NcclTextFromTheBandwidthModel) {
+  auto a = node(0), b = node(1);
+  sim::NcclTestResult r = sim::run_allreduce_test({member(a), member(b)}, sim::NcclTestConfig{});
+  NcclResult parsed = parse_nccl(r.output);
+  EXPECT_EQ(parsed.ranks, 16);
+  EXPECT_EQ(parsed.hosts.size(), 2u);
+  EXPECT_EQ(parsed.rows.size(), 31u);
+  EXPECT_TRUE(parsed.concluded);
+  NcclMetrics m = nccl_metrics(parsed);
+  EXPECT_EQ(m.size, 8ULL << 30);
+  EXPECT_GT(m.bus_bandwidth_gbs, 100.0);
+  // The average line includes latency-bound sizes, so it sits well below the large rows.
+  EXPECT_LT(*parsed.avg_busbw_gbs, m.bus_bandwidth_gbs);
+
+  apply(b, "{type: nvlinkDegraded, factor: 0.5}");
+  apply(b, "{type: networkDegraded, factor: 0.5}");
+  NcclResult slow =
+      parse_nccl(sim::run_allreduce_test({member(a), member(b)}, sim::NcclTestConfig{}).output);
+  EXPECT_LT(nccl_metrics(slow).bus_bandwidth_gbs, 0.7 * m.bus_bandwidth_gbs);
+
+  auto broken = node(2);
+  apply(broken, "{type: xid, gpu: 3, code: 79}");
+  sim::NcclTestResult fail =
+      sim::run_allreduce_test({member(a), member(broken)}, sim::NcclTestConfig{});
+  Judgement j = judge_output(OutputKind::Nccl, fail.output, fail.exit_code, ThresholdSet{}, {});
+  EXPECT_EQ(j.reason, Reason::WorkloadFailed);
+  EXPECT_THAT(j.message, HasSubstr("Test CUDA failure"));
+}
+
+TEST_F(SimRoundTrip, DcgmBothLayoutsFromTheFaultModel) {
+  for (int major : {3, 4}) {
+    auto healthy = node(0);
+    sim::DcgmDiagResult ok = sim::run_dcgm_diag(healthy, {.level = 3, .major_version = major});
+    DcgmReport r = parse_dcgm(ok.output);
+    EXPECT_EQ(r.major_version, major);
+    EXPECT_EQ(r.failures(), 0);
+    EXPECT_EQ(r.warnings(), 0);
+    EXPECT_GT(r.results.size(), 8u * 5);
+    EXPECT_TRUE(judge_output(OutputKind::Dcgm, ok.output, ok.exit_code, ThresholdSet{}, {}).passed);
+
+    auto sick = node(1);
+    apply(sick, "{type: ecc, gpu: 2, kind: doubleBit}");
+    apply(sick, "{type: thermal, gpu: 5}");
+    sim::DcgmDiagResult bad = sim::run_dcgm_diag(sick, {.level = 3, .major_version = major});
+    DcgmReport br = parse_dcgm(bad.output);
+    EXPECT_THAT(br.failed_gpus(), ElementsAre(2)) << major;
+    EXPECT_EQ(br.warnings(), 1) << major;
+    Judgement j = judge_output(OutputKind::Dcgm, bad.output, bad.exit_code, ThresholdSet{}, {});
+    EXPECT_EQ(j.reason, Reason::HardwareFailure);
+    EXPECT_THAT(j.message, HasSubstr("GPU 2"));
+    if (major == 4) {
+      EXPECT_THAT(j.message, HasSubstr("(error 4)"));
+    }
+  }
+  auto remap = node(3);
+  apply(remap, "{type: rowRemap, gpu: 6, kind: pending}");
+  DcgmReport level1 = parse_dcgm(sim::run_dcgm_diag(remap, {.level = 1}).output);
+  EXPECT_EQ(level1.warnings(), 0);  // r1 runs the deployment checks only
+  DcgmReport level2 = parse_dcgm(sim::run_dcgm_diag(remap, {.level = 2}).output);
+  EXPECT_EQ(level2.warnings(), 1);
+  EXPECT_THROW(sim::run_dcgm_diag(remap, {.level = 5}), core::InvalidInput);
+}
+
+TEST_F(SimRoundTrip, TrainingLinesFromTheModel) {
+  auto a = node(0), b = node(1);
+  sim::TrainingRunResult r =
+      sim::run_training({member(a), member(b)}, {.model = "llm-8b", .iterations = 50});
+  ASSERT_EQ(r.exit_code, 0);
+  TrainingMetrics m = parse_training(r.output);
+  EXPECT_EQ(m.intervals.size(), 5u);
+  EXPECT_TRUE(m.completed());
+  EXPECT_NEAR(*m.avg_tflops_per_gpu(), r.tflops_per_gpu, 0.5);
+  EXPECT_NEAR(m.avg_step_time_sec(), r.step_time_sec, r.step_time_sec * 0.02);
+  EXPECT_DOUBLE_EQ(m.goodput_ratio(), 1.0);
+
+  apply(b, "{type: thermal, gpu: 0}");
+  sim::TrainingRunResult hot =
+      sim::run_training({member(a), member(b)}, {.model = "llm-8b", .iterations = 50});
+  EXPECT_LT(*parse_training(hot.output).avg_tflops_per_gpu(), *m.avg_tflops_per_gpu());
+
+  sim::TrainingRunResult odd =
+      sim::run_training({member(a)}, {.model = "llm-56b", .iterations = 25});
+  EXPECT_EQ(parse_training(odd.output).last_iteration, 25);
+
+  auto broken = node(2);
+  apply(broken, "{type: xid, gpu: 1, code: 79}");
+  sim::TrainingRunResult died = sim::run_training({member(a), member(broken)}, {});
+  Judgement j = judge_output(OutputKind::Training, died.output, died.exit_code, ThresholdSet{}, {});
+  EXPECT_EQ(j.reason, Reason::WorkloadFailed);
+  EXPECT_THAT(j.message, HasSubstr("line 2"));
+}
+
+}  // namespace
+}  // namespace gpufleet::certify
