@@ -50,9 +50,13 @@ struct HttpResponse {
 };
 
 // Body of a streaming request (a watch), filled by the transport thread and drained by the
-// consumer. Thread-safe.
+// consumer. Thread-safe. Bounded: past kBufferLimit unread bytes the transfer is paused (HTTP/2
+// flow control then holds the server back) until the consumer reads, so a slow consumer never
+// makes the buffer grow without limit.
 class HttpStream {
  public:
+  static constexpr std::size_t kBufferLimit = std::size_t{4} << 20;
+
   // Waits for the response status; 0 when the transfer failed before one arrived.
   long wait_status();
   // Appends available body bytes to `out`; blocks until there are some or the transfer ended.
@@ -65,7 +69,8 @@ class HttpStream {
 
   // Called by the transport.
   void on_status(long status);
-  void on_data(const char* p, std::size_t n);
+  // False when the buffer is full: the transport pauses and delivers the same bytes again later.
+  bool on_data(const char* p, std::size_t n);
   void on_done(std::optional<TransportError> error);
 
  private:
@@ -75,14 +80,20 @@ class HttpStream {
   bool status_known_ = false;
   bool done_ = false;
   bool cancelled_ = false;
+  bool paused_ = false;
   std::string buffer_;
   std::optional<TransportError> error_;
   std::function<void()> canceller_;
+  std::function<void()> resumer_;
   friend class HttpTransport;
 };
 
 class HttpTransport {
  public:
+  // A plain (non-streaming) answer larger than this fails with a TransportError that says so,
+  // instead of taking the process's memory (a full list of 10,000 Nodes is ~150 MB).
+  static constexpr std::size_t kMaxResponseBytes = std::size_t{512} << 20;
+
   HttpTransport();
   ~HttpTransport();
   HttpTransport(const HttpTransport&) = delete;

@@ -68,6 +68,12 @@ std::optional<std::string_view> LineSplitter::next_line() {
         buffer_.erase(0, start_);
         start_ = 0;
       }
+      if (buffer_.size() > kMaxLine) {
+        throw core::ParseError(
+            "watch stream", 1, 1,
+            "a watch event is longer than " + std::to_string(kMaxLine >> 20) +
+                " MiB without a newline; the stream is not a watch or is corrupt");
+      }
       return std::nullopt;
     }
     std::string_view line(buffer_.data() + start_, nl - start_);

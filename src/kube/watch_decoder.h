@@ -24,9 +24,12 @@ WatchEvent decode_watch_event(std::string_view line, const core::JsonPrune* prun
                               const RequestInfo& request);
 
 // Splits a byte stream into complete lines. feed() appends a chunk; next_line() yields each
-// complete line (without the newline) once.
+// complete line (without the newline) once. Bounded: an incomplete line longer than kMaxLine
+// (no Kubernetes object comes near it; etcd's limit is 1.5 MiB) throws core::ParseError.
 class LineSplitter {
  public:
+  static constexpr std::size_t kMaxLine = std::size_t{64} << 20;
+
   void feed(std::string_view chunk) { buffer_.append(chunk); }
   std::optional<std::string_view> next_line();
   // Bytes of an incomplete trailing line.

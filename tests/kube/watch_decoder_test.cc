@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "kube/http.h"
 
 namespace gpufleet::kube {
 namespace {
@@ -85,6 +86,44 @@ TEST(LineSplitter, HandlesCrLfAndBlankLines) {
   EXPECT_EQ(s.next_line(), "bc");
   EXPECT_EQ(s.next_line(), std::nullopt);
   EXPECT_EQ(s.pending(), 0u);
+}
+
+}  // namespace
+}  // namespace gpufleet::kube
+
+namespace gpufleet::kube {
+namespace {
+
+TEST(LineSplitter, RefusesALineLongerThanTheBound) {
+  LineSplitter s;
+  std::string chunk(1 << 20, 'x');
+  EXPECT_THROW(
+      {
+        for (std::size_t fed = 0; fed <= LineSplitter::kMaxLine; fed += chunk.size()) {
+          s.feed(chunk);
+          (void)s.next_line();
+        }
+      },
+      core::ParseError);
+}
+
+// A full buffer refuses more bytes (the transport pauses the transfer); reading drains it and
+// asks the transport to resume.
+TEST(HttpStream, BufferIsBoundedAndResumesAfterARead) {
+  HttpStream s;
+  s.on_status(200);
+  std::string big(HttpStream::kBufferLimit, 'a');
+  EXPECT_TRUE(s.on_data(big.data(), big.size()));
+  EXPECT_FALSE(s.on_data("b", 1));
+  std::string out;
+  EXPECT_TRUE(s.read(out));
+  EXPECT_EQ(out.size(), HttpStream::kBufferLimit);
+  EXPECT_TRUE(s.on_data("b", 1));
+  s.on_done(std::nullopt);
+  out.clear();
+  EXPECT_TRUE(s.read(out));
+  EXPECT_EQ(out, "b");
+  EXPECT_FALSE(s.read(out));
 }
 
 }  // namespace
