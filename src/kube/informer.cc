@@ -84,16 +84,26 @@ bool Informer::list_and_replace(bool from_watch_cache) {
   lo.field_selector = options_.field_selector;
   lo.limit = options_.page_size;
   if (from_watch_cache) lo.resource_version = "0";
-  // Pages are turned into cached objects as they arrive (compacted at once in a compact cache),
-  // so that at most one page of decoded objects is alive beside the cache being built.
+  // Pages are decoded as they stream in, one item at a time, each turned into its cached form at
+  // once: neither a page's text nor its tree is ever held whole beside the cache being built.
   std::vector<ObjectPtr> values;
   std::vector<CompactPtr> compacts;
   std::string list_rv;
   bool restarted = false;
   for (;;) {
     ListResult page;
+    // Each item is cached as soon as it is decoded (compacted at once in a compact cache).
+    auto on_item = [&](core::Value&& item) {
+      if (options_.transform) options_.transform(item);
+      if (options_.compact) {
+        compacts.push_back(CompactObject::encode(item));
+      } else {
+        values.push_back(std::make_shared<const core::Value>(std::move(item)));
+      }
+    };
     try {
-      page = client_.list_page(options_.resource, options_.namespace_, lo, options_.shape);
+      page = client_.list_page_streamed(options_.resource, options_.namespace_, lo, options_.shape,
+                                        on_item);
     } catch (const ApiError& e) {
       // The continue token's snapshot was compacted away: start over once, consistently.
       if (e.is(Reason::Gone) && !lo.continue_token.empty() && !restarted) {
@@ -107,15 +117,6 @@ bool Informer::list_and_replace(bool from_watch_cache) {
       throw;
     }
     if (list_rv.empty()) list_rv = page.resource_version;
-    for (auto& item : page.items) {
-      if (options_.transform) options_.transform(item);
-      if (options_.compact) {
-        compacts.push_back(CompactObject::encode(item));
-      } else {
-        values.push_back(std::make_shared<const core::Value>(std::move(item)));
-      }
-    }
-    page.items = {};
     if (page.continue_token.empty()) break;
     lo.continue_token = std::move(page.continue_token);
     // Later pages come from the first page's snapshot; resourceVersion must not be set.

@@ -128,3 +128,48 @@ TEST(HttpStream, BufferIsBoundedAndResumesAfterARead) {
 
 }  // namespace
 }  // namespace gpufleet::kube
+
+namespace gpufleet::kube {
+namespace {
+
+// Every chunking of a list answer yields the same items and envelope.
+TEST(ListItemSplitter, SplitsItemsAtAnyChunkBoundary) {
+  const std::string body =
+      R"({"kind":"NodeList","apiVersion":"v1","metadata":{"resourceVersion":"42","continue":"c"},)"
+      R"("items":[{"metadata":{"name":"a","labels":{"x":"}]\"{["}},"l":[1,[2,{}]]} ,)"
+      "\n"
+      R"({"metadata":{"name":"b"},"s":"items"}],"extra":"items"})";
+  for (std::size_t chunk = 1; chunk <= body.size(); ++chunk) {
+    std::vector<std::string> items;
+    ListItemSplitter s([&](std::string_view item) { items.emplace_back(item); });
+    for (std::size_t pos = 0; pos < body.size(); pos += chunk) {
+      s.feed(std::string_view(body).substr(pos, chunk));
+    }
+    s.finish();
+    ASSERT_EQ(items.size(), 2u) << "chunk " << chunk;
+    EXPECT_EQ(core::parse_json(items[0], "item").get_string({"metadata", "labels", "x"}), "}]\"{[");
+    EXPECT_EQ(core::parse_json(items[1], "item").get_string({"metadata", "name"}), "b");
+    core::Value env = core::parse_json(s.envelope(), "envelope");
+    EXPECT_EQ(env.get_string({"metadata", "resourceVersion"}), "42");
+    EXPECT_EQ(env.get_string({"metadata", "continue"}), "c");
+    EXPECT_EQ(env.find("items")->size(), 0u);
+    EXPECT_EQ(env.get_string({"extra"}), "items");
+  }
+}
+
+TEST(ListItemSplitter, RejectsTruncatedAndMalformedLists) {
+  auto run = [](std::string_view body) {
+    ListItemSplitter s([](std::string_view) {});
+    s.feed(body);
+    s.finish();
+  };
+  EXPECT_THROW(run(R"({"items":[{"a":1},{"b")"), core::ParseError);
+  EXPECT_THROW(run(R"({"items":[1,2]})"), core::ParseError);
+  EXPECT_THROW(run(R"([{"a":1}])"), core::ParseError);
+  EXPECT_THROW(run(""), core::ParseError);
+  EXPECT_NO_THROW(run(R"({"items":[]})"));
+  EXPECT_NO_THROW(run(R"({"metadata":{},"items":null})"));
+}
+
+}  // namespace
+}  // namespace gpufleet::kube
