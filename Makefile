@@ -56,7 +56,7 @@ demo: kube-local build
 demo-down:
 	@scripts/demo.sh down
 
-bench: build
+bench: build kube-local
 	@scripts/bench.sh
 
 format:

@@ -24,12 +24,6 @@ bool HttpStream::read(std::string& out) {
   if (!buffer_.empty()) {
     out.append(buffer_);
     buffer_.clear();
-    if (paused_) {
-      paused_ = false;
-      std::function<void()> resume = resumer_;
-      lock.unlock();
-      if (resume) resume();
-    }
     return true;
   }
   return false;
@@ -69,10 +63,7 @@ void HttpStream::on_status(long status) {
 bool HttpStream::on_data(const char* p, std::size_t n) {
   {
     std::lock_guard lock(mu_);
-    if (buffer_.size() >= kBufferLimit) {
-      paused_ = true;
-      return false;
-    }
+    if (buffer_.size() + n > kBufferLimit) return false;
     buffer_.append(p, n);
   }
   cv_.notify_all();
@@ -85,7 +76,6 @@ void HttpStream::on_done(std::optional<TransportError> error) {
     done_ = true;
     if (!cancelled_) error_ = std::move(error);
     canceller_ = nullptr;
-    resumer_ = nullptr;
   }
   cv_.notify_all();
 }
@@ -136,7 +126,8 @@ struct Transfer {
   std::shared_ptr<HttpStream> stream;  // set for streaming transfers
   std::promise<HttpResponse> promise;  // set for plain transfers
   bool status_reported = false;
-  bool too_large = false;  // the body passed HttpTransport::kMaxResponseBytes
+  bool too_large = false;        // the body passed HttpTransport::kMaxResponseBytes
+  bool stream_overflow = false;  // the consumer fell HttpStream::kBufferLimit behind
   char error_buffer[CURL_ERROR_SIZE] = {};
 
   ~Transfer() {
@@ -158,7 +149,6 @@ struct HttpTransport::Impl {
   std::mutex mu;
   std::deque<std::unique_ptr<Transfer>> pending;
   std::vector<std::shared_ptr<HttpStream>> to_cancel;
-  std::vector<std::shared_ptr<HttpStream>> to_resume;  // paused streams whose buffer drained
   bool stopping = false;
   std::map<CURL*, std::unique_ptr<Transfer>> running;
   std::atomic<std::uint64_t> transfers{0}, new_connections{0}, http2{0};
@@ -209,7 +199,10 @@ struct HttpTransport::Impl {
     if (t->stream) {
       t->report_status();
       if (t->stream->cancelled()) return 0;  // aborts the transfer
-      if (!t->stream->on_data(data, size * n)) return CURL_WRITEFUNC_PAUSE;
+      if (!t->stream->on_data(data, size * n)) {
+        t->stream_overflow = true;
+        return 0;  // aborts the transfer
+      }
     } else {
       if (t->response.body.size() + size * n > HttpTransport::kMaxResponseBytes) {
         t->too_large = true;
@@ -317,13 +310,11 @@ struct HttpTransport::Impl {
     for (;;) {
       std::deque<std::unique_ptr<Transfer>> starting;
       std::vector<std::shared_ptr<HttpStream>> cancelling;
-      std::vector<std::shared_ptr<HttpStream>> resuming;
       {
         std::lock_guard lock(mu);
         if (stopping) return;
         starting.swap(pending);
         cancelling.swap(to_cancel);
-        resuming.swap(to_resume);
       }
       for (auto& t : starting) {
         setup(*t);
@@ -337,14 +328,6 @@ struct HttpTransport::Impl {
             curl_multi_remove_handle(multi, it->first);
             finish(*it->second, CURLE_ABORTED_BY_CALLBACK, "cancelled");
             running.erase(it);
-            break;
-          }
-        }
-      }
-      for (auto& s : resuming) {
-        for (auto& [easy, t] : running) {
-          if (t->stream == s) {
-            curl_easy_pause(easy, CURLPAUSE_CONT);
             break;
           }
         }
@@ -399,15 +382,6 @@ std::shared_ptr<HttpStream> HttpTransport::stream(HttpRequest request) {
       {
         std::lock_guard lock(impl->mu);
         impl->to_cancel.push_back(strong);
-      }
-      curl_multi_wakeup(impl->multi);
-    }
-  };
-  s->resumer_ = [impl, weak] {
-    if (auto strong = weak.lock()) {
-      {
-        std::lock_guard lock(impl->mu);
-        impl->to_resume.push_back(strong);
       }
       curl_multi_wakeup(impl->multi);
     }

@@ -121,17 +121,20 @@ func main() {
 	rss := procStatusBytes("VmRSS")
 	fmt.Println("READY")
 	cpu0 := cpuSeconds()
-	deadline := time.Now().Add(600 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for seen.Load() < int64(updates) && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
 	cpu := cpuSeconds() - cpu0
 	close(stop)
-	if seen.Load() < int64(updates) {
-		fail("%d of %d updates seen", seen.Load(), updates)
+	cpuText := "na"
+	if seen.Load() >= int64(updates) {
+		cpuText = strconv.FormatFloat(cpu*1e6/float64(updates), 'f', 1, 64)
+	} else {
+		fmt.Fprintf(os.Stderr, "bench-client-go: %d of %d updates seen\n", seen.Load(), updates)
 	}
 	fmt.Printf("RESULT impl=client-go nodes=%d sync_s=%.3f heap_B_per_node=%.0f rss_MB=%.1f "+
-		"peak_rss_MB=%.1f peak_over_steady=%.2f cpu_ms_per_1000_updates=%.1f\n",
+		"peak_rss_MB=%.1f peak_over_steady=%.2f cpu_ms_per_1000_updates=%s updates_seen=%d\n",
 		nodes, syncS, float64(heap)/float64(nodes), float64(rss)/1e6, float64(peak)/1e6,
-		float64(peak)/float64(rss), cpu*1e6/float64(updates))
+		float64(peak)/float64(rss), cpuText, seen.Load())
 }
