@@ -52,8 +52,8 @@ struct HttpResponse {
 // Body of a streaming request (a watch), filled by the transport thread and drained by the
 // consumer. Thread-safe. Bounded: a consumer more than kBufferLimit unread bytes behind ends
 // the transfer with a TransportError that says so (an informer then resumes its watch or
-// relists). Pausing the transfer instead (CURL_WRITEFUNC_PAUSE) stalled later HTTP/2 streams on
-// the same connection in our 5,000-Node benchmark, so it is not used.
+// relists). Backpressure by pausing the transfer (CURL_WRITEFUNC_PAUSE) is not used: it is not
+// yet tested against HTTP/2 connections shared with other streams.
 class HttpStream {
  public:
   static constexpr std::size_t kBufferLimit = std::size_t{64} << 20;

@@ -102,13 +102,16 @@ int churn(const std::string& kubeconfig, int updates) {
     std::fprintf(stderr, "churn: no Nodes labelled %s\n", kSelector);
     return 1;
   }
+  // Values unique to this run: a patch that writes what is already there changes nothing and
+  // sends no event.
+  std::string run = std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
   std::atomic<int> next{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] {
       for (int i = next++; i < updates; i = next++) {
         core::Value patch;
-        patch["metadata"]["annotations"]["gpufleet.io/bench-tick"] = std::to_string(i);
+        patch["metadata"]["annotations"]["gpufleet.io/bench-tick"] = run + "-" + std::to_string(i);
         try {
           client.patch(kube::resources::nodes(), "", names[i % names.size()],
                        kube::PatchType::Merge, patch);
@@ -168,7 +171,9 @@ int cache(const std::string& kubeconfig, int n, int updates, const std::string& 
                  seen.load(), updates, static_cast<unsigned long long>(inf.stats().watches),
                  inf.last_error().c_str());
   }
-  std::string cpu_text = seen.load() < updates ? "na" : std::to_string(cpu * 1e6 / updates);
+  char cpu_buf[32];
+  std::snprintf(cpu_buf, sizeof cpu_buf, "%.1f", cpu * 1e6 / updates);
+  std::string cpu_text = seen.load() < updates ? "na" : cpu_buf;
   std::printf(
       "RESULT impl=gpufleet-%s nodes=%d sync_s=%.3f heap_B_per_node=%.0f rss_MB=%.1f "
       "peak_rss_MB=%.1f peak_over_steady=%.2f cpu_ms_per_1000_updates=%s updates_seen=%d\n",
