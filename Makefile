@@ -66,8 +66,8 @@ demo: kube-local build
 demo-down:
 	@scripts/demo.sh down
 
-bench: build
-	@ninja -C build/release -j $(JOBS) benchmarks
+bench: build kube-local
+	@ninja -C build/release -j $(JOBS) benchmarks kube_cache_bench
 	@scripts/bench.sh
 
 format:

@@ -9,9 +9,11 @@
 #include <sstream>
 
 #include "core/json.h"
+#include "kube/api/compact.h"
 #include "kube/api/store.h"
 #include "kube/api/trim.h"
 #include "kube/watch_decoder.h"
+#include "sim/node_object.h"
 
 namespace {
 
@@ -118,5 +120,89 @@ void BM_CachedNodeMemory(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_CachedNodeMemory)->Arg(0)->Arg(1)->Iterations(1)->Unit(benchmark::kMillisecond);
+
+// Heap bytes per cached Node for 5,000 simulated H100 Nodes (sim::node_object: GFD/NFD labels,
+// taints, conditions, capacity/allocatable, as `gpufleet sim` registers them), round-tripped
+// through JSON as the API server serves them and pruned of managedFields and images while
+// decoding. Counted with glibc's mallinfo2 (bytes in use), the interner included (a fresh one).
+//   form 0: core::Value tree (today)         1: compact form
+//   fields 0: everything left after pruning  1: node_cache_fields()  2: node_health_fields()
+void BM_CachedSimNodeMemory(benchmark::State& state) {
+  constexpr int kNodes = 5000;
+  const bool compact = state.range(0) == 1;
+  const int fields = static_cast<int>(state.range(1));
+  sim::FleetSpec fleet = sim::load_fleet_file(GPUFLEET_SOURCE_DIR "/examples/fleet-h100.yaml");
+  fleet.pools.resize(1);
+  fleet.pools[0].count = kNodes;
+  std::vector<std::string> texts;
+  texts.reserve(kNodes);
+  for (const sim::NodeIdentity& id : sim::expand_fleet(fleet)) {
+    sim::NodeRuntime rt =
+        sim::initial_runtime(fleet, id, sim::boot_id_for(id, 0), "2026-01-01T00:00:00Z");
+    core::Value node = sim::node_object(fleet, id, rt, "2026-01-01T00:00:00Z");
+    node["metadata"]["uid"] =
+        "6c1f3e2a-0d4b-4c7e-9f1a-" + std::to_string(100000000000 + texts.size());
+    node["metadata"]["resourceVersion"] = std::to_string(1000 + texts.size());
+    node["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z";
+    texts.push_back(core::to_json(node));
+  }
+  core::JsonPrune prune = node_prune();
+  kube::Projection keep(fields == 1 ? kube::node_cache_fields() : kube::node_health_fields());
+  std::size_t served = 0;
+  for (const auto& t : texts) served += t.size();
+  for (auto _ : state) {
+    malloc_trim(0);
+    std::size_t before = mallinfo2().uordblks;
+    {
+      kube::StringInterner interner;
+      kube::Store store(kube::StoreOptions{compact});
+      for (const std::string& text : texts) {
+        core::Value v = core::parse_json(text, "node", &prune);
+        if (fields != 0) v = keep.apply(std::move(v));
+        if (compact) {
+          store.upsert_compact(kube::CompactObject::encode(v, interner));
+        } else {
+          store.upsert(std::make_shared<const core::Value>(std::move(v)));
+        }
+      }
+      std::size_t after = mallinfo2().uordblks;
+      state.counters["bytes_per_node"] =
+          static_cast<double>(after - before) / static_cast<double>(kNodes);
+      state.counters["served_bytes_per_node"] =
+          static_cast<double>(served) / static_cast<double>(kNodes);
+      state.counters["interned_strings"] = static_cast<double>(interner.size());
+    }
+  }
+}
+BENCHMARK(BM_CachedSimNodeMemory)
+    ->ArgNames({"compact", "fields"})
+    ->ArgsProduct({{0, 1}, {0, 1, 2}})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+// Reads from the compact form: a label lookup in place, and rebuilding the whole core::Value
+// (what Store::get pays in a compact store).
+void BM_CompactNodeReads(benchmark::State& state) {
+  core::JsonPrune prune = node_prune();
+  core::Value v = core::parse_json(node_json(), "node", &prune);
+  kube::CompactPtr c = kube::CompactObject::encode(v);
+  const bool rebuild = state.range(0) == 1;
+  for (auto _ : state) {
+    if (rebuild) {
+      benchmark::DoNotOptimize(c->to_value());
+    } else {
+      benchmark::DoNotOptimize(
+          c->root().get_string({"metadata", "labels", "nvidia.com/gpu.product"}));
+    }
+  }
+}
+BENCHMARK(BM_CompactNodeReads)->ArgName("rebuild")->Arg(0)->Arg(1);
+
+void BM_CompactNodeEncode(benchmark::State& state) {
+  core::JsonPrune prune = node_prune();
+  core::Value v = core::parse_json(node_json(), "node", &prune);
+  for (auto _ : state) benchmark::DoNotOptimize(kube::CompactObject::encode(v));
+}
+BENCHMARK(BM_CompactNodeEncode);
 
 }  // namespace

@@ -13,3 +13,6 @@ for b in "${benches[@]}"; do
   echo "== $(basename "$b")"
   "$b" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true "$@"
 done
+# The informer cache beside client-go on a fresh kube-local, 1,000 Nodes (docs/performance.md).
+echo "== cache vs client-go (scripts/bench-cache.sh 1000)"
+scripts/bench-cache.sh 1000

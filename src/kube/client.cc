@@ -1,5 +1,6 @@
 #include "kube/client.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -292,6 +293,57 @@ ListResult Client::list_page(const ResourceId& r, std::string_view ns, const Lis
     out.items = std::move(items->as_list());
   }
   // PartialObjectMetadataList items carry no kind; lists never do for built-ins. Nothing to add.
+  return out;
+}
+
+ListResult Client::list_page_streamed(const ResourceId& r, std::string_view ns,
+                                      const ListOptions& o, const ObjectShape& shape,
+                                      const std::function<void(Value&&)>& on_item) {
+  RequestInfo info{"list", r.qualified_name(), std::string(ns), ""};
+  Query q;
+  q.add("labelSelector", o.label_selector)
+      .add("fieldSelector", o.field_selector)
+      .add("limit", o.limit > 0 ? std::to_string(o.limit) : std::string())
+      .add("continue", o.continue_token)
+      .add("resourceVersion", o.resource_version)
+      .add("resourceVersionMatch", o.resource_version_match);
+  impl_->limiter.acquire();
+  HttpRequest req = impl_->make_request("GET", impl_->path(r, ns, {}, {}) + q.str(),
+                                        shape.metadata_only ? kMetaList : kJson, {}, {});
+  // A whole unpaginated list (resourceVersion=0) of thousands of objects takes longer than one
+  // request; bound it generously rather than by the per-request timeout.
+  req.timeout = std::max<std::chrono::milliseconds>(req.timeout, std::chrono::minutes(5));
+  std::shared_ptr<HttpStream> stream = impl_->transport.stream(std::move(req));
+  struct Cancel {
+    HttpStream& s;
+    ~Cancel() { s.cancel(); }  // on an exception from on_item: stop the transfer
+  } cancel{*stream};
+  long status = stream->wait_status();
+  std::string chunk;
+  if (status != 200) {
+    std::string body;
+    while (stream->read(body)) {
+    }
+    if (status == 0) {
+      if (auto e = stream->error()) throw *e;
+      throw TransportError("list " + info.resource + ": no response", false);
+    }
+    throw decode_status_error(static_cast<int>(status), body, info);
+  }
+  core::JsonPrune prune;
+  for (const std::string& path : shape.prune) prune.add(path);
+  ListItemSplitter split(
+      [&](std::string_view item) { on_item(core::parse_json(item, "list item", &prune)); });
+  while (stream->read(chunk)) {
+    split.feed(chunk);
+    chunk.clear();
+  }
+  if (auto e = stream->error()) throw *e;
+  split.finish();
+  Value env = core::parse_json(split.envelope(), "list");
+  ListResult out;
+  out.resource_version = std::string(env.get_string({"metadata", "resourceVersion"}));
+  out.continue_token = std::string(env.get_string({"metadata", "continue"}));
   return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -109,6 +110,13 @@ class Client {
   // One page (follow continue_token yourself).
   ListResult list_page(const ResourceId& r, std::string_view ns, const ListOptions& options,
                        const ObjectShape& shape = {});
+  // One page decoded as it streams in: each item (pruned per `shape`) goes to `on_item` as soon
+  // as its bytes have arrived, so neither the answer's text nor the whole list's tree is ever
+  // held (the transfer pauses while on_item works). The result carries no items. Not retried:
+  // the informer, its caller, backs off and retries.
+  ListResult list_page_streamed(const ResourceId& r, std::string_view ns,
+                                const ListOptions& options, const ObjectShape& shape,
+                                const std::function<void(core::Value&& item)>& on_item);
   // Every page; the result's resource_version is the first page's (consistent snapshot).
   // A 410 on a continue token (snapshot compacted) restarts the list once from scratch.
   ListResult list(const ResourceId& r, std::string_view ns, ListOptions options = {},

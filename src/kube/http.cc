@@ -60,12 +60,14 @@ void HttpStream::on_status(long status) {
   cv_.notify_all();
 }
 
-void HttpStream::on_data(const char* p, std::size_t n) {
+bool HttpStream::on_data(const char* p, std::size_t n) {
   {
     std::lock_guard lock(mu_);
+    if (buffer_.size() + n > kBufferLimit) return false;
     buffer_.append(p, n);
   }
   cv_.notify_all();
+  return true;
 }
 
 void HttpStream::on_done(std::optional<TransportError> error) {
@@ -124,6 +126,8 @@ struct Transfer {
   std::shared_ptr<HttpStream> stream;  // set for streaming transfers
   std::promise<HttpResponse> promise;  // set for plain transfers
   bool status_reported = false;
+  bool too_large = false;        // the body passed HttpTransport::kMaxResponseBytes
+  bool stream_overflow = false;  // the consumer fell HttpStream::kBufferLimit behind
   char error_buffer[CURL_ERROR_SIZE] = {};
 
   ~Transfer() {
@@ -195,8 +199,15 @@ struct HttpTransport::Impl {
     if (t->stream) {
       t->report_status();
       if (t->stream->cancelled()) return 0;  // aborts the transfer
-      t->stream->on_data(data, size * n);
+      if (!t->stream->on_data(data, size * n)) {
+        t->stream_overflow = true;
+        return 0;  // aborts the transfer
+      }
     } else {
+      if (t->response.body.size() + size * n > HttpTransport::kMaxResponseBytes) {
+        t->too_large = true;
+        return 0;  // aborts the transfer
+      }
       t->response.body.append(data, size * n);
     }
     return size * n;
@@ -269,7 +280,11 @@ struct HttpTransport::Impl {
       long sent = 0;
       if (t.easy) curl_easy_getinfo(t.easy, CURLINFO_REQUEST_SIZE, &sent);
       bool request_sent = sent > 0 && !before_send(code);
-      std::string what = override_message    ? override_message
+      std::string what = override_message ? override_message
+                         : t.too_large
+                             ? "response body exceeds " +
+                                   std::to_string(HttpTransport::kMaxResponseBytes >> 20) +
+                                   " MiB; list with a page size (limit) or narrower selectors"
                          : t.error_buffer[0] ? t.error_buffer
                                              : curl_easy_strerror(code);
       error = TransportError(t.request.method + " " + t.request.url + ": " + what, request_sent,

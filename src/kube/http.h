@@ -50,9 +50,14 @@ struct HttpResponse {
 };
 
 // Body of a streaming request (a watch), filled by the transport thread and drained by the
-// consumer. Thread-safe.
+// consumer. Thread-safe. Bounded: a consumer more than kBufferLimit unread bytes behind ends
+// the transfer with a TransportError that says so (an informer then resumes its watch or
+// relists). Backpressure by pausing the transfer (CURL_WRITEFUNC_PAUSE) is not used: it is not
+// yet tested against HTTP/2 connections shared with other streams.
 class HttpStream {
  public:
+  static constexpr std::size_t kBufferLimit = std::size_t{64} << 20;
+
   // Waits for the response status; 0 when the transfer failed before one arrived.
   long wait_status();
   // Appends available body bytes to `out`; blocks until there are some or the transfer ended.
@@ -65,7 +70,8 @@ class HttpStream {
 
   // Called by the transport.
   void on_status(long status);
-  void on_data(const char* p, std::size_t n);
+  // False when the bytes would pass kBufferLimit: the transport then aborts the transfer.
+  bool on_data(const char* p, std::size_t n);
   void on_done(std::optional<TransportError> error);
 
  private:
@@ -83,6 +89,10 @@ class HttpStream {
 
 class HttpTransport {
  public:
+  // A plain (non-streaming) answer larger than this fails with a TransportError that says so,
+  // instead of taking the process's memory (a full list of 10,000 Nodes is ~150 MB).
+  static constexpr std::size_t kMaxResponseBytes = std::size_t{512} << 20;
+
   HttpTransport();
   ~HttpTransport();
   HttpTransport(const HttpTransport&) = delete;

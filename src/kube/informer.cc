@@ -8,7 +8,7 @@
 namespace gpufleet::kube {
 
 Informer::Informer(Client& client, InformerOptions options)
-    : client_(client), options_(std::move(options)) {}
+    : client_(client), options_(std::move(options)), store_(StoreOptions{options_.compact}) {}
 
 Informer::~Informer() { stop(); }
 
@@ -78,19 +78,71 @@ ObjectPtr Informer::prepare(core::Value obj) {
   return std::make_shared<const core::Value>(std::move(obj));
 }
 
-bool Informer::list_and_replace() {
+bool Informer::list_and_replace(bool from_watch_cache) {
   ListOptions lo;
   lo.label_selector = options_.label_selector;
   lo.field_selector = options_.field_selector;
   lo.limit = options_.page_size;
-  ListResult list = client_.list(options_.resource, options_.namespace_, lo, options_.shape);
-  std::vector<ObjectPtr> objects;
-  objects.reserve(list.items.size());
-  for (auto& item : list.items) objects.push_back(prepare(std::move(item)));
-  list.items.clear();
-  std::lock_guard dispatch(dispatch_mu_);
-  Store::ReplaceResult diff = store_.replace(std::move(objects));
-  // Handlers first for removals (objects deleted while no watch was running), then changes.
+  if (from_watch_cache) lo.resource_version = "0";
+  // Pages are decoded as they stream in, one item at a time, each turned into its cached form at
+  // once: neither a page's text nor its tree is ever held whole beside the cache being built.
+  std::vector<ObjectPtr> values;
+  std::vector<CompactPtr> compacts;
+  std::string list_rv;
+  bool restarted = false;
+  for (;;) {
+    ListResult page;
+    // Each item is cached as soon as it is decoded (compacted at once in a compact cache).
+    auto on_item = [&](core::Value&& item) {
+      if (options_.transform) options_.transform(item);
+      if (options_.compact) {
+        compacts.push_back(CompactObject::encode(item));
+      } else {
+        values.push_back(std::make_shared<const core::Value>(std::move(item)));
+      }
+    };
+    try {
+      page = client_.list_page_streamed(options_.resource, options_.namespace_, lo, options_.shape,
+                                        on_item);
+    } catch (const ApiError& e) {
+      // The continue token's snapshot was compacted away: start over once, consistently.
+      if (e.is(Reason::Gone) && !lo.continue_token.empty() && !restarted) {
+        restarted = true;
+        values.clear();
+        compacts.clear();
+        list_rv.clear();
+        lo.continue_token.clear();
+        continue;
+      }
+      throw;
+    }
+    if (list_rv.empty()) list_rv = page.resource_version;
+    if (page.continue_token.empty()) break;
+    lo.continue_token = std::move(page.continue_token);
+    // Later pages come from the first page's snapshot; resourceVersion must not be set.
+    lo.resource_version.clear();
+    lo.resource_version_match.clear();
+  }
+  {
+    std::lock_guard dispatch(dispatch_mu_);
+    if (options_.compact) {
+      dispatch_replace(store_.replace_compact(std::move(compacts)));
+    } else {
+      dispatch_replace(store_.replace(std::move(values)));
+    }
+  }
+  {
+    std::lock_guard lock(mu_);
+    resource_version_ = list_rv;
+    ++stats_.lists;
+    last_error_.clear();
+  }
+  if (!synced_.exchange(true)) cv_.notify_all();
+  return true;
+}
+
+// Handlers first for removals (objects deleted while no watch was running), then changes.
+void Informer::dispatch_replace(const Store::ReplaceResult& diff) {
   for (const auto& h : handlers_) {
     if (h.on_delete) {
       for (const auto& gone : diff.removed) h.on_delete(*gone, true);
@@ -103,14 +155,31 @@ bool Informer::list_and_replace() {
       }
     }
   }
-  {
-    std::lock_guard lock(mu_);
-    resource_version_ = list.resource_version;
-    ++stats_.lists;
-    last_error_.clear();
+}
+
+// The same for a compact cache: each object is rebuilt once for all handlers, and only when
+// some handler takes it.
+void Informer::dispatch_replace(const Store::CompactReplaceResult& diff) {
+  if (handlers_.empty()) return;
+  for (const auto& gone : diff.removed) {
+    core::Value v = gone->to_value();
+    for (const auto& h : handlers_) {
+      if (h.on_delete) h.on_delete(v, true);
+    }
   }
-  if (!synced_.exchange(true)) cv_.notify_all();
-  return true;
+  for (const auto& [old_obj, new_obj] : diff.changed) {
+    core::Value fresh = new_obj->to_value();
+    if (old_obj) {
+      core::Value old = old_obj->to_value();
+      for (const auto& h : handlers_) {
+        if (h.on_update) h.on_update(old, fresh);
+      }
+    } else {
+      for (const auto& h : handlers_) {
+        if (h.on_add) h.on_add(fresh);
+      }
+    }
+  }
 }
 
 void Informer::apply_event(WatchEvent& ev) {
@@ -130,11 +199,30 @@ void Informer::apply_event(WatchEvent& ev) {
     last_error_.clear();
   };
   if (ev.type == WatchEvent::Type::Deleted) {
-    store_.erase(object_key(ev.object));
+    if (options_.compact) {
+      store_.erase_compact(object_key(ev.object));
+    } else {
+      store_.erase(object_key(ev.object));
+    }
     note_applied();
     ObjectPtr final_state = prepare(std::move(ev.object));
     for (const auto& h : handlers_) {
       if (h.on_delete) h.on_delete(*final_state, false);
+    }
+  } else if (options_.compact) {
+    // The decoded event is handed to handlers as it is; only the compact form is cached.
+    if (options_.transform) options_.transform(ev.object);
+    CompactPtr old = store_.upsert_compact(CompactObject::encode(ev.object));
+    note_applied();
+    bool any_update = false;
+    for (const auto& h : handlers_) any_update = any_update || static_cast<bool>(h.on_update);
+    core::Value old_value = old && any_update ? old->to_value() : core::Value();
+    for (const auto& h : handlers_) {
+      if (old) {
+        if (h.on_update) h.on_update(old_value, ev.object);
+      } else if (h.on_add) {
+        h.on_add(ev.object);
+      }
     }
   } else {
     ObjectPtr obj = prepare(std::move(ev.object));
@@ -215,7 +303,7 @@ void Informer::run() {
   while (!stopping_) {
     try {
       if (need_list) {
-        list_and_replace();
+        list_and_replace(/*from_watch_cache=*/!synced_);
         need_list = false;
         backoff.reset();
       }

@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "kube/client.h"
 #include "kube/api/store.h"
+#include "kube/client.h"
 
 namespace gpufleet::kube {
 
@@ -30,6 +30,12 @@ struct InformerOptions {
   ObjectShape shape;
   // Runs on each object after decoding and before caching (drop more, normalise). Optional.
   std::function<void(core::Value&)> transform;
+  // Cache the compact form (kube/api/compact.h): a fraction of the memory per object; list
+  // pages are compacted as they arrive, so the whole list never sits in memory as a tree.
+  // store().get/list/by_index then rebuild a core::Value per call; get_compact and friends
+  // read in place. Handlers still get core::Value (the decoded event; an update's old object is
+  // rebuilt from the cache).
+  bool compact = false;
   // Every resync period handlers get on_update(obj, obj) for each cached object; 0 = never.
   std::chrono::milliseconds resync_period{0};
   std::int64_t page_size = 500;
@@ -90,7 +96,11 @@ class Informer {
 
  private:
   void run();
-  bool list_and_replace();
+  // The first list is served from the API server's watch cache (resourceVersion="0"); a relist
+  // after 410 Gone is a consistent read (see docs/kube-client.md, "Initial list").
+  bool list_and_replace(bool from_watch_cache);
+  void dispatch_replace(const Store::ReplaceResult& diff);
+  void dispatch_replace(const Store::CompactReplaceResult& diff);
   bool watch_once();  // returns false to request a relist
   ObjectPtr prepare(core::Value obj);
   void apply_event(WatchEvent& ev);

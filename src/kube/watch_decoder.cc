@@ -68,6 +68,12 @@ std::optional<std::string_view> LineSplitter::next_line() {
         buffer_.erase(0, start_);
         start_ = 0;
       }
+      if (buffer_.size() > kMaxLine) {
+        throw core::ParseError(
+            "watch stream", 1, 1,
+            "a watch event is longer than " + std::to_string(kMaxLine >> 20) +
+                " MiB without a newline; the stream is not a watch or is corrupt");
+      }
       return std::nullopt;
     }
     std::string_view line(buffer_.data() + start_, nl - start_);
@@ -75,6 +81,133 @@ std::optional<std::string_view> LineSplitter::next_line() {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) continue;
     return line;
+  }
+}
+
+// ---- ListItemSplitter ----
+//
+// A byte-level scanner: it tracks strings (with escapes) and nesting depth only. Depth 1 is the
+// list object; its "items" array's elements sit at depth 2 and are cut out whole.
+
+void ListItemSplitter::append_envelope(std::string_view s) {
+  if (envelope_.size() + s.size() > kMaxEnvelope) {
+    throw core::ParseError("list", 1, 1,
+                           "the list's members besides items exceed " +
+                               std::to_string(kMaxEnvelope >> 20) + " MiB; not a Kubernetes list");
+  }
+  envelope_.append(s);
+}
+
+void ListItemSplitter::append_item(std::string_view s) {
+  if (item_.size() + s.size() > kMaxItem) {
+    throw core::ParseError("list", 1, 1,
+                           "list item " + std::to_string(count_ + 1) + " is longer than " +
+                               std::to_string(kMaxItem >> 20) + " MiB");
+  }
+  item_.append(s);
+}
+
+void ListItemSplitter::feed(std::string_view chunk) {
+  std::size_t mark = 0;  // start of the bytes not yet copied to envelope_ or item_
+  auto flush = [&](std::size_t end) {
+    if (end <= mark) return;
+    std::string_view part = chunk.substr(mark, end - mark);
+    if (in_item_) {
+      append_item(part);
+    } else if (!in_items_) {
+      append_envelope(part);
+    }
+    mark = end;
+  };
+  for (std::size_t i = 0; i < chunk.size(); ++i) {
+    char c = chunk[i];
+    if (in_string_) {
+      if (escape_) {
+        escape_ = false;
+      } else if (c == '\\') {
+        escape_ = true;
+      } else if (c == '"') {
+        in_string_ = false;
+      }
+      if (capture_key_) {
+        if (in_string_) {
+          if (last_string_.size() < 64) last_string_.push_back(c);
+        } else {
+          capture_key_ = false;
+        }
+      }
+      continue;
+    }
+    switch (c) {
+      case '"':
+        if (depth_ == 2 && in_items_ && !in_item_) {
+          throw core::ParseError("list", 1, 1,
+                                 "list item " + std::to_string(count_ + 1) + " is not an object");
+        }
+        in_string_ = true;
+        if (depth_ == 1) {
+          capture_key_ = true;
+          last_string_.clear();
+          key_ready_ = false;
+        }
+        break;
+      case ':':
+        if (depth_ == 1) key_ready_ = true;
+        break;
+      case '{':
+      case '[':
+        if (depth_ == 0) {
+          if (c != '{' || seen_root_) {
+            throw core::ParseError("list", 1, 1, "a list answer must be one JSON object");
+          }
+          seen_root_ = true;
+        }
+        if (depth_ == 1 && c == '[' && key_ready_ && last_string_ == "items") {
+          flush(i + 1);  // the envelope keeps "items":[ ... and gets ] back at the end
+          in_items_ = true;
+        } else if (depth_ == 2 && in_items_ && !in_item_) {
+          if (c != '{') {
+            throw core::ParseError("list", 1, 1,
+                                   "list item " + std::to_string(count_ + 1) + " is not an object");
+          }
+          mark = i;
+          in_item_ = true;
+        }
+        if (depth_ == 1) key_ready_ = false;
+        ++depth_;
+        break;
+      case '}':
+      case ']':
+        --depth_;
+        if (depth_ < 0) throw core::ParseError("list", 1, 1, "unbalanced brackets in a list");
+        if (in_item_ && depth_ == 2) {
+          flush(i + 1);
+          in_item_ = false;
+          ++count_;
+          on_item_(item_);
+          item_.clear();
+        } else if (in_items_ && depth_ == 1) {
+          in_items_ = false;
+          mark = i;  // the closing ] goes to the envelope
+        }
+        break;
+      default:
+        if (c != ' ' && c != '\n' && c != '\t' && c != '\r' && c != ',') {
+          if (depth_ == 1) key_ready_ = false;  // a scalar value
+          if (depth_ == 2 && in_items_ && !in_item_) {
+            throw core::ParseError("list", 1, 1,
+                                   "list item " + std::to_string(count_ + 1) + " is not an object");
+          }
+        }
+        break;
+    }
+  }
+  flush(chunk.size());
+}
+
+void ListItemSplitter::finish() const {
+  if (!seen_root_ || depth_ != 0 || in_string_) {
+    throw core::ParseError("list", 1, 1, "the list answer ended early (truncated body)");
   }
 }
 

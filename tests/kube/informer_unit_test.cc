@@ -40,7 +40,10 @@ std::string event(const std::string& type, const std::string& obj) {
   return R"({"type":")" + type + R"(","object":)" + obj + "}";
 }
 
-TEST(InformerUnit, ListWatchResumeFromBookmarkRelistOnGone) {
+// Plain and compact caches behave the same to handlers and readers.
+class InformerUnitBothForms : public ::testing::TestWithParam<bool> {};
+
+TEST_P(InformerUnitBothForms, ListWatchResumeFromBookmarkRelistOnGone) {
   ScriptedServer server({
       list("10", {cm("a", "5", "1"), cm("b", "6", "1")}),
       stream(
@@ -62,6 +65,7 @@ TEST(InformerUnit, ListWatchResumeFromBookmarkRelistOnGone) {
   o.namespace_ = "x";
   o.backoff_base = 20ms;
   o.backoff_max = 100ms;
+  o.compact = GetParam();
   Informer inf(client, o);
   inf.add_index(kNamespaceIndex, index_by_namespace);
   std::mutex mu;
@@ -107,14 +111,24 @@ TEST(InformerUnit, ListWatchResumeFromBookmarkRelistOnGone) {
   auto reqs = server.requests();
   ASSERT_GE(reqs.size(), 4u);
   EXPECT_THAT(reqs[0], Not(HasSubstr("watch=1")));
+  EXPECT_THAT(reqs[0], HasSubstr("resourceVersion=0"));  // first list: the watch cache
   EXPECT_THAT(reqs[1], HasSubstr("watch=1&resourceVersion=10&allowWatchBookmarks=true"));
   EXPECT_THAT(reqs[2], HasSubstr("watch=1&resourceVersion=14"));  // resumed from the bookmark
   EXPECT_THAT(reqs[3], Not(HasSubstr("watch=1")));                // relist after 410
+  EXPECT_THAT(reqs[3], Not(HasSubstr("resourceVersion=")));       // consistent, never older
+  if (GetParam()) {
+    ASSERT_NE(inf.store().get_compact("x/a"), nullptr);
+    EXPECT_EQ(inf.store().get_compact("x/a")->root().get_string({"data", "v"}), "2");
+    EXPECT_EQ(inf.store().by_index_compact(kNamespaceIndex, "x").size(), 3u);
+  }
   Informer::Stats st = inf.stats();
   EXPECT_EQ(st.lists, 2u);
   EXPECT_EQ(st.gone, 1u);
   EXPECT_EQ(st.events, 3u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Forms, InformerUnitBothForms, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Compact" : "Plain"; });
 
 TEST(InformerUnit, StopsPromptlyWhileTheServerIsUnreachable) {
   ScriptedServer server({});  // every answer is a 500

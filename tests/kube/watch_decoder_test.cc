@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "kube/http.h"
 
 namespace gpufleet::kube {
 namespace {
@@ -85,6 +86,89 @@ TEST(LineSplitter, HandlesCrLfAndBlankLines) {
   EXPECT_EQ(s.next_line(), "bc");
   EXPECT_EQ(s.next_line(), std::nullopt);
   EXPECT_EQ(s.pending(), 0u);
+}
+
+}  // namespace
+}  // namespace gpufleet::kube
+
+namespace gpufleet::kube {
+namespace {
+
+TEST(LineSplitter, RefusesALineLongerThanTheBound) {
+  LineSplitter s;
+  std::string chunk(1 << 20, 'x');
+  EXPECT_THROW(
+      {
+        for (std::size_t fed = 0; fed <= LineSplitter::kMaxLine; fed += chunk.size()) {
+          s.feed(chunk);
+          (void)s.next_line();
+        }
+      },
+      core::ParseError);
+}
+
+// A full buffer refuses more bytes (the transport then ends the transfer with an error); what was
+// buffered is still read.
+TEST(HttpStream, BufferIsBounded) {
+  HttpStream s;
+  s.on_status(200);
+  std::string big(HttpStream::kBufferLimit, 'a');
+  EXPECT_TRUE(s.on_data(big.data(), big.size()));
+  EXPECT_FALSE(s.on_data("b", 1));
+  std::string out;
+  EXPECT_TRUE(s.read(out));
+  EXPECT_EQ(out.size(), HttpStream::kBufferLimit);
+  EXPECT_TRUE(s.on_data("b", 1));
+  s.on_done(std::nullopt);
+  out.clear();
+  EXPECT_TRUE(s.read(out));
+  EXPECT_EQ(out, "b");
+  EXPECT_FALSE(s.read(out));
+}
+
+}  // namespace
+}  // namespace gpufleet::kube
+
+namespace gpufleet::kube {
+namespace {
+
+// Every chunking of a list answer yields the same items and envelope.
+TEST(ListItemSplitter, SplitsItemsAtAnyChunkBoundary) {
+  const std::string body =
+      R"({"kind":"NodeList","apiVersion":"v1","metadata":{"resourceVersion":"42","continue":"c"},)"
+      R"("items":[{"metadata":{"name":"a","labels":{"x":"}]\"{["}},"l":[1,[2,{}]]} ,)"
+      "\n"
+      R"({"metadata":{"name":"b"},"s":"items"}],"extra":"items"})";
+  for (std::size_t chunk = 1; chunk <= body.size(); ++chunk) {
+    std::vector<std::string> items;
+    ListItemSplitter s([&](std::string_view item) { items.emplace_back(item); });
+    for (std::size_t pos = 0; pos < body.size(); pos += chunk) {
+      s.feed(std::string_view(body).substr(pos, chunk));
+    }
+    s.finish();
+    ASSERT_EQ(items.size(), 2u) << "chunk " << chunk;
+    EXPECT_EQ(core::parse_json(items[0], "item").get_string({"metadata", "labels", "x"}), "}]\"{[");
+    EXPECT_EQ(core::parse_json(items[1], "item").get_string({"metadata", "name"}), "b");
+    core::Value env = core::parse_json(s.envelope(), "envelope");
+    EXPECT_EQ(env.get_string({"metadata", "resourceVersion"}), "42");
+    EXPECT_EQ(env.get_string({"metadata", "continue"}), "c");
+    EXPECT_EQ(env.find("items")->size(), 0u);
+    EXPECT_EQ(env.get_string({"extra"}), "items");
+  }
+}
+
+TEST(ListItemSplitter, RejectsTruncatedAndMalformedLists) {
+  auto run = [](std::string_view body) {
+    ListItemSplitter s([](std::string_view) {});
+    s.feed(body);
+    s.finish();
+  };
+  EXPECT_THROW(run(R"({"items":[{"a":1},{"b")"), core::ParseError);
+  EXPECT_THROW(run(R"({"items":[1,2]})"), core::ParseError);
+  EXPECT_THROW(run(R"([{"a":1}])"), core::ParseError);
+  EXPECT_THROW(run(""), core::ParseError);
+  EXPECT_NO_THROW(run(R"({"items":[]})"));
+  EXPECT_NO_THROW(run(R"({"metadata":{},"items":null})"));
 }
 
 }  // namespace

@@ -90,6 +90,20 @@ const std::vector<std::string>& node_cache_fields() {
   return fields;
 }
 
+const std::vector<std::string>& node_health_fields() {
+  static const std::vector<std::string> fields{
+      "metadata.name",
+      "metadata.uid",
+      "metadata.resourceVersion",
+      "spec.unschedulable",
+      "spec.taints",
+      "status.conditions.type",
+      "status.conditions.status",
+      "status.conditions.reason",
+  };
+  return fields;
+}
+
 const std::vector<std::string>& node_prune_paths() {
   static const std::vector<std::string> paths{"metadata.managedFields", "status.images"};
   return paths;

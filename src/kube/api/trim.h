@@ -39,6 +39,9 @@ class Projection {
 // version. Everything else (images, managedFields, nodeInfo details, addresses, heartbeat
 // times) is dropped.
 const std::vector<std::string>& node_cache_fields();
+// What a node-health controller reads: identity, unschedulable, taints and the type/status/
+// reason of each condition (no labels, annotations or resources).
+const std::vector<std::string>& node_health_fields();
 // Paths worth pruning from Nodes while decoding (the bulk of a Node's bytes).
 const std::vector<std::string>& node_prune_paths();
 
