@@ -13,6 +13,7 @@ kube::InformerOptions informer_options(const kube::ResourceId& r, const CacheOpt
   io.namespace_ = o.namespace_;
   io.label_selector = o.label_selector;
   io.shape = o.shape;
+  io.compact = o.compact;
   return io;
 }
 
@@ -60,7 +61,8 @@ void Cache::stop() { informer_.stop(); }
 std::string Cache::sharing_key(const kube::ResourceId& r, const CacheOptions& in) {
   CacheOptions o = normalised(in);
   std::string k = r.api_version() + "/" + r.resource + "|" + o.namespace_ + "|" + o.label_selector +
-                  "|" + (o.shape.metadata_only ? "meta" : "full");
+                  "|" + (o.shape.metadata_only ? "meta" : "full") +
+                  (o.compact ? "|compact" : "|plain");
   for (const auto& p : o.shape.prune) k += "|" + p;
   return k;
 }

@@ -4,6 +4,7 @@
 // path); writes go to the API server and come back through the watch.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,10 @@ struct CacheOptions {
   // What is cached (see kube::ObjectShape). metadata.managedFields is always pruned:
   // controllers write with server-side apply and never need to read it.
   kube::ObjectShape shape;
+  // Cache the compact form (kube/api/compact.h): ~6x less memory per Node than core::Value
+  // trees, so 5,000 Nodes fit a controller's budget. get/list/by_index rebuild a Value per
+  // call; hot paths that scan many objects use for_each_compact / get_compact instead.
+  bool compact = true;
 };
 
 class Cache {
@@ -37,6 +42,13 @@ class Cache {
   [[nodiscard]] std::vector<kube::ObjectPtr> by_index(const std::string& index,
                                                       const std::string& value) const {
     return informer_.store().by_index(index, value);
+  }
+  // Reads of the compact form in place (no Value rebuilt): for scans over thousands of objects.
+  [[nodiscard]] kube::CompactPtr get_compact(const std::string& key) const {
+    return informer_.store().get_compact(key);
+  }
+  void for_each_compact(const std::function<void(const kube::CompactObject&)>& fn) const {
+    informer_.store().for_each_compact(fn);
   }
   [[nodiscard]] std::size_t size() const { return informer_.store().size(); }
   [[nodiscard]] bool has_synced() const noexcept { return informer_.has_synced(); }
