@@ -2,6 +2,7 @@
 // the sentinel library: a static registration object in a static library is dropped by the
 // linker when nothing references its translation unit (see docs/agent.md).
 #include "agent/plugin.h"
+#include "sentinel/gpu_monitor.h"
 #include "sentinel/ib_monitor.h"
 #include "sentinel/kmsg_monitor.h"
 
@@ -10,6 +11,7 @@ namespace {
 
 const agent::MonitorRegistration kKmsgXid("kmsg-xid", sentinel::make_kmsg_monitor);
 const agent::MonitorRegistration kIbPort("ib-port", sentinel::make_ib_monitor);
+const agent::MonitorRegistration kGpuNvml("gpu-nvml", sentinel::make_gpu_monitor);
 
 }  // namespace
 }  // namespace gpufleet::cli
