@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <vector>
@@ -206,26 +207,7 @@ void KmsgMonitor::poll(agent::Emitter& out) {
   gpus_loaded_ = false;
 
   const std::string boot = current_boot_id();
-  if (!boot.empty() && boot != boot_id_) {
-    if (!boot_id_.empty()) {
-      ++stats_.reboots;
-      // The old boot's faults are gone with it; the new boot reports afresh.
-      std::vector<std::string> entities;
-      for (const auto& [entity, fault] : faults_) entities.push_back(entity);
-      for (const auto& entity : entities) {
-        clear_entity(entity, "NodeRebooted", "the node rebooted (boot id " + boot + ")", out);
-      }
-      bursts_.clear();
-      if (fd_ >= 0) {
-        ::close(fd_);
-        fd_ = -1;
-      }
-    }
-    boot_id_ = boot;
-    have_seq_ = false;
-    last_seq_ = 0;
-    dirty_ = true;
-  }
+  if (!boot.empty() && boot != boot_id_) new_boot(boot, out);
 
   const std::string path = node_.host_path("/dev/kmsg").string();
   struct stat st {};
@@ -234,9 +216,28 @@ void KmsgMonitor::poll(agent::Emitter& out) {
     read_char_device(path, out);
     return;
   }
+  // Nothing new since the last read: a stat instead of reading and skipping the whole ring.
+  const std::int64_t mtime_ns =
+      static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  if (st.st_size == file_size_ && mtime_ns == file_mtime_ns_ &&
+      static_cast<std::uint64_t>(st.st_ino) == file_inode_) {
+    return;
+  }
   core::InputLimits limits;
   limits.max_bytes = options_.max_file_bytes;
   const std::string content = core::read_file(path, limits);
+  file_size_ = static_cast<std::int64_t>(st.st_size);
+  file_mtime_ns_ = mtime_ns;
+  file_inode_ = static_cast<std::uint64_t>(st.st_ino);
+  // No boot id, but the ring's newest record is older than what we handled: the ring
+  // restarted (a reboot the boot id did not tell us about). Start over with it.
+  if (have_seq_) {
+    std::string_view tail = content;
+    while (!tail.empty() && tail.back() == '\n') tail.remove_suffix(1);
+    const auto nl = tail.rfind('\n');
+    auto last = parse_kmsg_record(nl == std::string_view::npos ? tail : tail.substr(nl + 1));
+    if (last && last->seq < last_seq_) new_boot(boot_id_, out);
+  }
   std::string_view rest = content;
   std::size_t handled = 0;
   while (!rest.empty() && handled < options_.max_records_per_poll) {
@@ -246,6 +247,29 @@ void KmsgMonitor::poll(agent::Emitter& out) {
     handle_line(line, out);
     ++handled;
   }
+}
+
+void KmsgMonitor::new_boot(const std::string& boot, agent::Emitter& out) {
+  if (!boot_id_.empty() || have_seq_) {
+    ++stats_.reboots;
+    // The old boot's faults are gone with it; the new boot reports afresh.
+    std::vector<std::string> entities;
+    for (const auto& [entity, fault] : faults_) entities.push_back(entity);
+    for (const auto& entity : entities) {
+      clear_entity(entity, "NodeRebooted",
+                   "the node rebooted" + (boot.empty() ? std::string() : " (boot id " + boot + ")"),
+                   out);
+    }
+    bursts_.clear();
+    if (fd_ >= 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  boot_id_ = boot;
+  have_seq_ = false;
+  last_seq_ = 0;
+  dirty_ = true;
 }
 
 void KmsgMonitor::read_char_device(const std::string& path, agent::Emitter& out) {
@@ -279,6 +303,19 @@ void KmsgMonitor::read_char_device(const std::string& path, agent::Emitter& out)
 void KmsgMonitor::handle_line(std::string_view line, agent::Emitter& out) {
   if (line.empty()) return;
   if (line.front() == ' ') return;  // a dictionary continuation line ("  SUBSYSTEM=pci")
+  if (have_seq_) {
+    // Old records are skipped on their sequence number alone (no text decoding).
+    const auto c1 = line.find(',');
+    const auto c2 = c1 == std::string_view::npos ? c1 : line.find(',', c1 + 1);
+    std::uint64_t seq = 0;
+    if (c2 != std::string_view::npos) {
+      auto [p, ec] = std::from_chars(line.data() + c1 + 1, line.data() + c2, seq);
+      if (ec == std::errc() && p == line.data() + c2 && seq <= last_seq_ &&
+          line.size() <= kMaxKmsgLine && line.find(';') != std::string_view::npos) {
+        return;
+      }
+    }
+  }
   auto rec = parse_kmsg_record(line);
   if (!rec) {
     ++stats_.malformed;

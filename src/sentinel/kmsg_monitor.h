@@ -88,6 +88,7 @@ class KmsgMonitor final : public agent::Monitor {
   void save_state();
   std::string current_boot_id() const;
   void handle_line(std::string_view line, agent::Emitter& out);
+  void new_boot(const std::string& boot, agent::Emitter& out);
   void handle_event(const KmsgRecord& r, const KernelEvent& ev, agent::Emitter& out);
   void set_entity(const std::string& entity, const Fault& f, std::string_view message,
                   agent::Emitter& out);
@@ -110,6 +111,10 @@ class KmsgMonitor final : public agent::Monitor {
   bool gpus_loaded_ = false;
   bool dirty_ = false;
   int fd_ = -1;  // open /dev/kmsg when it is a character device
+  // The ring file's size and modification time at the last read: unchanged -> not re-read.
+  std::int64_t file_size_ = -1;
+  std::int64_t file_mtime_ns_ = -1;
+  std::uint64_t file_inode_ = 0;  // the simulator replaces the file (rename): a new inode
 };
 
 // Registers nothing: the CLI registers the factory (static registration in a library is

@@ -210,6 +210,33 @@ TEST(KmsgMonitor, RebootIsOneEventNotAStormOfStaleOnes) {
   EXPECT_TRUE(r.items.empty());
 }
 
+TEST(KmsgMonitor, RingRestartWithoutBootIdIsAReboot) {
+  Node n;
+  fs::remove(n.ctx.host_root / "proc/sys/kernel/random/boot_id");
+  for (int i = 0; i < 20; ++i) n.xid("0000:18:00", 13, 1'000'000 + i * 20'000'000);
+  n.flush();
+  KmsgMonitor m(n.ctx);
+  Collect out;
+  m.poll(out);
+  EXPECT_EQ(out.of(kKernelEventKind).size(), 20u);
+  n.log.reset();  // a reboot: seq restarts at 0, no boot id to tell
+  n.log.append(sim::kKernNotice, 0, "Linux version 6.8.0-45-generic");
+  n.xid("0000:2a:00", 48, 10);
+  n.flush();
+  Collect after;
+  m.poll(after);
+  auto ev = after.of(kKernelEventKind);
+  ASSERT_EQ(ev.size(), 1u);  // the new boot's Xid is read, not skipped as old
+  EXPECT_EQ(ev[0].get_string({"uuid"}), "GPU-bbbb");
+  EXPECT_EQ(m.stats().reboots, 1u);
+  // Unchanged ring: nothing re-read, nothing said.
+  const auto records = m.stats().records;
+  Collect again;
+  m.poll(again);
+  EXPECT_TRUE(again.items.empty());
+  EXPECT_EQ(m.stats().records, records);
+}
+
 TEST(KmsgMonitor, BurstsAreSuppressedAtTheSource) {
   Node n;
   for (int i = 0; i < 100; ++i) n.xid("0000:18:00", 13, 1'000'000 + i * 1000);
