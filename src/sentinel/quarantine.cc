@@ -1,0 +1,152 @@
+#include "sentinel/quarantine.h"
+
+#include <algorithm>
+
+#include "core/errors.h"
+#include "core/json.h"
+
+namespace gpufleet::sentinel {
+namespace {
+
+bool is_unschedulable(const core::Value& node) {
+  const core::Value* u = node.get({"spec", "unschedulable"});
+  return u != nullptr && u->is_bool() && u->as_bool();
+}
+
+// The node's taints as (key, effect) -> value.
+std::vector<Taint> node_taints(const core::Value& node) {
+  std::vector<Taint> out;
+  const core::Value* list = node.get({"spec", "taints"});
+  if (list == nullptr || !list->is_list()) return out;
+  for (const auto& t : list->as_list()) {
+    out.push_back({std::string(t.get_string({"key"})), std::string(t.get_string({"value"})),
+                   std::string(t.get_string({"effect"}))});
+  }
+  return out;
+}
+
+bool has_key_effect(const std::vector<Taint>& taints, const Taint& t) {
+  return std::any_of(taints.begin(), taints.end(),
+                     [&](const Taint& o) { return o.key == t.key && o.effect == t.effect; });
+}
+
+}  // namespace
+
+QuarantineRecord QuarantineRecord::from_node(const core::Value& node) {
+  QuarantineRecord r;
+  const std::string_view text = node.get_string({"metadata", "annotations", kQuarantineAnnotation});
+  if (text.empty()) return r;
+  const std::string where = "annotation " + std::string(kQuarantineAnnotation);
+  core::Value v;
+  try {
+    v = core::parse_json(text, where);
+  } catch (const core::InvalidInput& e) {
+    throw core::InvalidInput(where + ": not JSON (" + e.what() +
+                             "); remove the annotation after checking the node by hand");
+  }
+  if (!v.is_map()) throw core::InvalidInput(where + ": must be a JSON object");
+  if (const core::Value* c = v.find("cordoned"); c != nullptr) {
+    if (!c->is_bool()) throw core::InvalidInput(where + ": cordoned must be true or false");
+    r.cordoned = c->as_bool();
+  }
+  if (const core::Value* t = v.find("taints"); t != nullptr && t->is_list()) {
+    for (const auto& s : t->as_list()) {
+      if (!s.is_string()) throw core::InvalidInput(where + ": taints must be strings");
+      r.taints.push_back(Taint::parse(s.as_string(), where + ".taints"));
+    }
+  }
+  if (const core::Value* e = v.find("entities"); e != nullptr && e->is_list()) {
+    for (const auto& s : e->as_list()) {
+      if (!s.is_string()) throw core::InvalidInput(where + ": entities must be strings");
+      r.entities.insert(s.as_string());
+    }
+  }
+  return r;
+}
+
+std::string QuarantineRecord::to_annotation() const {
+  core::Value v = core::Value::map();
+  v["cordoned"] = cordoned;
+  core::Value t = core::Value::list();
+  for (const auto& taint : taints) t.push_back(taint.to_string());
+  v["taints"] = std::move(t);
+  core::Value e = core::Value::list();
+  for (const auto& entity : entities) e.push_back(entity);
+  v["entities"] = std::move(e);
+  return core::to_json(v);
+}
+
+std::set<std::string> faulty_entities(const core::Value& health) {
+  std::set<std::string> out;
+  const core::Value* checks = health.get({"status", "checks"});
+  if (checks == nullptr || !checks->is_list()) return out;
+  auto faulty = [](std::string_view s) { return s == "Warning" || s == "Fatal"; };
+  for (const auto& c : checks->as_list()) {
+    const std::string check(c.get_string({"name"}));
+    const core::Value* entities = c.find("entities");
+    if (entities != nullptr && entities->is_list() && entities->size() > 0) {
+      for (const auto& e : entities->as_list()) {
+        if (faulty(e.get_string({"state"}))) {
+          out.insert(check + "/" + std::string(e.get_string({"id"})));
+        }
+      }
+    } else if (faulty(c.get_string({"state"}))) {
+      out.insert(check);
+    }
+  }
+  return out;
+}
+
+NodeChange plan_quarantine(const core::Value& node, const Decision& decision,
+                           const std::set<std::string>& entities) {
+  NodeChange change;
+  QuarantineRecord rec = QuarantineRecord::from_node(node);
+  const QuarantineRecord before = rec;
+  if (decision.cordon && !is_unschedulable(node)) {
+    change.unschedulable = true;
+    rec.cordoned = true;
+  }
+  const std::vector<Taint> present = node_taints(node);
+  for (const auto& t : decision.taints) {
+    if (has_key_effect(present, t)) continue;  // someone's (or ours already): leave it
+    change.add_taints.push_back(t);
+    rec.taints.push_back(t);
+  }
+  rec.entities.insert(entities.begin(), entities.end());
+  if (rec.cordoned != before.cordoned || rec.taints != before.taints ||
+      rec.entities != before.entities) {
+    change.annotation = rec.to_annotation();
+  }
+  return change;
+}
+
+NodeChange plan_release(const core::Value& node, const std::set<std::string>& faulty) {
+  NodeChange change;
+  QuarantineRecord rec = QuarantineRecord::from_node(node);
+  if (rec.empty()) return change;
+  std::set<std::string> still;
+  for (const auto& e : rec.entities) {
+    if (faulty.contains(e)) still.insert(e);
+  }
+  if (!still.empty()) {
+    // Some entity is still faulty: stay quarantined, but forget the recovered ones.
+    if (still != rec.entities) {
+      rec.entities = std::move(still);
+      change.annotation = rec.to_annotation();
+    }
+    return change;
+  }
+  // Everything recovered: undo only sentinel's own marks.
+  if (rec.cordoned && is_unschedulable(node)) change.unschedulable = false;
+  const std::vector<Taint> present = node_taints(node);
+  for (const auto& t : rec.taints) {
+    // Only when it is still exactly ours (same key, value and effect).
+    if (std::find(present.begin(), present.end(), t) != present.end()) {
+      change.remove_taints.push_back(t);
+    }
+  }
+  change.annotation = "";
+  return change;
+}
+
+}  // namespace gpufleet::sentinel

@@ -1,0 +1,186 @@
+#include "sentinel/rules.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/errors.h"
+
+namespace gpufleet::sentinel {
+namespace {
+
+constexpr std::size_t kMaxReported = 256;
+
+bool valid_effect(std::string_view e) {
+  return e == "NoSchedule" || e == "PreferNoSchedule" || e == "NoExecute";
+}
+
+}  // namespace
+
+std::string Taint::to_string() const {
+  return key + (value.empty() ? "" : "=" + value) + ":" + effect;
+}
+
+Taint Taint::parse(std::string_view text, std::string_view field) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) {
+    throw core::InvalidInput(std::string(field) + ": '" + std::string(text) +
+                             "' is not a taint; write key=value:Effect, e.g. "
+                             "nvidia.com/gpu-error=fatal:NoSchedule");
+  }
+  Taint t;
+  t.effect = std::string(text.substr(colon + 1));
+  std::string_view kv = text.substr(0, colon);
+  const auto eq = kv.find('=');
+  t.key = std::string(kv.substr(0, eq));
+  if (eq != std::string_view::npos) t.value = std::string(kv.substr(eq + 1));
+  if (!valid_effect(t.effect)) {
+    throw core::InvalidInput(std::string(field) + ": effect '" + t.effect +
+                             "' is not one of NoSchedule, PreferNoSchedule, NoExecute");
+  }
+  if (t.key.empty() || t.key.size() > 253) {
+    throw core::InvalidInput(std::string(field) + ": taint key '" + t.key +
+                             "' must have 1 to 253 characters");
+  }
+  return t;
+}
+
+RuleSpec RuleSpec::from_value(const core::Value& v, std::string_view where) {
+  const std::string at(where);
+  if (!v.is_map()) throw core::InvalidInput(at + ": a rule must be a map");
+  static constexpr std::string_view kKeys[] = {"name",  "when",     "priority", "cordon",
+                                               "taint", "escalate", "dryRun"};
+  for (const auto& e : v.as_map()) {
+    if (std::find(std::begin(kKeys), std::end(kKeys), e.key) == std::end(kKeys)) {
+      throw core::InvalidInput(at + "." + e.key +
+                               ": unknown key; use name, when, priority, cordon, taint, "
+                               "escalate, dryRun");
+    }
+  }
+  RuleSpec r;
+  auto str = [&](std::string_view key, bool required) -> std::string {
+    const core::Value* f = v.find(key);
+    if (f == nullptr || f->is_null()) {
+      if (required) {
+        throw core::InvalidInput(at + "." + std::string(key) + ": required, e.g. " +
+                                 (key == "name" ? "xid-fatal" : "event.severity == 'critical'"));
+      }
+      return "";
+    }
+    if (!f->is_string()) {
+      throw core::InvalidInput(at + "." + std::string(key) + ": must be a string");
+    }
+    return f->as_string();
+  };
+  auto boolean = [&](std::string_view key) {
+    const core::Value* f = v.find(key);
+    if (f == nullptr || f->is_null()) return false;
+    if (!f->is_bool()) {
+      throw core::InvalidInput(at + "." + std::string(key) + ": must be true or false");
+    }
+    return f->as_bool();
+  };
+  r.name = str("name", true);
+  r.when = str("when", true);
+  r.escalate = str("escalate", false);
+  r.cordon = boolean("cordon");
+  r.dry_run = boolean("dryRun");
+  if (const core::Value* p = v.find("priority"); p != nullptr && !p->is_null()) {
+    if (!p->is_int() || p->as_int() < -1000000 || p->as_int() > 1000000) {
+      throw core::InvalidInput(at + ".priority: must be an integer in [-1000000, 1000000]");
+    }
+    r.priority = static_cast<int>(p->as_int());
+  }
+  if (std::string t = str("taint", false); !t.empty()) r.taint = Taint::parse(t, at + ".taint");
+  if (!r.cordon && !r.taint && r.escalate.empty()) {
+    throw core::InvalidInput(at + ": rule '" + r.name +
+                             "' has no action; set cordon: true, a taint or escalate");
+  }
+  return r;
+}
+
+RuleSet RuleSet::compile(std::vector<RuleSpec> rules, std::uint64_t cost_limit) {
+  std::sort(rules.begin(), rules.end(), [](const RuleSpec& a, const RuleSpec& b) {
+    return a.priority != b.priority ? a.priority > b.priority : a.name < b.name;
+  });
+  cel::Env env;
+  env.variable("event").variable("health").variable("node").variable("history");
+  env.cost_limit(cost_limit);
+  RuleSet set;
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    if (i > 0 && rules[i].name == rules[i - 1].name) {
+      throw core::InvalidInput("rules: name '" + rules[i].name +
+                               "' is used twice; names must be unique");
+    }
+  }
+  for (auto& r : rules) {
+    try {
+      cel::Program p = cel::compile(r.when, env);
+      set.rules_.push_back({std::move(r), std::move(p)});
+    } catch (const core::InvalidInput& e) {
+      throw core::InvalidInput("rule '" + r.name + "'.when: " + e.what());
+    }
+  }
+  return set;
+}
+
+Decision RuleSet::evaluate(const core::Value& event, const core::Value& health,
+                           const core::Value& node, const core::Value& history,
+                           std::vector<std::string>* problems) {
+  cel::Activation act;
+  act.bind("event", event).bind("health", health).bind("node", node).bind("history", history);
+  Decision d;
+  std::map<std::pair<std::string, std::string>, bool> taken;  // (key, effect)
+  for (const auto& r : rules_) {
+    const cel::Val v = r.program.evaluate(act);
+    std::string problem;
+    if (v.is_error()) {
+      problem = v.error_message();
+    } else if (!v.is_bool()) {
+      problem = "the condition is not a bool";
+    }
+    if (!problem.empty()) {
+      std::string key = r.spec.name + ": " + problem;
+      if (reported_.size() < kMaxReported) {
+        if (reported_.insert(key).second && problems != nullptr) problems->push_back(key);
+      } else if (!reported_.contains(key)) {
+        ++suppressed_;
+      }
+      continue;
+    }
+    if (!v.as_bool()) continue;
+    if (r.spec.dry_run) {
+      d.dry_run.push_back(r.spec.name);
+      continue;
+    }
+    d.matched.push_back(r.spec.name);
+    d.cordon = d.cordon || r.spec.cordon;
+    if (r.spec.taint && !taken[{r.spec.taint->key, r.spec.taint->effect}]) {
+      taken[{r.spec.taint->key, r.spec.taint->effect}] = true;
+      d.taints.push_back(*r.spec.taint);
+    }
+    if (d.escalate.empty()) d.escalate = r.spec.escalate;
+  }
+  return d;
+}
+
+void EventHistory::add(const core::Value& event, std::int64_t at_ms) {
+  core::Value e = core::Value::map();
+  for (std::string_view k : {"type", "code", "entity", "reason", "severity"}) {
+    if (const core::Value* f = event.find(k); f != nullptr) e[k] = *f;
+  }
+  entries_.emplace_back(at_ms, std::move(e));
+  while (entries_.size() > max_entries_) entries_.pop_front();
+}
+
+core::Value EventHistory::to_value(std::int64_t now_ms) const {
+  core::Value list = core::Value::list();
+  for (const auto& [at, e] : entries_) {
+    if (now_ms - at > max_age_ms_) continue;
+    core::Value c = e;
+    c["ageSeconds"] = (now_ms - at) / 1000;
+    list.push_back(std::move(c));
+  }
+  return list;
+}
+
+}  // namespace gpufleet::sentinel

@@ -1,0 +1,167 @@
+#include "sentinel/rules.h"
+
+#include <gtest/gtest.h>
+
+#include "core/errors.h"
+#include "core/json.h"
+
+namespace gpufleet::sentinel {
+namespace {
+
+core::Value json(std::string_view s) { return core::parse_json(s); }
+
+RuleSpec rule(std::string name, std::string when, int priority = 0) {
+  RuleSpec r;
+  r.name = std::move(name);
+  r.when = std::move(when);
+  r.priority = priority;
+  r.cordon = true;
+  return r;
+}
+
+const core::Value kNode = json(R"({"metadata":{"name":"n1","labels":{"pool":"h100"}}})");
+const core::Value kHealth = json(R"({"status":{"checks":{}}})");
+
+TEST(Rules, MatchAndAct) {
+  auto fatal = rule("xid-fatal", "event.severity == 'critical'");
+  fatal.taint = Taint::parse("nvidia.com/gpu-error=fatal:NoSchedule", "t");
+  auto set = RuleSet::compile({fatal});
+  auto d = set.evaluate(json(R"({"type":"Xid","code":79,"severity":"critical"})"), kHealth, kNode,
+                        core::Value::list());
+  EXPECT_TRUE(d.cordon);
+  ASSERT_EQ(d.taints.size(), 1u);
+  EXPECT_EQ(d.taints[0].to_string(), "nvidia.com/gpu-error=fatal:NoSchedule");
+  EXPECT_EQ(d.matched, std::vector<std::string>{"xid-fatal"});
+  d = set.evaluate(json(R"({"type":"Xid","code":13,"severity":"warning"})"), kHealth, kNode,
+                   core::Value::list());
+  EXPECT_FALSE(d.acts());
+}
+
+TEST(Rules, AbsentFieldDoesNotMatchAndIsReportedOnce) {
+  auto set = RuleSet::compile({rule("uses-missing", "event.nvswitch == 2"),
+                               rule("ok", "node.metadata.labels.pool == 'h100'")});
+  std::vector<std::string> problems;
+  for (int i = 0; i < 5; ++i) {
+    auto d = set.evaluate(json(R"({"type":"Xid","code":79})"), kHealth, kNode, core::Value::list(),
+                          &problems);
+    EXPECT_EQ(d.matched, std::vector<std::string>{"ok"});
+  }
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("uses-missing: "), std::string::npos);
+  EXPECT_NE(problems[0].find("no such key"), std::string::npos) << problems[0];
+  // A non-bool result is a problem too, not a match.
+  auto nb = RuleSet::compile({rule("not-bool", "event.code")});
+  problems.clear();
+  EXPECT_FALSE(
+      nb.evaluate(json(R"({"code":1})"), kHealth, kNode, core::Value::list(), &problems).acts());
+  EXPECT_EQ(problems.size(), 1u);
+}
+
+TEST(Rules, CombinationOrderIsPriorityThenName) {
+  auto a = rule("a-low", "true", 0);
+  a.taint = Taint::parse("gpu-error=warn:NoSchedule", "t");
+  a.escalate = "reset";
+  auto b = rule("b-high", "true", 10);
+  b.taint = Taint::parse("gpu-error=fatal:NoSchedule", "t");
+  b.cordon = false;
+  auto c = rule("c-high", "true", 10);
+  c.taint = Taint::parse("gpu-error=other:NoExecute", "t");
+  c.escalate = "replace";
+  auto dry = rule("0-dry", "true", 100);
+  dry.dry_run = true;
+  dry.taint = Taint::parse("dry=run:NoExecute", "t");
+  // Any input order gives the same decision.
+  for (auto rules : {std::vector<RuleSpec>{a, b, c, dry}, std::vector<RuleSpec>{dry, c, b, a}}) {
+    auto d = RuleSet::compile(rules).evaluate(json("{}"), kHealth, kNode, core::Value::list());
+    EXPECT_EQ(d.matched, (std::vector<std::string>{"b-high", "c-high", "a-low"}));
+    EXPECT_EQ(d.dry_run, std::vector<std::string>{"0-dry"});
+    EXPECT_TRUE(d.cordon);
+    ASSERT_EQ(d.taints.size(), 2u);
+    EXPECT_EQ(d.taints[0].to_string(), "gpu-error=fatal:NoSchedule");  // b wins NoSchedule
+    EXPECT_EQ(d.taints[1].to_string(), "gpu-error=other:NoExecute");
+    EXPECT_EQ(d.escalate, "replace");  // c before a
+  }
+}
+
+TEST(Rules, DryRunOnlyNeverActs) {
+  auto r = rule("dry", "true");
+  r.dry_run = true;
+  auto d = RuleSet::compile({r}).evaluate(json("{}"), kHealth, kNode, core::Value::list());
+  EXPECT_FALSE(d.acts());
+  EXPECT_EQ(d.dry_run, std::vector<std::string>{"dry"});
+}
+
+TEST(Rules, CostBounded) {
+  auto set = RuleSet::compile(
+      {rule("expensive",
+            "history.all(a, history.all(b, history.all(c, a.code + b.code + c.code >= 0)))")},
+      1000);
+  core::Value history = core::Value::list();
+  for (int i = 0; i < 100; ++i) history.push_back(json(R"({"code":1})"));
+  std::vector<std::string> problems;
+  auto d = set.evaluate(json("{}"), kHealth, kNode, history, &problems);
+  EXPECT_FALSE(d.acts());
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("cost"), std::string::npos) << problems[0];
+}
+
+TEST(Rules, PatternEscalationOverHistory) {
+  // The same Xid on the same GPU in >= 5 bursts within 24 h -> replace.
+  auto r = rule("repeat-xid",
+                "event.type == 'Xid' && history.filter(h, h.type == 'Xid' && h.code == event.code "
+                "&& h.entity == event.entity && h.ageSeconds < 86400).size() >= 5");
+  r.cordon = false;
+  r.escalate = "replace";
+  auto set = RuleSet::compile({r});
+  EventHistory history(512);
+  const core::Value ev = json(R"({"type":"Xid","code":48,"entity":"GPU-a"})");
+  const std::int64_t hour = 3600 * 1000;
+  for (int i = 0; i < 4; ++i) history.add(ev, i * hour);
+  history.add(json(R"({"type":"Xid","code":48,"entity":"GPU-b"})"), 4 * hour);  // other GPU
+  EXPECT_FALSE(set.evaluate(ev, kHealth, kNode, history.to_value(5 * hour)).acts());
+  history.add(ev, 5 * hour);
+  EXPECT_EQ(set.evaluate(ev, kHealth, kNode, history.to_value(5 * hour)).escalate, "replace");
+  // A day later the first bursts aged out of the window.
+  EXPECT_FALSE(set.evaluate(ev, kHealth, kNode, history.to_value(25 * hour + 1)).acts());
+  EventHistory small(3);
+  for (int i = 0; i < 10; ++i) small.add(ev, i);
+  EXPECT_EQ(small.size(), 3u);
+}
+
+TEST(Rules, BadRulesAreNamed) {
+  auto msg = [](auto f) {
+    try {
+      f();
+    } catch (const core::InvalidInput& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(
+      msg([] { RuleSet::compile({rule("broken", "event.code ==")}); }).find("rule 'broken'.when"),
+      std::string::npos);
+  EXPECT_NE(msg([] {
+              RuleSet::compile({rule("x", "true"), rule("x", "false")});
+            }).find("used twice"),
+            std::string::npos);
+  EXPECT_NE(msg([] {
+              Taint::parse("k=v:Sometimes", "rules[0].taint");
+            }).find("rules[0].taint: effect 'Sometimes'"),
+            std::string::npos);
+  EXPECT_NE(msg([] {
+              RuleSpec::from_value(json(R"({"name":"a","when":"true"})"), "rules[0]");
+            }).find("has no action"),
+            std::string::npos);
+  EXPECT_NE(msg([] {
+              RuleSpec::from_value(json(R"({"name":"a","when":"true","cordn":true})"), "rules[0]");
+            }).find("rules[0].cordn: unknown key"),
+            std::string::npos);
+  auto r = RuleSpec::from_value(
+      json(R"({"name":"a","when":"true","taint":"k:NoExecute","priority":3,"dryRun":true})"), "r");
+  EXPECT_EQ(r.taint->to_string(), "k:NoExecute");
+  EXPECT_EQ(r.priority, 3);
+  EXPECT_TRUE(r.dry_run);
+}
+
+}  // namespace
+}  // namespace gpufleet::sentinel
