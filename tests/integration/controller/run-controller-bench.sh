@@ -10,4 +10,6 @@ bin="${KUBE_LOCAL_BIN:-$root/build/bin/kube-local}"
 dir="$(mktemp -d /tmp/controller-bench.XXXXXX)"
 trap '"$bin" down --data-dir "$dir" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
 "$bin" up --data-dir "$dir" --detach >/dev/null
+# As the chart runs controllers (deploy/chart/gpufleet/templates/controllers.yaml).
+export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-1}"
 "$build/tests/integration/controller/controller_live_bench" "$dir/admin.kubeconfig" "$@"
