@@ -9,6 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "certify/dcgm_parser.h"
+#include "certify/judge.h"
+#include "certify/nccl_parser.h"
+#include "certify/training_parser.h"
 #include "core/errors.h"
 #include "core/file_reader.h"
 #include "core/json.h"
@@ -23,6 +27,20 @@
 namespace {
 
 using namespace gpufleet;
+
+// Tool-output parsers take text, as a controller reads it from a termination message or a
+// result file; the caller names the source, as certify's controller will.
+template <typename Parse>
+std::function<void(const std::string&)> tool_output(Parse parse) {
+  return [parse](const std::string& p) {
+    std::string text = core::read_file(p);
+    try {
+      parse(text);
+    } catch (const core::InvalidInput& e) {
+      throw core::InvalidInput(p + ": " + e.what());
+    }
+  };
+}
 
 struct Reader {
   const char* name;
@@ -43,6 +61,10 @@ const std::vector<Reader> kReaders = {
      [](const std::string& p) {
        sim::parse_event(core::parse_yaml(core::read_file(p), p), p, "event", false);
      }},
+    {"nccl-tests", tool_output([](std::string_view t) { certify::parse_nccl(t); })},
+    {"dcgm-diag", tool_output([](std::string_view t) { certify::parse_dcgm(t); })},
+    {"training-log", tool_output([](std::string_view t) { certify::parse_training(t); })},
+    {"workload-result", tool_output([](std::string_view t) { certify::parse_workload_result(t); })},
 };
 
 }  // namespace
