@@ -1,5 +1,5 @@
 // The workload catalog: templates of what certify runs, as data under data/certify/
-// (compiled into the binary, see embed_catalog.cmake). One YAML file per template, at
+// (compiled into the binary, see cmake/embed_tree.cmake). One YAML file per template, at
 // <category>/<name>.yaml; its id is "<category>/<name>" (communication/nccl-all-reduce).
 //
 //   name: nccl-all-reduce            # = the file name
