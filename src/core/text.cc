@@ -23,6 +23,16 @@ std::string_view trim(std::string_view s) noexcept {
   return s.substr(first, s.find_last_not_of(kSpace) - first + 1);
 }
 
+std::vector<std::string_view> split_trimmed(std::string_view line, char sep) {
+  std::vector<std::string_view> out;
+  while (true) {
+    auto at = line.find(sep);
+    out.push_back(trim(line.substr(0, at)));
+    if (at == std::string_view::npos) return out;
+    line.remove_prefix(at + 1);
+  }
+}
+
 bool glob_match(std::string_view pattern, std::string_view text) {
   return ::fnmatch(std::string(pattern).c_str(), std::string(text).c_str(), 0) == 0;
 }

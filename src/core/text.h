@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gpufleet::core {
 
@@ -28,6 +29,10 @@ std::string join(const Range& items, std::string_view sep = ", ") {
 
 // `s` without leading and trailing spaces, tabs, CR and LF.
 std::string_view trim(std::string_view s) noexcept;
+
+// The fields of `line` split at every `sep`, each trimmed ("a, b,,c" -> a, b, "", c): CSV
+// cells of tool output (nvidia-smi --format=csv) where values never hold the separator.
+std::vector<std::string_view> split_trimmed(std::string_view line, char sep = ',');
 
 // Shell-style match through fnmatch(3): '*' (also across '/'), '?', "[a-z]", '\' escapes.
 bool glob_match(std::string_view pattern, std::string_view text);

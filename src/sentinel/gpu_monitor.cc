@@ -7,29 +7,11 @@
 
 #include "agent/nodehealth.h"
 #include "core/file_reader.h"
+#include "core/text.h"
 #include "sentinel/kmsg.h"
 
 namespace gpufleet::sentinel {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
-std::vector<std::string_view> split(std::string_view line) {
-  std::vector<std::string_view> out;
-  while (true) {
-    auto comma = line.find(',');
-    out.push_back(trim(line.substr(0, comma)));
-    if (comma == std::string_view::npos) break;
-    line.remove_prefix(comma + 1);
-  }
-  return out;
-}
 
 bool absent(std::string_view v) {
   return v.empty() || v == "N/A" || v == "[N/A]" || v == "[Not Supported]";
@@ -82,8 +64,8 @@ std::vector<GpuSample> parse_smi_csv(std::string_view csv) {
     auto nl = csv.find('\n');
     std::string_view line = csv.substr(0, nl);
     csv = nl == std::string_view::npos ? std::string_view{} : csv.substr(nl + 1);
-    if (trim(line).empty()) continue;
-    auto cells = split(line);
+    if (core::trim(line).empty()) continue;
+    auto cells = core::split_trimmed(line);
     if (header) {
       header = false;
       for (std::size_t i = 0; i < cells.size(); ++i) {

@@ -16,30 +16,11 @@
 #include "core/file_reader.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "core/text.h"
 #include "core/xid_catalog.h"
 
 namespace gpufleet::sentinel {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() &&
-         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
-std::vector<std::string_view> split_csv(std::string_view line) {
-  std::vector<std::string_view> out;
-  while (true) {
-    auto comma = line.find(',');
-    out.push_back(trim(line.substr(0, comma)));
-    if (comma == std::string_view::npos) break;
-    line.remove_prefix(comma + 1);
-  }
-  return out;
-}
 
 int rank(std::string_view state) { return state == "Fatal" ? 2 : state == "Warning" ? 1 : 0; }
 
@@ -57,8 +38,8 @@ std::map<std::string, GpuIdentity> parse_gpu_query_csv(std::string_view csv) {
     auto nl = csv.find('\n');
     std::string_view line = csv.substr(0, nl);
     csv = nl == std::string_view::npos ? std::string_view{} : csv.substr(nl + 1);
-    if (trim(line).empty()) continue;
-    auto cells = split_csv(line);
+    if (core::trim(line).empty()) continue;
+    auto cells = core::split_trimmed(line);
     if (header) {
       header = false;
       for (std::size_t i = 0; i < cells.size(); ++i) {
@@ -110,7 +91,7 @@ std::string KmsgMonitor::current_boot_id() const {
     try {
       core::InputLimits limits;
       limits.max_bytes = 256;
-      std::string id(trim(core::read_file(path.string(), limits)));
+      std::string id(core::trim(core::read_file(path.string(), limits)));
       if (!id.empty()) return id;
     } catch (const std::exception&) {
       // Fall back to the identity the agent started with.

@@ -36,6 +36,13 @@ TEST(Text, QuoteJoinTrim) {
   EXPECT_EQ(trim(" \t"), "");
 }
 
+TEST(Text, SplitTrimmedKeepsEmptyFields) {
+  EXPECT_THAT(core::split_trimmed(" 0, 00000000:5D:00.0 ,,GPU-1 \r"),
+              ::testing::ElementsAre("0", "00000000:5D:00.0", "", "GPU-1"));
+  EXPECT_THAT(core::split_trimmed(""), ::testing::ElementsAre(""));
+  EXPECT_THAT(core::split_trimmed("a;b", ';'), ::testing::ElementsAre("a", "b"));
+}
+
 TEST(Text, GlobMatchIsFnmatch) {
   EXPECT_TRUE(glob_match("*nccl-test*", "ghcr.io/coreweave/nccl-tests:12.8"));
   EXPECT_TRUE(glob_match("NVIDIA-H100*", "NVIDIA-H100-80GB-HBM3"));
