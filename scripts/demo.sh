@@ -86,9 +86,13 @@ step "6. gpufleet's controllers and node agents, as the chart runs them"
 stop_background
 kubectl --kubeconfig "$kubeconfig" apply --server-side -f deploy/crds/ >/dev/null
 kubectl --kubeconfig "$kubeconfig" get crds -o name | grep gpufleet.io
+# Every registered controller (certify, sentinel, hostpkg, ... and the sample echo) in one
+# process per replica; the chart runs one Deployment per controller instead.
+demo_controllers=$("$gpufleet" controller --list | awk -F'\t' '/^[a-z]/ {print $1}' | paste -sd, -)
+echo "controllers: $demo_controllers"
 metrics_port=18080
 for replica in a b; do
-  "$gpufleet" controller --controllers=echo --kubeconfig "$kubeconfig" --leader-elect \
+  "$gpufleet" controller --controllers="$demo_controllers" --kubeconfig "$kubeconfig" --leader-elect \
     --lease-namespace default --lease-name gpufleet-demo --identity "demo-$replica" \
     --metrics-addr "127.0.0.1:$metrics_port" >"$demo_dir/controller-$replica.log" 2>&1 &
   echo $! >"$demo_dir/controller-$replica.pid"
@@ -115,6 +119,14 @@ done
 echo "node agents: $(grep -c . "$demo_dir/agent.log") log lines; NodeHealth objects written by them: $n"
 kubectl --kubeconfig "$kubeconfig" get nodehealths 2>/dev/null | sed -n '1,5p'
 echo "logs: $demo_dir/controller-a.log, controller-b.log, agent.log"
+
+# Each subsystem's part of the demo (certify, sentinel, hostpkg) is a file of its own,
+# sourced in name order with $gpufleet, $kubeconfig, $demo_dir, $node and step() in scope.
+for part in scripts/demo.d/*.sh; do
+  [[ -e "$part" ]] || continue
+  # shellcheck source=/dev/null
+  source "$part"
+done
 
 step "Reach the control plane yourself"
 echo "  kubectl --kubeconfig $kubeconfig get --raw /readyz"
