@@ -29,10 +29,13 @@ struct Unsupported {
 };
 
 // Overlay and mixin content, normalized so that one per-field merge covers all of it:
-//   components.<name>.{enabled, chart.{repository,name,version}, namespace, values,
-//                      dependencies.<dep>: true, health.<key>: {kind, namespace, name}}
-//   constraints.<name>: {fact, requirement}
-//   nodePool: {driver, mig, ..., constraints.<name>: {fact, requirement}}
+//   components.<name>.{enabled, chart.{repository,name,version}, manifests.{kind,path,version},
+//                      namespace, values, dependencies.<dep>: true,
+//                      health.<key>: {kind, namespace, name}, pinExemption}
+//   constraints.<name>: {fact, requirement, severity, remediation}
+//   nodePool: {driver, mig, ..., constraints.<name>: {fact, requirement, severity, remediation}}
+// A registry component has either `chart` (a Helm chart) or `manifests` (raw manifests or a
+// kustomize directory under manifests/ of the library, rendered into a local wrapper chart).
 struct Overlay {
   std::string name;    // file stem, unique across overlays
   std::string path;    // relative path
@@ -62,6 +65,8 @@ struct Library {
   std::map<std::string, Overlay> overlays;
   std::map<std::string, Mixin> mixins;
   std::map<std::string, std::string> file_sha256;  // relative path -> digest of its text
+  // Files under manifests/ (raw manifests and kustomize directories): path -> text.
+  std::map<std::string, std::string> manifest_files;
 
   // Every criteria combination the library claims to support (catalog minus unsupported).
   std::vector<CriteriaValues> supported_combinations() const;
@@ -79,8 +84,8 @@ std::vector<LibraryFile> overlay_files(std::vector<LibraryFile> base,
                                        const std::vector<LibraryFile>& extra);
 
 // Parses and checks the whole library: schema, pins, references (parents, mixins,
-// components, dependencies, criteria values), inheritance cycles. Throws InvalidInput
-// naming the file and field.
+// components, dependencies, criteria values, manifest directories), inheritance cycles. Throws
+// InvalidInput naming the file and field.
 Library load_library(const std::vector<LibraryFile>& files);
 
 // Built-in files overlaid with each --data directory in order.

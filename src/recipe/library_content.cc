@@ -62,6 +62,41 @@ Value normalize_chart(const Value& v, std::string_view where, bool required) {
   return out;
 }
 
+// manifests: {kind: manifests|kustomize, path: manifests/<dir>, version: <exact pin>}. The
+// directory's existence is checked by the loader, which knows the library's files.
+Value normalize_manifests(const Value& v, std::string_view where, bool registry) {
+  const core::Map& m = expect_map(v, where);
+  check_keys(m, {"kind", "path", "version"}, where);
+  Value out = Value::map();
+  for (std::string_view key : {"kind", "path", "version"}) {
+    const Value* f = m.find(key);
+    std::string w = field_path(where, key);
+    if (f == nullptr) {
+      if (registry)
+        throw InvalidInput(w + ": missing; give kind (manifests or kustomize), path and version");
+      continue;
+    }
+    const std::string& s = expect_string(*f, w);
+    if (key == "kind" && s != "manifests" && s != "kustomize") {
+      throw InvalidInput(w + ": '" + s +
+                         "' is not a manifest kind; use manifests (every *.yaml file of the "
+                         "directory) or kustomize (a directory with kustomization.yaml)");
+    }
+    if (key == "path") {
+      bool ok = s.rfind("manifests/", 0) == 0 && s.size() > 10 && s.back() != '/' &&
+                s.find("..") == std::string::npos && s.find("//") == std::string::npos;
+      if (!ok) {
+        throw InvalidInput(w + ": '" + s +
+                           "' must name a directory under manifests/ of the library "
+                           "(\"manifests/<name>\"), without '..' or a trailing '/'");
+      }
+    }
+    if (key == "version") require_exact_pin(s, w);
+    out[key] = s;
+  }
+  return out;
+}
+
 Value normalize_health(const Value& v, std::string_view where) {
   Value out = Value::map();
   const core::List& list = expect_list(v, where);
@@ -109,7 +144,7 @@ Value normalize_constraints(const Value& v, std::string_view where, bool pool) {
     std::string w = field_path(where, e.key);
     expect_dns_label(e.key, w);
     const core::Map& m = expect_map(e.value, w);
-    check_keys(m, {"fact", "requirement"}, w);
+    check_keys(m, {"fact", "requirement", "severity", "remediation"}, w);
     const Value* fact = m.find("fact");
     const Value* req = m.find("requirement");
     if (fact == nullptr || req == nullptr)
@@ -125,6 +160,22 @@ Value normalize_constraints(const Value& v, std::string_view where, bool pool) {
     Value c = Value::map();
     c["fact"] = f;
     c["requirement"] = r.text;
+    // error (the default): validate fails; warning: reported, validate still passes.
+    std::string severity = "error";
+    if (const Value* sv = m.find("severity")) {
+      severity = expect_string(*sv, w + ".severity");
+      if (severity != "error" && severity != "warning") {
+        throw InvalidInput(w + ".severity: '" + severity +
+                           "' is not a severity; use error or warning");
+      }
+    }
+    c["severity"] = severity;
+    if (const Value* rem = m.find("remediation")) {
+      const std::string& text = expect_string(*rem, w + ".remediation");
+      if (core::trim(text).empty())
+        throw InvalidInput(w + ".remediation: empty; say what to do when the constraint fails");
+      c["remediation"] = text;
+    }
     out[e.key] = std::move(c);
   }
   return out;
@@ -135,17 +186,29 @@ Value normalize_constraints(const Value& v, std::string_view where, bool pool) {
 Value normalize_component(const Value& v, std::string_view where, bool registry) {
   const core::Map& m = expect_map(v, where);
   if (registry) {
-    check_keys(m, {"description", "chart", "namespace", "values", "dependencies", "health"}, where);
+    check_keys(
+        m, {"description", "chart", "manifests", "namespace", "values", "dependencies", "health"},
+        where);
   } else {
-    check_keys(m, {"enabled", "chart", "namespace", "values", "dependencies", "health"}, where);
+    check_keys(m,
+               {"enabled", "chart", "manifests", "namespace", "values", "dependencies", "health",
+                "pinExemption"},
+               where);
   }
   Value out = Value::map();
   if (registry) {
     out["enabled"] = false;
     const Value* chart = m.find("chart");
-    if (chart == nullptr)
+    const Value* manifests = m.find("manifests");
+    if (chart != nullptr && manifests != nullptr) {
+      throw InvalidInput(std::string(where) +
+                         ": has both chart and manifests; a component is either a Helm chart "
+                         "or manifests rendered into a local chart");
+    }
+    if (chart == nullptr && manifests == nullptr)
       throw InvalidInput(field_path(where, "chart") +
-                         ": missing; give repository, name and version");
+                         ": missing; give repository, name and version (or manifests: kind, "
+                         "path and version)");
     if (m.find("namespace") == nullptr)
       throw InvalidInput(field_path(where, "namespace") + ": missing");
     out["description"] = expect_string(m.find("description") ? *m.find("description") : Value(""),
@@ -155,6 +218,15 @@ Value normalize_component(const Value& v, std::string_view where, bool registry)
     out["enabled"] = expect_bool(*f, field_path(where, "enabled"));
   if (const Value* f = m.find("chart"))
     out["chart"] = normalize_chart(*f, field_path(where, "chart"), registry);
+  if (const Value* f = m.find("manifests"))
+    out["manifests"] = normalize_manifests(*f, field_path(where, "manifests"), registry);
+  if (const Value* f = m.find("pinExemption")) {
+    // Why this overlay pins another version than the registry (recipe_test PinHygiene).
+    std::string w = field_path(where, "pinExemption");
+    if (core::trim(expect_string(*f, w)).empty())
+      throw InvalidInput(w + ": empty; give the reason the pin differs from the registry's");
+    out["pinExemption"] = *f;
+  }
   if (const Value* f = m.find("namespace")) {
     std::string w = field_path(where, "namespace");
     expect_dns_label(expect_string(*f, w), w);

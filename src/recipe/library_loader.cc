@@ -56,6 +56,35 @@ void check_component_refs(const Value& content, const Library& lib, std::string_
   }
 }
 
+// A manifests block names a directory of the library's manifests/ tree; kustomize ones hold a
+// kustomization.yaml.
+void check_manifest_dir(const Value& manifests, const Library& lib, const std::string& where) {
+  std::string path(manifests.get_string({"path"}));
+  std::string kind(manifests.get_string({"kind"}));
+  if (path.empty()) return;
+  std::string prefix = path + "/";
+  auto it = lib.manifest_files.lower_bound(prefix);
+  if (it == lib.manifest_files.end() || it->first.rfind(prefix, 0) != 0) {
+    throw InvalidInput(where + ".manifests.path: no *.yaml file under '" + path +
+                       "' in the library; put the manifests there (or in a --data directory)");
+  }
+  if (kind == "kustomize" && !lib.manifest_files.count(prefix + "kustomization.yaml")) {
+    throw InvalidInput(where + ".manifests.path: '" + path +
+                       "' has no kustomization.yaml; kind kustomize renders a kustomization "
+                       "directory (use kind manifests for plain files)");
+  }
+}
+
+void check_manifest_refs(const Value& content, const Library& lib, std::string_view where) {
+  const Value* comps = content.find("components");
+  if (comps == nullptr) return;
+  for (const auto& e : comps->as_map()) {
+    if (const Value* m = e.value.find("manifests")) {
+      check_manifest_dir(*m, lib, std::string(where) + ": components." + e.key);
+    }
+  }
+}
+
 void check_criterion_value(const Library& lib, std::size_t dim, const std::string& value,
                            std::string_view where) {
   if (value == kAny) return;
@@ -334,10 +363,13 @@ Library load_library(const std::vector<LibraryFile>& files) {
       overlays.push_back(&f);
     } else if (f.path.rfind("mixins/", 0) == 0 && f.path.find('/', 7) == std::string::npos) {
       mixins.push_back(&f);
+    } else if (f.path.rfind("manifests/", 0) == 0 && f.path.find('/', 10) != std::string::npos) {
+      lib.manifest_files[f.path] = f.content;
     } else {
       throw InvalidInput(f.origin +
                          ": not a library file; the library holds registry.yaml, "
-                         "criteria.yaml, overlays/*.yaml and mixins/*.yaml");
+                         "criteria.yaml, overlays/*.yaml, mixins/*.yaml and "
+                         "manifests/<component>/**.yaml");
     }
   }
   if (criteria == nullptr || registry == nullptr) {
@@ -345,6 +377,11 @@ Library load_library(const std::vector<LibraryFile>& files) {
   }
   load_criteria(lib, *criteria);
   load_registry(lib, *registry);
+  {
+    Value registry = Value::map();
+    registry["components"] = lib.components;
+    check_manifest_refs(registry, lib, lib.registry_origin);
+  }
   for (const LibraryFile* f : mixins) {
     core::DocumentScope scope(f->origin, f->content);
     Value doc = core::parse_yaml(f->content, f->origin);
@@ -355,12 +392,14 @@ Library load_library(const std::vector<LibraryFile>& files) {
     Mixin mx{stem_of(f->path), f->path, f->origin,
              detail::normalize_content(doc.as_map(), f->origin)};
     check_component_refs(mx.content, lib, f->origin);
+    check_manifest_refs(mx.content, lib, f->origin);
     lib.mixins.emplace(mx.name, std::move(mx));
   }
   std::map<std::string, RawOverlay> raw;
   for (const LibraryFile* f : overlays) {
     RawOverlay r = parse_overlay(*f);
     check_component_refs(r.overlay.content, lib, f->origin);
+    check_manifest_refs(r.overlay.content, lib, f->origin);
     for (const std::string& mx : r.overlay.mixins) {
       if (!lib.mixins.count(mx)) {
         throw InvalidInput(f->origin + ": mixins: no mixin named '" + mx + "' under mixins/");

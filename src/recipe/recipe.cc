@@ -6,6 +6,7 @@
 
 #include "core/errors.h"
 #include "core/field_reader.h"
+#include "core/sha256.h"
 #include "core/yaml.h"
 #include "recipe/dependency_graph.h"
 #include "recipe/pin.h"
@@ -35,6 +36,8 @@ Value constraint_list(const std::vector<Constraint>& cs) {
     e["name"] = c.name;
     e["fact"] = c.fact;
     e["requirement"] = c.requirement;
+    e["severity"] = c.severity;
+    if (!c.remediation.empty()) e["remediation"] = c.remediation;
     out.push_back(std::move(e));
   }
   return out;
@@ -66,11 +69,44 @@ std::vector<Constraint> constraints_from(const Value& v, std::string_view where)
   const core::List& list = expect_list(*f, std::string(where) + ".constraints");
   for (std::size_t i = 0; i < list.size(); ++i) {
     std::string w = std::string(where) + ".constraints[" + std::to_string(i) + "]";
-    check_keys(expect_map(list[i], w), {"name", "fact", "requirement"}, w);
-    out.push_back(
-        {str(list[i], "name", w), str(list[i], "fact", w), str(list[i], "requirement", w)});
+    check_keys(expect_map(list[i], w), {"name", "fact", "requirement", "severity", "remediation"},
+               w);
+    Constraint c;
+    c.name = str(list[i], "name", w);
+    c.fact = str(list[i], "fact", w);
+    c.requirement = str(list[i], "requirement", w);
+    if (const Value* sv = list[i].find("severity")) {
+      c.severity = expect_string(*sv, w + ".severity");
+      if (c.severity != "error" && c.severity != "warning") {
+        throw InvalidInput(w + ".severity: '" + c.severity +
+                           "' is not a severity; use error or warning");
+      }
+    }
+    c.remediation = str(list[i], "remediation", w, false);
+    out.push_back(std::move(c));
   }
   return out;
+}
+
+// The rendered manifests of a local component. The content must still hash to the recorded
+// digest: a recipe edited by hand after resolution is refused rather than deployed.
+ManifestSource manifests_from(const Value& v, const std::string& where) {
+  check_keys(expect_map(v, where), {"kind", "path", "sha256", "content"}, where);
+  ManifestSource m{str(v, "kind", where), str(v, "path", where), str(v, "content", where),
+                   str(v, "sha256", where)};
+  if (m.kind != "manifests" && m.kind != "kustomize") {
+    throw InvalidInput(where + ".kind: '" + m.kind +
+                       "' is not a manifest kind; use manifests or kustomize");
+  }
+  std::string actual = core::sha256_hex(m.content);
+  if (actual != m.sha256) {
+    throw InvalidInput(where + ".content: its SHA-256 is " + actual + ", not the recorded " +
+                       m.sha256 +
+                       "; the rendered manifests were changed after resolution, "
+                       "resolve the recipe again");
+  }
+  core::parse_yaml_documents(m.content, where + ".content");
+  return m;
 }
 
 }  // namespace
@@ -97,13 +133,20 @@ Value recipe_to_value(const Recipe& r) {
     Value e = Value::map();
     e["name"] = c.name;
     if (!c.description.empty()) e["description"] = c.description;
-    e["chart"]["repository"] = c.chart.repository;
+    if (!c.chart.is_local()) e["chart"]["repository"] = c.chart.repository;
     e["chart"]["name"] = c.chart.name;
     e["chart"]["version"] = c.chart.version;
     e["namespace"] = c.namespace_;
     e["values"] = c.values;
     e["dependencies"] = string_list(c.dependencies);
     e["level"] = c.level;
+    if (c.manifests) {
+      Value& m = e["manifests"];
+      m["kind"] = c.manifests->kind;
+      m["path"] = c.manifests->path;
+      m["sha256"] = c.manifests->sha256;
+      m["content"] = c.manifests->content;
+    }
     comps.push_back(std::move(e));
   }
   spec["components"] = std::move(comps);
@@ -178,7 +221,9 @@ Recipe recipe_from_value(const Value& doc, std::string_view source) {
     std::string w = sw + ".components[" + std::to_string(i) + "]";
     const Value& e = list[i];
     check_keys(expect_map(e, w),
-               {"name", "description", "chart", "namespace", "values", "dependencies", "level"}, w);
+               {"name", "description", "chart", "namespace", "values", "dependencies", "level",
+                "manifests"},
+               w);
     if (const Value* chart = e.find("chart")) {
       check_keys(expect_map(*chart, w + ".chart"), {"repository", "name", "version"}, w + ".chart");
     }
@@ -190,11 +235,19 @@ Recipe recipe_from_value(const Value& doc, std::string_view source) {
     const Value* chart = e.find("chart");
     if (chart == nullptr) throw InvalidInput(w + ".chart: missing");
     expect_map(*chart, w + ".chart");
-    c.chart = {str(*chart, "repository", w + ".chart"), str(*chart, "name", w + ".chart"),
-               str(*chart, "version", w + ".chart")};
+    const Value* manifests = e.find("manifests");
+    c.chart = {str(*chart, "repository", w + ".chart", manifests == nullptr),
+               str(*chart, "name", w + ".chart"), str(*chart, "version", w + ".chart")};
     require_exact_pin(c.chart.version, w + ".chart.version");
-    if (c.chart.repository.rfind("https://", 0) != 0 &&
-        c.chart.repository.rfind("oci://", 0) != 0) {
+    if (manifests != nullptr) {
+      c.manifests = manifests_from(*manifests, w + ".manifests");
+      if (!c.chart.repository.empty()) {
+        throw InvalidInput(w +
+                           ".chart.repository: a component with manifests is installed from "
+                           "the local wrapper chart the bundle carries; remove the repository");
+      }
+    } else if (c.chart.repository.rfind("https://", 0) != 0 &&
+               c.chart.repository.rfind("oci://", 0) != 0) {
       throw InvalidInput(w + ".chart.repository: '" + c.chart.repository +
                          "' must be an https:// Helm repository or an oci:// registry path");
     }

@@ -13,10 +13,22 @@
 namespace gpufleet::recipe {
 
 struct ChartSource {
-  std::string repository;  // https://... Helm repository or oci://registry/path
+  std::string repository;  // https://... Helm repository or oci://registry/path; empty: local
   std::string name;
   std::string version;  // exact pin
   bool is_oci() const { return repository.rfind("oci://", 0) == 0; }
+  // A wrapper chart the bundle carries (charts/<name>/), rendered from Component::manifests.
+  bool is_local() const { return repository.empty(); }
+};
+
+// Raw manifests or a kustomize directory of the library, rendered at resolution: every
+// deployer installs them as a local wrapper chart (see docs/recipe.md "Manifests and
+// kustomize components"); the rendered text is part of the recipe and of its digest.
+struct ManifestSource {
+  std::string kind;     // manifests | kustomize
+  std::string path;     // library directory ("manifests/gke-nccl-tcpxo")
+  std::string content;  // rendered objects, canonical multi-document YAML
+  std::string sha256;   // of content
 };
 
 struct Component {
@@ -25,14 +37,17 @@ struct Component {
   ChartSource chart;
   std::string namespace_;
   core::Value values = core::Value::map();
-  std::vector<std::string> dependencies;  // sorted
-  int level = 0;                          // deployment level; same level = parallel
+  std::vector<std::string> dependencies;    // sorted
+  int level = 0;                            // deployment level; same level = parallel
+  std::optional<ManifestSource> manifests;  // set exactly when chart.is_local()
 };
 
 struct Constraint {
   std::string name;
-  std::string fact;         // kubernetes.version, node.kernel, gpu.driver, ...
-  std::string requirement;  // ">= 1.32"
+  std::string fact;                // kubernetes.version, node.kernel, gpu.driver, ...
+  std::string requirement;         // ">= 1.32"
+  std::string severity = "error";  // error: validate fails; warning: reported only
+  std::string remediation;         // what to do when it fails; may be empty
 };
 
 struct HealthCheck {

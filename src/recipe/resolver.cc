@@ -9,6 +9,7 @@
 #include "core/text.h"
 #include "recipe/dependency_graph.h"
 #include "recipe/layered_merge.h"
+#include "recipe/manifests.h"
 
 namespace gpufleet::recipe {
 
@@ -74,8 +75,13 @@ std::vector<Constraint> constraints_of(const Value* map) {
   std::vector<Constraint> out;
   if (map == nullptr) return out;
   for (const auto& e : map->as_map()) {
-    out.push_back({e.key, std::string(e.value.get_string({"fact"})),
-                   std::string(e.value.get_string({"requirement"}))});
+    Constraint c;
+    c.name = e.key;
+    c.fact = std::string(e.value.get_string({"fact"}));
+    c.requirement = std::string(e.value.get_string({"requirement"}));
+    if (std::string_view sv = e.value.get_string({"severity"}); !sv.empty()) c.severity = sv;
+    c.remediation = std::string(e.value.get_string({"remediation"}));
+    out.push_back(std::move(c));
   }
   return out;
 }
@@ -171,7 +177,7 @@ Value merge_cluster(const Library& lib, const std::vector<const Overlay*>& clust
 }
 
 // Components and deployment order (with their health checks) and cluster constraints.
-void add_components(Recipe& r, const Value& merged) {
+void add_components(Recipe& r, const Library& lib, const Value& merged) {
   std::map<std::string, std::vector<std::string>> graph;
   std::map<std::string, const Value*> enabled;
   for (const auto& e : merged.find("components")->as_map()) {
@@ -190,9 +196,22 @@ void add_components(Recipe& r, const Value& merged) {
     Component comp;
     comp.name = name;
     comp.description = std::string(c.get_string({"description"}));
-    comp.chart = {std::string(c.get_string({"chart", "repository"})),
-                  std::string(c.get_string({"chart", "name"})),
-                  std::string(c.get_string({"chart", "version"}))};
+    if (const Value* m = c.find("manifests")) {
+      // Raw manifests or a kustomize directory, installed as a local wrapper chart named after
+      // the component, versioned by the manifest set's pin.
+      if (c.find("chart") != nullptr) {
+        throw InvalidInput("component " + name +
+                           ": an overlay gives it a chart, but the registry declares it as "
+                           "manifests; a component is one or the other");
+      }
+      comp.chart = {"", name, std::string(m->get_string({"version"}))};
+      comp.manifests = render_manifests(lib, name, std::string(m->get_string({"kind"})),
+                                        std::string(m->get_string({"path"})));
+    } else {
+      comp.chart = {std::string(c.get_string({"chart", "repository"})),
+                    std::string(c.get_string({"chart", "name"})),
+                    std::string(c.get_string({"chart", "version"}))};
+    }
     comp.namespace_ = std::string(c.get_string({"namespace"}));
     if (const Value* v = c.find("values")) comp.values = *v;
     comp.dependencies = graph.at(name);
@@ -301,6 +320,11 @@ std::string inputs_digest(const Recipe& r, const Library& lib) {
   files[lib.registry_path] = lib.file_sha256.at(lib.registry_path);
   files[lib.criteria_path] = lib.file_sha256.at(lib.criteria_path);
   for (const AppliedOverlay& o : r.overlays) files[o.path] = lib.file_sha256.at(o.path);
+  // What manifest components render to (kustomize output depends on the tool as well as on
+  // the library files).
+  for (const Component& c : r.components) {
+    if (c.manifests) inputs["rendered"][c.name] = c.manifests->sha256;
+  }
   return "sha256:" + core::sha256_hex(core::to_json(inputs));
 }
 
@@ -326,7 +350,7 @@ Recipe resolve(const Library& lib, const Query& query) {
   }
 
   Recipe r;
-  add_components(r, merge_cluster(lib, sel.cluster, user_mixins));
+  add_components(r, lib, merge_cluster(lib, sel.cluster, user_mixins));
   add_pools(r, lib, query, pools, sel, user_mixins);
   add_overlays(r, lib, pools, sel, user_mixins);
   add_criteria_and_name(r, query, pools, sel);

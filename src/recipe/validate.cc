@@ -12,8 +12,14 @@ using core::Value;
 bool ValidationReport::passed() const { return failures() == 0; }
 
 std::size_t ValidationReport::failures() const {
-  return static_cast<std::size_t>(std::count_if(results.begin(), results.end(),
-                                                [](const CheckResult& c) { return !c.passed; }));
+  return static_cast<std::size_t>(std::count_if(
+      results.begin(), results.end(), [](const CheckResult& c) { return c.failed_error(); }));
+}
+
+std::size_t ValidationReport::warnings() const {
+  return static_cast<std::size_t>(
+      std::count_if(results.begin(), results.end(),
+                    [](const CheckResult& c) { return !c.passed && !c.failed_error(); }));
 }
 
 bool selector_matches(const Value& selector, const Value& labels) {
@@ -33,7 +39,7 @@ void check_fact(ValidationReport& out, const Constraint& c, const std::string& s
   Requirement req = parse_requirement(c.requirement, "recipe constraint " + c.name);
   out.results.push_back({"constraint", c.name + " (" + c.fact + ")", subject, c.requirement,
                          actual.empty() ? "unknown" : actual,
-                         !actual.empty() && satisfies(req, actual)});
+                         !actual.empty() && satisfies(req, actual), c.severity, c.remediation});
 }
 
 // Nodes of a pool: those its selector matches.
@@ -70,17 +76,19 @@ void check_health(ValidationReport& out, const HealthCheck& h, const Snapshot& s
     std::string actual = bad.empty() ? "none" : "";
     for (const std::string& b : bad) actual += (actual.empty() ? "" : "; ") + b;
     out.results.push_back({"health", name, h.component, "no container waiting in a failure state",
-                           actual, bad.empty()});
+                           actual, bad.empty(), "error", ""});
     return;
   }
   const WorkloadState* w = find_workload(s, h);
   if (w == nullptr) {
-    out.results.push_back({"health", name, h.component, "present", "not found", false});
+    out.results.push_back(
+        {"health", name, h.component, "present", "not found", false, "error", ""});
     return;
   }
   if (h.kind == "CustomResourceDefinition") {
     out.results.push_back({"health", name, h.component, "Established",
-                           w->established ? "Established" : "not Established", w->established});
+                           w->established ? "Established" : "not Established", w->established,
+                           "error", ""});
     return;
   }
   std::string ready_word = h.kind == "Deployment" ? "available" : "ready";
@@ -89,7 +97,8 @@ void check_health(ValidationReport& out, const HealthCheck& h, const Snapshot& s
   // A DaemonSet is fully ready when every scheduled pod is ready and up to date.
   bool ok = h.kind == "DaemonSet" ? w->ready == w->desired && w->updated == w->desired
                                   : w->ready >= w->desired;
-  out.results.push_back({"health", name, h.component, "all " + ready_word, actual, ok});
+  out.results.push_back(
+      {"health", name, h.component, "all " + ready_word, actual, ok, "error", ""});
 }
 
 }  // namespace
@@ -127,7 +136,7 @@ ValidationReport validate(const Recipe& recipe, const Snapshot& s) {
                (e.value.if_string() ? *e.value.if_string() : "?");
       }
       out.results.push_back({"constraint", "pool " + p.name + " nodes", "pool " + p.name,
-                             "nodes with " + sel, "no node matches", false});
+                             "nodes with " + sel, "no node matches", false, "error", ""});
       continue;
     }
     for (const Constraint& c : p.constraints) {
@@ -142,9 +151,10 @@ ValidationReport validate(const Recipe& recipe, const Snapshot& s) {
 std::string report_table(const ValidationReport& r) {
   std::vector<const CheckResult*> rows;
   for (const CheckResult& c : r.results) rows.push_back(&c);
-  std::stable_sort(rows.begin(), rows.end(), [](const CheckResult* a, const CheckResult* b) {
-    return !a->passed && b->passed;
-  });
+  // Failures first, then warnings, then passed checks.
+  auto rank = [](const CheckResult* c) { return c->failed_error() ? 0 : c->passed ? 2 : 1; };
+  std::stable_sort(rows.begin(), rows.end(),
+                   [&](const CheckResult* a, const CheckResult* b) { return rank(a) < rank(b); });
   std::size_t w[4] = {6, 5, 7, 8};
   auto cell = [](const std::string& s, std::size_t width) {
     return s + std::string(width > s.size() ? width - s.size() : 0, ' ');
@@ -158,12 +168,27 @@ std::string report_table(const ValidationReport& r) {
   std::string out = cell("RESULT", 7) + cell("CHECK", w[0] + 2) + cell("NAME", w[1] + 2) +
                     cell("SUBJECT", w[2] + 2) + cell("EXPECTED", w[3] + 2) + "ACTUAL\n";
   for (const CheckResult* c : rows) {
-    out += cell(c->passed ? "ok" : "FAIL", 7) + cell(c->category, w[0] + 2) +
-           cell(c->name, w[1] + 2) + cell(c->subject, w[2] + 2) + cell(c->expected, w[3] + 2) +
-           c->actual + "\n";
+    out += cell(c->passed           ? "ok"
+                : c->failed_error() ? "FAIL"
+                                    : "WARN",
+                7) +
+           cell(c->category, w[0] + 2) + cell(c->name, w[1] + 2) + cell(c->subject, w[2] + 2) +
+           cell(c->expected, w[3] + 2) + c->actual + "\n";
   }
-  out += std::to_string(r.results.size()) + " checks, " + std::to_string(r.failures()) +
-         " failed: recipe " + r.recipe + (r.passed() ? " is satisfied\n" : " is NOT satisfied\n");
+  // Each failed check's remediation once, under the table.
+  std::vector<std::string> fixes;
+  for (const CheckResult* c : rows) {
+    if (c->passed || c->remediation.empty()) continue;
+    std::string line = "  " + c->name + ": " + c->remediation + "\n";
+    if (std::find(fixes.begin(), fixes.end(), line) == fixes.end()) fixes.push_back(line);
+  }
+  if (!fixes.empty()) {
+    out += "remediation:\n";
+    for (const std::string& f : fixes) out += f;
+  }
+  out += std::to_string(r.results.size()) + " checks, " + std::to_string(r.failures()) + " failed" +
+         (r.warnings() ? ", " + std::to_string(r.warnings()) + " warnings" : "") + ": recipe " +
+         r.recipe + (r.passed() ? " is satisfied\n" : " is NOT satisfied\n");
   return out;
 }
 
@@ -172,6 +197,7 @@ Value report_to_value(const ValidationReport& r) {
   doc["recipe"] = r.recipe;
   doc["passed"] = r.passed();
   doc["failures"] = static_cast<std::int64_t>(r.failures());
+  doc["warnings"] = static_cast<std::int64_t>(r.warnings());
   Value results = Value::list();
   for (const CheckResult& c : r.results) {
     Value e = Value::map();
@@ -181,6 +207,8 @@ Value report_to_value(const ValidationReport& r) {
     e["expected"] = c.expected;
     e["actual"] = c.actual;
     e["passed"] = c.passed;
+    e["severity"] = c.severity;
+    if (!c.remediation.empty()) e["remediation"] = c.remediation;
     results.push_back(std::move(e));
   }
   doc["results"] = std::move(results);

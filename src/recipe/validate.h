@@ -19,13 +19,19 @@ struct CheckResult {
   std::string expected;
   std::string actual;
   bool passed = false;
+  // Constraints carry the library's severity and remediation: a failed "warning" is reported
+  // but does not fail validation.
+  std::string severity = "error";
+  std::string remediation;
+  bool failed_error() const { return !passed && severity != "warning"; }
 };
 
 struct ValidationReport {
   std::string recipe;
   std::vector<CheckResult> results;
   bool passed() const;
-  std::size_t failures() const;
+  std::size_t failures() const;  // failed checks of severity error
+  std::size_t warnings() const;  // failed checks of severity warning
 };
 
 ValidationReport validate(const Recipe& recipe, const Snapshot& snapshot);

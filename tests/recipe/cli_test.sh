@@ -16,10 +16,10 @@ grep -q 'name: eks-h100-ubuntu-inference-dynamo' "$work/recipe.yaml" || fail "re
 
 # Bad input exits 2 and lists the valid values.
 set +e
-out="$("$bin" recipe --service eks --accelerator a100 2>&1)"; rc=$?
+out="$("$bin" recipe --service eks --accelerator v100 2>&1)"; rc=$?
 set -e
 [[ $rc == 2 ]] || fail "invalid accelerator exited $rc, want 2"
-[[ $out == *"valid values are b200, gb200, h100, h200"* ]] || fail "valid values not listed: $out"
+[[ $out == *"valid values are a100, b200, gb200, h100, h200, l40s, rtx-pro-6000"* ]] || fail "valid values not listed: $out"
 set +e
 "$bin" bundle -r "$work/recipe.yaml" --deployer kustomize -o "$work/x" 2>/dev/null; rc=$?
 set -e

@@ -67,7 +67,7 @@ TEST(SnapshotTest, NodeFactsFromLabelsNodeInfoAndCapacity) {
   EXPECT_EQ(n1.os_version, "24.04");
   EXPECT_EQ(n1.kernel, "6.8.0-1015-aws");
   EXPECT_EQ(n1.gpu_product, "NVIDIA-H100-80GB-HBM3");
-  EXPECT_EQ(n1.gpu_driver, "580.95.05");
+  EXPECT_EQ(n1.gpu_driver, "580.126.20");
   EXPECT_EQ(n1.gpu_count, 8);
   const NodeFacts& n2 = s.nodes[1];
   EXPECT_EQ(n2.os, "ubuntu");  // from osImage when NFD labels are absent
@@ -84,7 +84,7 @@ TEST(SnapshotTest, HelmReleasesLatestRevisionWithValues) {
   EXPECT_EQ(op.version, "v26.3.2");
   EXPECT_EQ(op.revision, 2);
   EXPECT_EQ(op.status, "deployed");
-  EXPECT_EQ(op.values.get_string({"driver", "version"}), "580.95.05");
+  EXPECT_EQ(op.values.get_string({"driver", "version"}), "580.126.20");
   EXPECT_THROW(decode_helm_release("not base64!"), core::InvalidInput);
 }
 
@@ -163,13 +163,15 @@ TEST(ValidateTest, ConstraintsAreVersionAwarePerNodeAndPool) {
   ASSERT_NE(drv1, nullptr);
   ASSERT_NE(drv2, nullptr);
   EXPECT_TRUE(drv1->passed);
-  EXPECT_FALSE(drv2->passed);  // 570.133.20 < 580.95
+  EXPECT_FALSE(drv2->passed);  // 570.133.20 < 580.126
+  EXPECT_THAT(drv2->remediation, HasSubstr("driver"));
   const CheckResult* kernel = find_result(r, "node-kernel", "gpu-node-2");
   ASSERT_NE(kernel, nullptr);
   EXPECT_TRUE(kernel->passed);  // 5.15.0-1072-aws >= 5.15
   const CheckResult* osv = find_result(r, "node-os-version", "gpu-node-2");
   ASSERT_NE(osv, nullptr);
-  EXPECT_FALSE(osv->passed);  // unknown without NFD labels
+  EXPECT_FALSE(osv->passed);            // unknown without NFD labels
+  EXPECT_EQ(osv->severity, "warning");  // untested OS releases warn, they do not fail
   // The system node is in no pool: not checked.
   EXPECT_EQ(find_result(r, "node-os", "system-1"), nullptr);
   EXPECT_FALSE(r.passed());

@@ -6,6 +6,7 @@
 
 #include "core/errors.h"
 #include "recipe/pin.h"
+#include "recipe/requirement.h"
 #include "recipe/resolver.h"
 #include "test_library.h"
 
@@ -46,7 +47,9 @@ TEST(LibraryTest, EveryRegistryChartIsPinnedAndEveryComponentIsReachable) {
   for (const auto& [_, o] : lib.overlays) collect(o.content);
   for (const auto& [_, m] : lib.mixins) collect(m.content);
   for (const auto& e : lib.components.as_map()) {
-    EXPECT_TRUE(is_exact_pin(e.value.get_string({"chart", "version"}))) << e.key;
+    std::string_view pin = e.value.find("manifests") ? e.value.get_string({"manifests", "version"})
+                                                     : e.value.get_string({"chart", "version"});
+    EXPECT_TRUE(is_exact_pin(pin)) << e.key;
     EXPECT_TRUE(enabled_somewhere.count(e.key)) << e.key << " is never enabled";
   }
 }
@@ -65,6 +68,12 @@ TEST(LibraryTest, EverySupportedCombinationResolves) {
       EXPECT_EQ(r.components.front().level, 0) << label;
       ASSERT_EQ(r.pools.size(), 1u) << label;
       EXPECT_FALSE(r.pools[0].constraints.empty()) << label;
+      // The driver every pool states satisfies that pool's driver floor.
+      std::string driver(r.pools[0].settings.get_string({"driver", "version"}));
+      for (const Constraint& k : r.pools[0].constraints) {
+        if (k.fact != "gpu.driver") continue;
+        EXPECT_TRUE(satisfies(parse_requirement(k.requirement, k.name), driver)) << label;
+      }
     } catch (const std::exception& e) {
       ADD_FAILURE() << label << ": " << e.what();
     }

@@ -83,7 +83,8 @@ TEST(ResolverTest, EksH100InferenceDynamo) {
         "prometheus-adapter", "aws-ebs-csi-driver", "gpufleet"}) {
     EXPECT_NE(std::find(n.begin(), n.end(), want), n.end()) << want;
   }
-  EXPECT_EQ(std::find(n.begin(), n.end(), "aws-efa-k8s-device-plugin"), n.end());
+  // EFA on every EKS recipe: disaggregated serving moves KV caches over it (NIXL).
+  EXPECT_NE(std::find(n.begin(), n.end(), "aws-efa-k8s-device-plugin"), n.end());
   // Every component comes after its dependencies, at a higher level.
   std::map<std::string, int> level;
   for (const Component& c : r.components) {
@@ -109,7 +110,7 @@ TEST(ResolverTest, MoreSpecificOverlayWinsAndChildInheritsCriteria) {
   for (const Component& c : r.components) {
     if (c.name == "gpu-operator") {
       EXPECT_EQ(c.values.get({"driver", "enabled"})->as_bool(), false);  // gke-cos over registry
-      EXPECT_EQ(c.values.get_string({"driver", "version"}), "580.95.05");
+      EXPECT_EQ(c.values.get_string({"driver", "version"}), "580.126.20");
     }
     if (c.name == "dra-driver-nvidia-gpu") {
       EXPECT_EQ(c.values.get_string({"nvidiaDriverRoot"}), "/home/kubernetes/bin/nvidia");

@@ -46,10 +46,17 @@ Value application(const Recipe& r, const Component& c, const BundleOptions& o) {
   app["metadata"]["finalizers"].push_back("resources-finalizer.argocd.argoproj.io");
   Value& spec = app["spec"];
   spec["project"] = "default";
-  // Argo CD names OCI Helm registries without the scheme (the repository is enableOCI).
-  spec["source"]["repoURL"] = without_oci_scheme(c.chart.repository);
-  spec["source"]["chart"] = c.chart.name;
-  spec["source"]["targetRevision"] = c.chart.version;
+  if (c.chart.is_local()) {
+    // The wrapper chart of a manifest component, from the Git repository of this bundle.
+    spec["source"]["repoURL"] = o.repo_url;
+    spec["source"]["path"] = path_join(o.repo_path, local_chart_dir(c));
+    spec["source"]["targetRevision"] = o.revision;
+  } else {
+    // Argo CD names OCI Helm registries without the scheme (the repository is enableOCI).
+    spec["source"]["repoURL"] = without_oci_scheme(c.chart.repository);
+    spec["source"]["chart"] = c.chart.name;
+    spec["source"]["targetRevision"] = c.chart.version;
+  }
   spec["source"]["helm"]["releaseName"] = c.name;
   spec["source"]["helm"]["valuesObject"] = c.values;
   spec["destination"]["server"] = "https://kubernetes.default.svc";
@@ -86,6 +93,7 @@ void render_argocd(const Recipe& r, const BundleOptions& o, Bundle& out) {
         generated_by(r) + core::to_yaml(application(r, c, o)), false};
     if (c.chart.is_oci()) oci[c.chart.repository] = true;
   }
+  add_local_charts(r, out);
   for (const auto& [url, _] : oci) {
     out["applications/repo-" + repository_name(url) + ".yaml"] = {
         generated_by(r) + core::to_yaml(oci_repository_secret(url, o)), false};
@@ -123,6 +131,14 @@ void render_argocd(const Recipe& r, const BundleOptions& o, Bundle& out) {
 }
 
 void render_argocd_helm(const Recipe& r, const BundleOptions& o, Bundle& out) {
+  for (const Component& c : r.components) {
+    if (c.chart.is_local() && o.repo_url.empty()) {
+      throw core::InvalidInput(
+          "--deployer argocd-helm needs --repo-url for component " + c.name +
+          " (manifests installed from a wrapper chart in local-charts/): the Git repository "
+          "this bundle is pushed to, which its Application reads the chart from");
+    }
+  }
   Value chart = Value::map();
   chart["apiVersion"] = "v2";
   chart["name"] = "gpufleet-recipe";
@@ -144,9 +160,15 @@ void render_argocd_helm(const Recipe& r, const BundleOptions& o, Bundle& out) {
     e["enabled"] = true;
     e["syncWave"] = c.level;
     e["namespace"] = c.namespace_;
-    e["chart"]["repoURL"] = without_oci_scheme(c.chart.repository);
-    e["chart"]["name"] = c.chart.name;
-    e["chart"]["version"] = c.chart.version;
+    if (c.chart.is_local()) {
+      e["chart"]["repoURL"] = o.repo_url;
+      e["chart"]["path"] = path_join(o.repo_path, local_chart_dir(c));
+      e["chart"]["version"] = o.revision;  // the Git revision the path is read at
+    } else {
+      e["chart"]["repoURL"] = without_oci_scheme(c.chart.repository);
+      e["chart"]["name"] = c.chart.name;
+      e["chart"]["version"] = c.chart.version;
+    }
     e["values"] = c.values;
     if (c.chart.is_oci()) oci[c.chart.repository] = true;
   }
@@ -182,7 +204,11 @@ spec:
   project: {{ $.Values.argocd.project }}
   source:
     repoURL: {{ $c.chart.repoURL }}
+    {{- if $c.chart.path }}
+    path: {{ $c.chart.path }}
+    {{- else }}
     chart: {{ $c.chart.name }}
+    {{- end }}
     targetRevision: {{ $c.chart.version | quote }}
     helm:
       releaseName: {{ $name }}
@@ -226,7 +252,8 @@ stringData:
 {{- end }}
 )gen",
                                         false};
-  out[".helmignore"] = {"recipe.yaml\nchecksums.txt\nREADME.md\n", false};
+  add_local_charts(r, out);
+  out[".helmignore"] = {"recipe.yaml\nchecksums.txt\nREADME.md\nlocal-charts/\n", false};
   std::string readme =
       "# " + r.name + " (Argo CD Applications as a Helm chart)\n\n" + generated_by(r, "<!--");
   readme.pop_back();

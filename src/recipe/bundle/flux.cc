@@ -9,6 +9,14 @@ namespace {
 
 using core::Value;
 
+// A path of this bundle inside the Git repository (--repo-path, default the root).
+std::string bundle_path(const BundleOptions& o, const std::string& leaf) {
+  std::string base = o.repo_path;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  if (base.empty() || base == ".") return "./" + leaf;
+  return (base.rfind("./", 0) == 0 || base.front() == '/' ? base : "./" + base) + "/" + leaf;
+}
+
 Value helm_repository(const std::string& url, const BundleOptions& o) {
   Value repo = Value::map();
   repo["apiVersion"] = "source.toolkit.fluxcd.io/v1";
@@ -34,12 +42,23 @@ Value helm_release(const Recipe& r, const Component& c, const BundleOptions& o) 
   spec["targetNamespace"] = c.namespace_;
   spec["storageNamespace"] = c.namespace_;
   Value& chart = spec["chart"]["spec"];
-  chart["chart"] = c.chart.name;
-  chart["version"] = c.chart.version;
-  chart["interval"] = "1h";
-  chart["sourceRef"]["kind"] = "HelmRepository";
-  chart["sourceRef"]["name"] = repository_name(c.chart.repository);
-  chart["sourceRef"]["namespace"] = o.flux_namespace;
+  if (c.chart.is_local()) {
+    // The wrapper chart in this bundle, read from the Git repository Flux syncs it from
+    // (the GitRepository flux bootstrap creates, named flux-system).
+    chart["chart"] = bundle_path(o, local_chart_dir(c));
+    chart["version"] = c.chart.version;
+    chart["interval"] = "1h";
+    chart["sourceRef"]["kind"] = "GitRepository";
+    chart["sourceRef"]["name"] = "flux-system";
+    chart["sourceRef"]["namespace"] = o.flux_namespace;
+  } else {
+    chart["chart"] = c.chart.name;
+    chart["version"] = c.chart.version;
+    chart["interval"] = "1h";
+    chart["sourceRef"]["kind"] = "HelmRepository";
+    chart["sourceRef"]["name"] = repository_name(c.chart.repository);
+    chart["sourceRef"]["namespace"] = o.flux_namespace;
+  }
   spec["install"]["createNamespace"] = true;
   spec["install"]["remediation"]["retries"] = 3;
   spec["upgrade"]["remediation"]["retries"] = 3;
@@ -61,8 +80,9 @@ Value helm_release(const Recipe& r, const Component& c, const BundleOptions& o) 
 void render_flux(const Recipe& r, const BundleOptions& o, Bundle& out) {
   std::map<std::string, std::string> repos;  // name -> url
   Value resources = Value::list();
-  for (const Component& c : r.components)
-    repos[repository_name(c.chart.repository)] = c.chart.repository;
+  for (const Component& c : r.components) {
+    if (!c.chart.is_local()) repos[repository_name(c.chart.repository)] = c.chart.repository;
+  }
   for (const auto& [name, url] : repos) {
     out["sources/" + name + ".yaml"] = {generated_by(r) + core::to_yaml(helm_repository(url, o)),
                                         false};
@@ -73,6 +93,7 @@ void render_flux(const Recipe& r, const BundleOptions& o, Bundle& out) {
                                            false};
     resources.push_back("releases/" + c.name + ".yaml");
   }
+  add_local_charts(r, out);
   Value kustomization = Value::map();
   kustomization["apiVersion"] = "kustomize.config.k8s.io/v1beta1";
   kustomization["kind"] = "Kustomization";

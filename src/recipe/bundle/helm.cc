@@ -14,12 +14,15 @@ std::string install_script(const Recipe& r, const Component& c) {
        ") into namespace " + c.namespace_ + ".\n";
   s += "set -euo pipefail\ncd \"$(dirname \"$0\")\"\n";
   s += "helm upgrade --install " + shell_quote(c.name) + " ";
-  if (c.chart.is_oci()) {
+  if (c.chart.is_local()) {
+    // The wrapper chart of a manifest component, carried by the bundle.
+    s += shell_quote("../../" + local_chart_dir(c)) + " \\\n";
+  } else if (c.chart.is_oci()) {
     s += shell_quote(c.chart.repository + "/" + c.chart.name) + " \\\n";
   } else {
     s += shell_quote(c.chart.name) + " \\\n  --repo " + shell_quote(c.chart.repository) + " \\\n";
   }
-  s += "  --version " + shell_quote(c.chart.version) + " \\\n";
+  if (!c.chart.is_local()) s += "  --version " + shell_quote(c.chart.version) + " \\\n";
   s += "  --namespace " + shell_quote(c.namespace_) + " --create-namespace \\\n";
   s += "  --values values.yaml \\\n";
   s += "  --wait --timeout \"${GPUFLEET_HELM_TIMEOUT:-15m}\" \"$@\"\n";
@@ -141,8 +144,11 @@ std::string readme(const Recipe& r) {
        "Remove: `./uninstall.sh`. Verify the files first: `sha256sum -c checksums.txt`.\n\n"
        "| level | component | chart | version | namespace |\n|---|---|---|---|---|\n";
   for (const Component& c : r.components) {
-    s += "| " + std::to_string(c.level) + " | " + c.name + " | " + c.chart.repository + "/" +
-         c.chart.name + " | " + c.chart.version + " | " + c.namespace_ + " |\n";
+    std::string chart = c.chart.is_local() ? local_chart_dir(c) + " (" + c.manifests->kind + " " +
+                                                 c.manifests->path + ")"
+                                           : c.chart.repository + "/" + c.chart.name;
+    s += "| " + std::to_string(c.level) + " | " + c.name + " | " + chart + " | " + c.chart.version +
+         " | " + c.namespace_ + " |\n";
   }
   return s;
 }
@@ -155,6 +161,7 @@ void render_helm(const Recipe& r, const BundleOptions&, Bundle& out) {
     out[dir + "values.yaml"] = {generated_by(r) + core::to_yaml(c.values), false};
     out[dir + "install.sh"] = {install_script(r, c), true};
   }
+  add_local_charts(r, out);
   out["deploy.sh"] = {deploy_script(r), true};
   out["uninstall.sh"] = {uninstall_script(r), true};
   out["README.md"] = {readme(r), false};

@@ -11,7 +11,7 @@ void render_helmfile(const Recipe& r, const BundleOptions&, Bundle& out) {
   std::map<std::string, std::string> repos;
   for (const Component& c : r.components) {
     by_name[c.name] = &c;
-    repos[repository_name(c.chart.repository)] = c.chart.repository;
+    if (!c.chart.is_local()) repos[repository_name(c.chart.repository)] = c.chart.repository;
   }
   Value doc = Value::map();
   doc["helmDefaults"]["wait"] = true;
@@ -32,8 +32,12 @@ void render_helmfile(const Recipe& r, const BundleOptions&, Bundle& out) {
     Value e = Value::map();
     e["name"] = c.name;
     e["namespace"] = c.namespace_;
-    e["chart"] = repository_name(c.chart.repository) + "/" + c.chart.name;
-    e["version"] = c.chart.version;
+    if (c.chart.is_local()) {
+      e["chart"] = "./" + local_chart_dir(c);  // the wrapper chart in this bundle
+    } else {
+      e["chart"] = repository_name(c.chart.repository) + "/" + c.chart.name;
+      e["version"] = c.chart.version;
+    }
     e["values"].push_back("values/" + c.name + ".yaml");
     e["labels"]["level"] = std::to_string(c.level);
     if (!c.dependencies.empty()) {
@@ -45,6 +49,7 @@ void render_helmfile(const Recipe& r, const BundleOptions&, Bundle& out) {
     releases.push_back(std::move(e));
     out["values/" + c.name + ".yaml"] = {generated_by(r) + core::to_yaml(c.values), false};
   }
+  add_local_charts(r, out);
   out["helmfile.yaml"] = {generated_by(r) + core::to_yaml(doc), false};
   std::string readme = "# " + r.name + " (helmfile)\n\n" + generated_by(r, "<!--");
   readme.pop_back();

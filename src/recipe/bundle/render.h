@@ -14,6 +14,12 @@ void render_argocd_helm(const Recipe& r, const BundleOptions& o, Bundle& out);
 void render_flux(const Recipe& r, const BundleOptions& o, Bundle& out);
 void render_helmfile(const Recipe& r, const BundleOptions& o, Bundle& out);
 
+// Local wrapper charts of manifest components: local-charts/<name>/ (Chart.yaml,
+// files/manifests.yaml, templates/manifests.yaml). Not charts/: inside the argocd-helm chart
+// that folder would make them subcharts.
+std::string local_chart_dir(const Component& c);
+void add_local_charts(const Recipe& r, Bundle& out);
+
 // A DNS-1123 name for a chart repository, derived from its URL
 // ("https://helm.ngc.nvidia.com/nvidia" -> "helm-ngc-nvidia-com-nvidia").
 std::string repository_name(const std::string& url);
