@@ -62,8 +62,14 @@ void run_list(const std::vector<std::string>& data_dirs) {
   }
   out += "components:\n";
   for (const auto& e : lib.components.as_map()) {
-    out += "  " + e.key + " " + std::string(e.value.get_string({"chart", "version"})) + " (" +
-           std::string(e.value.get_string({"chart", "repository"})) + ")\n";
+    // A manifests component names its kind and library directory instead of a repository.
+    const bool local = e.value.find("manifests") != nullptr;
+    const char* block = local ? "manifests" : "chart";
+    out += "  " + e.key + " " + std::string(e.value.get_string({block, "version"})) + " (" +
+           (local ? std::string(e.value.get_string({"manifests", "kind"})) + " " +
+                        std::string(e.value.get_string({"manifests", "path"}))
+                  : std::string(e.value.get_string({"chart", "repository"}))) +
+           ")\n";
   }
   std::cout << out;
 }
