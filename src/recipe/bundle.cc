@@ -68,8 +68,11 @@ std::string pools_section(const Recipe& r) {
     s += "Nodes: `" + core::to_json(p.node_selector) + "`. Overlays: ";
     for (std::size_t i = 0; i < p.overlays.size(); ++i) s += (i ? ", " : "") + p.overlays[i];
     s += ".\n\nSettings:\n\n```yaml\n" + core::to_yaml(p.settings) + "```\n\nConstraints:\n\n";
-    for (const Constraint& c : p.constraints)
-      s += "- " + c.fact + " " + c.requirement + " (" + c.name + ")\n";
+    for (const Constraint& c : p.constraints) {
+      s += "- " + c.fact + " " + c.requirement + " (" + c.name +
+           (c.severity == "warning" ? ", warning" : "") + ")" +
+           (c.remediation.empty() ? "" : ": " + c.remediation) + "\n";
+    }
     s += "\n";
   }
   return s;

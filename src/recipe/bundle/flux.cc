@@ -109,6 +109,14 @@ void render_flux(const Recipe& r, const BundleOptions& o, Bundle& out) {
       o.flux_namespace +
       "`, install into their own namespaces, and wait for their\n"
       "`dependsOn` releases to be ready.\n";
+  for (const Component& c : r.components) {
+    if (!c.chart.is_local()) continue;
+    readme +=
+        "\nManifest components (`local-charts/`) are installed from the `flux-system`\n"
+        "GitRepository at `" +
+        bundle_path(o, "local-charts/<name>") + "`: commit the bundle there (`--repo-path`).\n";
+    break;
+  }
   out["README.md"] = {readme, false};
 }
 
