@@ -48,6 +48,24 @@ if out=$(kubectl apply --dry-run=server -f "$work/kueue-gpu-queues.yaml" 2>&1); 
 fi
 [[ $out == *'no matches for kind "ClusterQueue"'* ]] || fail "unexpected error for the Kueue objects: $out"
 
+# The other deployers: the argocd-helm chart (with --repo-url) lints and renders an
+# Application whose source is the wrapper chart's path; Flux's HelmRelease decodes strictly
+# with a GitRepository source; helmfile names the local chart.
+"$gpufleet" bundle -r "$work/recipe.yaml" --deployer argocd-helm \
+  --repo-url https://git.example.com/gpu.git --repo-path clusters/prod -o "$work/argocd-helm" >/dev/null
+"$helm" lint --strict "$work/argocd-helm" >/dev/null || fail "helm lint argocd-helm"
+"$helm" template r "$work/argocd-helm" --namespace argocd >"$work/apps.yaml" || fail "helm template argocd-helm"
+grep -q 'path: clusters/prod/local-charts/gke-nccl-tcpxo' "$work/apps.yaml" ||
+  fail "argocd-helm: no Application reads the TCPXO wrapper chart"
+"$gpufleet" bundle -r "$work/recipe.yaml" --deployer flux -o "$work/flux" >/dev/null
+fluxcheck="${FLUXCHECK_BIN:-$repo/build/bin/fluxcheck}"
+if [[ -x "$fluxcheck" ]]; then
+  "$fluxcheck" "$work/flux/sources" "$work/flux/releases" >/dev/null || fail "fluxcheck flux bundle"
+fi
+grep -q 'kind: GitRepository' "$work/flux/releases/gke-nccl-tcpxo.yaml" || fail "flux: no GitRepository source"
+"$gpufleet" bundle -r "$work/recipe.yaml" --deployer helmfile -o "$work/helmfile" >/dev/null
+grep -q 'chart: ./local-charts/gke-nccl-tcpxo' "$work/helmfile/helmfile.yaml" || fail "helmfile: no local chart"
+
 # The digest covers the rendered output: an edited kustomize directory changes it.
 mkdir -p "$work/data/manifests/kueue-gpu-queues"
 cp "$repo/data/recipes/manifests/kueue-gpu-queues/"*.yaml "$work/data/manifests/kueue-gpu-queues/"
