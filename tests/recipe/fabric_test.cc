@@ -110,6 +110,19 @@ TEST(FabricTest, GkeH100CosTrainingGetsTheTcpxoInstallerAsALocalChart) {
   EXPECT_FALSE(component(r, "gpu-operator")->values.get({"gdrcopy", "enabled"})->as_bool());
 }
 
+// Where the host image owns the driver (Oracle Linux), it owns peermem and GDRCopy too.
+TEST(FabricTest, HostDriverFabricsLeaveRdmaToTheHostImage) {
+  for (const char* service : {"oke", "kind", "bare-metal"}) {
+    Recipe r = resolve_of({service, "h100", "oracle-linux", "training", "kubeflow"});
+    const Component* gpu = component(r, "gpu-operator");
+    EXPECT_FALSE(gpu->values.get({"driver", "enabled"})->as_bool()) << service;
+    EXPECT_FALSE(gpu->values.get({"gdrcopy", "enabled"})->as_bool()) << service;
+    EXPECT_FALSE(gpu->values.get({"driver", "rdma", "enabled"})->as_bool()) << service;
+    EXPECT_EQ(r.pools[0].settings.get_string({"fabric", "gdrcopy"}), "host-image") << service;
+    EXPECT_NE(component(r, "network-operator"), nullptr) << service;
+  }
+}
+
 TEST(FabricTest, RdmaFabricsGetGdrcopy) {
   for (const char* service : {"aks", "oke", "kind", "bare-metal", "eks"}) {
     Recipe r = resolve_of({service, "h100", "ubuntu", "training", "kubeflow"});
@@ -289,6 +302,8 @@ TEST(CoverageTest, GoldenRecipePerNewLeaf) {
       {"openshift-a100-rhel-training-kubeflow",
        {"openshift", "a100", "rhel", "training", "kubeflow"}},
       {"oke-l40s-oracle-linux-inference-nim", {"oke", "l40s", "oracle-linux", "inference", "nim"}},
+      {"oke-h100-oracle-linux-training-kubeflow",
+       {"oke", "h100", "oracle-linux", "training", "kubeflow"}},
   };
   fs::path dir = fs::path(GPUFLEET_SOURCE_DIR) / "tests/recipe/golden/recipes";
   const char* update = std::getenv("UPDATE_GOLDEN");
@@ -306,9 +321,10 @@ TEST(CoverageTest, GoldenRecipePerNewLeaf) {
     }
     EXPECT_EQ(read(p), text) << p << " differs; UPDATE_GOLDEN=1 regenerates";
   }
-  for (const char* leaf : {"aks-training", "eks", "gke-cos-h100-training", "bare-metal-training",
-                           "lke", "openshift-rhel", "oracle-linux", "a100", "l40s", "rtx-pro-6000",
-                           "gdrcopy", "network-operator-rdma"}) {
+  for (const char* leaf :
+       {"aks-training", "eks", "gke-cos-h100-training", "bare-metal-training", "lke",
+        "openshift-rhel", "oracle-linux", "a100", "l40s", "rtx-pro-6000", "gdrcopy",
+        "network-operator-rdma", "oke-oracle-linux-training", "host-driver-fabric"}) {
     EXPECT_TRUE(leaves.count(leaf)) << leaf << " has no golden recipe";
   }
 }
