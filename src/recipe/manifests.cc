@@ -35,10 +35,9 @@ namespace {
 constexpr std::size_t kMaxOutput = 16u << 20;
 constexpr auto kTimeout = std::chrono::seconds(60);
 
-// Checks the objects and re-emits them: the same objects always give the same text, whatever
-// the formatting, comments or tool version that produced them.
-std::string canonical(const std::vector<Value>& docs, const std::string& where,
-                      std::vector<Value>& out) {
+// Checks the objects and keeps them, to be re-emitted together: the same objects always give
+// the same text, whatever the formatting, comments or tool version that produced them.
+void canonical(const std::vector<Value>& docs, const std::string& where, std::vector<Value>& out) {
   for (std::size_t i = 0; i < docs.size(); ++i) {
     const Value& d = docs[i];
     if (d.is_null()) continue;  // empty documents ("---" at the end)
@@ -53,7 +52,6 @@ std::string canonical(const std::vector<Value>& docs, const std::string& where,
       throw InvalidInput(w + ": metadata.name: missing; every object is named");
     out.push_back(d);
   }
-  return out.empty() ? std::string() : core::to_yaml_documents(out);
 }
 
 struct TempDir {
@@ -177,9 +175,7 @@ ManifestSource render_manifests(const Library& lib, const std::string& component
     for (auto it = lib.manifest_files.lower_bound(prefix);
          it != lib.manifest_files.end() && it->first.rfind(prefix, 0) == 0; ++it) {
       std::vector<Value> docs = core::parse_yaml_documents(it->second, it->first);
-      std::vector<Value> checked;
-      canonical(docs, where + ": " + it->first, checked);
-      objects.insert(objects.end(), checked.begin(), checked.end());
+      canonical(docs, where + ": " + it->first, objects);
     }
   } else if (kind == "kustomize") {
     // The whole manifests/ tree, so that a kustomization may use sibling bases.
