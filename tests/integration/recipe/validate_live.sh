@@ -150,7 +150,7 @@ spec:
     - {name: cert-manager, namespace: cert-manager, values: {crds: {enabled: true, keep: true}},
        chart: {repository: https://charts.jetstack.io, name: cert-manager, version: v1.20.2}}
     - {name: gpu-operator, namespace: gpu-operator, dependencies: [cert-manager],
-       values: {driver: {version: 580.95.05}},
+       values: {driver: {version: 580.126.20}},
        chart: {repository: https://helm.ngc.nvidia.com/nvidia, name: gpu-operator, version: v26.3.2}}
     - {name: kueue, namespace: kueue-system,
        chart: {repository: oci://registry.k8s.io/kueue/charts, name: kueue, version: 0.17.1}}
