@@ -104,6 +104,10 @@ Value recipe_to_value(const Recipe& r) {
     e["values"] = c.values;
     e["dependencies"] = string_list(c.dependencies);
     e["level"] = c.level;
+    if (c.external) {
+      e["external"] = true;
+      e["externalReason"] = c.external_reason;
+    }
     comps.push_back(std::move(e));
   }
   spec["components"] = std::move(comps);
@@ -178,7 +182,9 @@ Recipe recipe_from_value(const Value& doc, std::string_view source) {
     std::string w = sw + ".components[" + std::to_string(i) + "]";
     const Value& e = list[i];
     check_keys(expect_map(e, w),
-               {"name", "description", "chart", "namespace", "values", "dependencies", "level"}, w);
+               {"name", "description", "chart", "namespace", "values", "dependencies", "level",
+                "external", "externalReason"},
+               w);
     if (const Value* chart = e.find("chart")) {
       check_keys(expect_map(*chart, w + ".chart"), {"repository", "name", "version"}, w + ".chart");
     }
@@ -205,6 +211,8 @@ Recipe recipe_from_value(const Value& doc, std::string_view source) {
       expect_map(*v, w + ".values");
       c.values = *v;
     }
+    if (const Value* x = e.find("external")) c.external = detail::expect_bool(*x, w + ".external");
+    c.external_reason = str(e, "externalReason", w, false);
     c.dependencies = strings(e, "dependencies", w);
     std::sort(c.dependencies.begin(), c.dependencies.end());
     if (std::adjacent_find(c.dependencies.begin(), c.dependencies.end()) != c.dependencies.end()) {
