@@ -49,11 +49,17 @@ YAML
 kubectl create namespace "$id" >/dev/null
 # Helm release records of cert-manager and gpu-operator installed by someone else: in this
 # namespace, not where the recipe installs them.
+# The release record names its namespace too (base64 of base64 of gzip'd JSON, as Helm keeps it).
 python3 - "$repo/tests/recipe/testdata/helm-releases.json" "$id" >"$work/releases.json" <<'PY'
-import json, sys
+import base64, gzip, json, sys
 doc = json.load(open(sys.argv[1]))
 for item in doc["items"]:
     item["metadata"]["namespace"] = sys.argv[2]
+    raw = base64.b64decode(base64.b64decode(item["data"]["release"]))
+    rel = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+    rel["namespace"] = sys.argv[2]
+    packed = base64.b64encode(gzip.compress(json.dumps(rel).encode()))
+    item["data"]["release"] = base64.b64encode(packed).decode()
 print(json.dumps(doc))
 PY
 kubectl apply -f "$work/releases.json" >/dev/null
