@@ -65,6 +65,7 @@ recipe::CriteriaInput flag_input(const RecipeFlags& f) {
     std::vector<recipe::PoolQuery> pools;
     for (const std::string& p : f.pools) pools.push_back(recipe::parse_pool_flag(p));
     in.pools = std::move(pools);
+    in.pools_origin = "--pool";
   }
   if (f.mixins_opt->count() > 0) in.mixins = f.mixins;
   for (const std::string& e : f.external) in.external[e] = "named external with --external";
@@ -73,9 +74,7 @@ recipe::CriteriaInput flag_input(const RecipeFlags& f) {
 
 // Resolves the recipe the flags, files and cluster describe. Detection notes go to stderr so
 // that the recipe on stdout stays a clean document.
-recipe::Recipe build_recipe(const RecipeFlags& f) {
-  recipe::RecipeConfig config;
-  if (!f.config_file.empty()) config = recipe::load_config(f.config_file);
+recipe::Recipe build_recipe(const RecipeFlags& f, const recipe::RecipeConfig& config) {
   const std::vector<std::string>& data = f.data_dirs.empty() ? config.data : f.data_dirs;
   recipe::Library lib = recipe::load_library_with(data);
 
@@ -126,7 +125,7 @@ recipe::Recipe build_recipe(const RecipeFlags& f) {
 void run_recipe(const RecipeFlags& f) {
   recipe::RecipeConfig config;
   if (!f.config_file.empty()) config = recipe::load_config(f.config_file);
-  recipe::Recipe r = build_recipe(f);
+  recipe::Recipe r = build_recipe(f, config);
   write_text(recipe::recipe_to_yaml(r), f.output.empty() ? config.recipe : f.output);
 }
 
@@ -141,7 +140,9 @@ void run_query(const RecipeFlags& f) {
     }
     r = recipe::recipe_from_yaml(text, f.query_recipe_file);
   } else {
-    r = build_recipe(f);
+    recipe::RecipeConfig config;
+    if (!f.config_file.empty()) config = recipe::load_config(f.config_file);
+    r = build_recipe(f, config);
   }
   std::cout << recipe::query_result_text(recipe::query_recipe(r, f.selector));
 }

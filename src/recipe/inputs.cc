@@ -161,7 +161,7 @@ void layer_criteria(CriteriaInput& base, const CriteriaInput& top) {
   if (top.nodes) base.nodes = top.nodes;
   if (top.pools) {
     base.pools = top.pools;
-    base.pools_origin = top.origin;
+    base.pools_origin = top.pools_origin.empty() ? top.origin : top.pools_origin;
   }
   if (top.mixins) base.mixins = top.mixins;
   for (const auto& [name, why] : top.external) base.external[name] = why;
@@ -178,6 +178,14 @@ void check_criteria_values(const Library& lib, const CriteriaInput& in) {
     throw core::InvalidInput(in.where[d] + ": '" + *in.values[d] + "' is not a known " +
                              std::string(kDimensionNames[d]) + "; valid values are " +
                              core::join(valid) + " (or any)");
+  }
+  if (!in.pools) return;
+  const auto& accs = lib.valid[kAccelerator];
+  for (const PoolQuery& p : *in.pools) {
+    if (std::find(accs.begin(), accs.end(), p.accelerator) != accs.end()) continue;
+    throw core::InvalidInput(in.pools_origin + ": pool " + p.name + ": accelerator '" +
+                             p.accelerator + "' is not a known accelerator; valid values are " +
+                             core::join(accs));
   }
 }
 

@@ -192,6 +192,9 @@ expect_bad_input "bad-criteria.yaml:4:3: spec.servce: is not a known field (did 
   recipe --criteria "$work/bad-criteria.yaml"
 printf 'apiVersion: gpufleet.io/v1alpha1\nkind: Criteria\nspec:\n  os: windows\n' >"$work/bad-os.yaml"
 expect_bad_input "bad-os.yaml:4:3: spec.os: 'windows' is not a known os" recipe --criteria "$work/bad-os.yaml"
+printf 'apiVersion: gpufleet.io/v1alpha1\nkind: Criteria\nspec:\n  pools: [{name: a, accelerator: h1000}]\n' >"$work/bad-pool.yaml"
+expect_bad_input "bad-pool.yaml: pool a: accelerator 'h1000' is not a known accelerator" \
+  recipe --criteria "$work/bad-pool.yaml"
 mkdir -p "$work/cfg"
 cp "$snapshot" "$work/cfg/snap.yaml"
 cat >"$work/cfg/gpufleet.yaml" <<'YAML'
