@@ -1,8 +1,10 @@
-// `gpufleet validate -r recipe.yaml [--snapshot FILE]`: constraints and health assertions of a
-// recipe against a cluster snapshot, recorded now from the live cluster unless --snapshot is
-// given. Exit 4 when a check fails.
+// `gpufleet validate -r recipe.yaml [--snapshot FILE] [--phase P,...]`: the recipe's checks
+// against a cluster snapshot, recorded now from the live cluster unless --snapshot is given.
+// Phases: readiness, deployment, conformance (performance waits for certify). Reports as a
+// table, JSON or CTRF. Exit 4 when a check fails.
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <iostream>
 
 #include "cli/command.h"
@@ -10,6 +12,7 @@
 #include "core/errors.h"
 #include "core/file_reader.h"
 #include "core/json.h"
+#include "recipe/inputs.h"
 #include "recipe/live/live_cluster.h"
 #include "recipe/recipe.h"
 #include "recipe/snapshot.h"
@@ -26,22 +29,57 @@ std::string read_input(const std::string& flag, const std::string& path) {
   }
 }
 
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 struct ValidateFlags {
   std::string recipe_file;
   std::string snapshot_file;
-  std::string output = "table";
+  std::string output;
+  std::vector<std::string> phases;
+  std::string config_file;
   recipe::LiveClusterOptions cluster;
 };
 
-void run_validate(const ValidateFlags& f) {
+void run_validate(ValidateFlags f) {
+  // A config file fills in what the flags leave out.
+  if (!f.config_file.empty()) {
+    recipe::RecipeConfig c = recipe::load_config(f.config_file);
+    if (f.recipe_file.empty()) f.recipe_file = c.recipe;
+    if (f.phases.empty()) f.phases = c.validate.phases;
+    if (f.output.empty()) f.output = c.validate.output;
+    bool live_flags = !f.cluster.kubeconfig.empty() || !f.cluster.context.empty();
+    if (f.snapshot_file.empty() && !live_flags) {
+      f.snapshot_file = c.snapshot;
+      f.cluster.kubeconfig = c.validate.kubeconfig;
+      f.cluster.context = c.validate.context;
+    }
+  }
+  if (f.recipe_file.empty()) {
+    throw core::InvalidInput(
+        "no recipe: give -r RECIPE (a file written by `gpufleet recipe -o`), or --config FILE "
+        "with spec.recipe");
+  }
+  if (f.output.empty()) f.output = "table";
+  std::vector<recipe::Phase> phases;
+  for (const std::string& p : f.phases) phases.push_back(recipe::parse_phase(p));
   recipe::Recipe r = recipe::recipe_from_yaml(read_input("-r", f.recipe_file), f.recipe_file);
+  const std::int64_t start = now_ms();
   recipe::Snapshot s =
       f.snapshot_file.empty()
           ? recipe::snapshot_from_live_cluster(f.cluster)
           : recipe::snapshot_from_text(read_input("--snapshot", f.snapshot_file), f.snapshot_file);
-  recipe::ValidationReport report = recipe::validate(r, s);
+  recipe::ValidationReport report =
+      phases.empty() ? recipe::validate(r, s) : recipe::validate_phases(r, s, phases);
   if (f.output == "json") {
     std::cout << core::to_json(recipe::report_to_value(report), core::JsonStyle::Pretty) << "\n";
+  } else if (f.output == "ctrf") {
+    std::cout << core::to_json(recipe::report_to_ctrf(report, GPUFLEET_VERSION, start, now_ms()),
+                               core::JsonStyle::Pretty)
+              << "\n";
   } else {
     std::cout << recipe::report_table(report);
   }
@@ -52,22 +90,30 @@ void setup_validate(CLI::App& root) {
   auto flags = std::make_shared<ValidateFlags>();
   auto* cmd = root.add_subcommand(
       "validate",
-      "Check the live cluster (or a --snapshot) against a recipe: constraints (Kubernetes version, "
-      "OS, kernel,\n"
-      "driver, GPU model; version-aware) and health (CRDs Established, Deployments available,\n"
-      "DaemonSets fully ready, no container waiting in CrashLoopBackOff, ImagePullBackOff,\n"
-      "ErrImagePull or CreateContainerConfigError). Exit 0 when all pass, 4 when one fails.");
+      "Check the live cluster (or a --snapshot) against a recipe. Phases (--phase, default:\n"
+      "constraints and health checks): readiness (constraints: Kubernetes version, OS, kernel,\n"
+      "driver, GPU model; version-aware), deployment (health checks, Helm releases at their\n"
+      "pins, operator resources ready), conformance (DRA, gang scheduling, accelerator\n"
+      "metrics, no hostPath GPU devices); performance waits for certify. Exit 0 when all\n"
+      "pass, 4 when one fails.");
   cmd->add_option("-r,--recipe", flags->recipe_file, "recipe file written by `gpufleet recipe`")
-      ->required()
       ->check(CLI::ExistingFile);
   auto* snapshot =
       cmd->add_option("--snapshot", flags->snapshot_file,
                       "Snapshot document (YAML or JSON) of the cluster (default: the live cluster)")
           ->check(CLI::ExistingFile);
   add_cluster_flags(*cmd, flags->cluster, snapshot);
-  cmd->add_option("-o,--output", flags->output, "table or json")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"table", "json"}));
+  cmd->add_option("--phase", flags->phases,
+                  "readiness, deployment, performance or conformance; repeatable or "
+                  "comma-separated")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"readiness", "deployment", "performance", "conformance"}));
+  cmd->add_option("-o,--output", flags->output, "table, json or ctrf (default: table)")
+      ->check(CLI::IsMember({"table", "json", "ctrf"}));
+  cmd->add_option("--config", flags->config_file,
+                  "config file (kind RecipeConfig): spec.recipe, spec.snapshot and spec.validate "
+                  "fill in what the flags do not give")
+      ->check(CLI::ExistingFile);
   cmd->callback([flags] { run_validate(*flags); });
 }
 

@@ -8,6 +8,7 @@
 #include "core/sha256.h"
 #include "core/yaml.h"
 #include "recipe/bundle/render.h"
+#include "recipe/dependency_graph.h"
 
 namespace gpufleet::recipe {
 
@@ -78,6 +79,32 @@ std::string pools_section(const Recipe& r) {
   return s;
 }
 
+// What the deployers install: the recipe without its external components (someone else runs
+// them), dependencies on them dropped because they are already there, order and levels
+// recomputed. recipe.yaml keeps the whole recipe.
+Recipe installable_part(const Recipe& r) {
+  Recipe out = r;
+  out.components.clear();
+  std::map<std::string, std::vector<std::string>> graph;
+  std::map<std::string, Component> by_name;
+  for (const Component& c : r.components) {
+    if (c.external) continue;
+    by_name[c.name] = c;
+  }
+  for (auto& [name, c] : by_name) {
+    std::erase_if(c.dependencies, [&](const std::string& d) { return !by_name.count(d); });
+    graph[name] = c.dependencies;
+  }
+  DeploymentPlan plan = plan_deployment(graph);
+  for (const std::string& name : plan.order) {
+    Component c = by_name.at(name);
+    c.level = plan.level_of.at(name);
+    out.components.push_back(std::move(c));
+  }
+  out.levels = plan.levels;
+  return out;
+}
+
 }  // namespace
 
 const std::vector<std::string_view>& deployer_names() {
@@ -107,7 +134,8 @@ std::string checksums_of(const Bundle& bundle) {
   return out;
 }
 
-Bundle render_bundle(const Recipe& recipe, Deployer deployer, const BundleOptions& options) {
+Bundle render_bundle(const Recipe& full, Deployer deployer, const BundleOptions& options) {
+  const Recipe recipe = installable_part(full);
   Bundle out;
   switch (deployer) {
     case Deployer::Helm: detail::render_helm(recipe, options, out); break;
@@ -117,7 +145,7 @@ Bundle render_bundle(const Recipe& recipe, Deployer deployer, const BundleOption
     case Deployer::Helmfile: detail::render_helmfile(recipe, options, out); break;
   }
   if (auto it = out.find("README.md"); it != out.end()) it->second.content += pools_section(recipe);
-  out["recipe.yaml"] = {recipe_to_yaml(recipe), false};
+  out["recipe.yaml"] = {recipe_to_yaml(full), false};
   out["checksums.txt"] = {checksums_of(out), false};
   return out;
 }

@@ -3,10 +3,13 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/value.h"
 
 namespace gpufleet::recipe {
 
@@ -31,6 +34,9 @@ struct PoolQuery {
   std::string name;
   std::string accelerator;                 // a library accelerator or "any"
   std::optional<std::int64_t> node_count;  // matches overlays with a nodeCount criterion
+  // Labels that pick the pool's nodes; empty: gpufleet.io/node-pool=<name>. Pools detected
+  // from a cluster use the node group label they were found by (eks.amazonaws.com/nodegroup).
+  core::Value node_selector = core::Value::map();
 };
 
 // What the user asks for. With no pools, one pool "default" with criteria[kAccelerator].
@@ -39,6 +45,8 @@ struct Query {
   std::optional<std::int64_t> node_count;
   std::vector<PoolQuery> pools;
   std::vector<std::string> mixins;  // opt-in fragments applied above every overlay
+  // Components someone else runs in the cluster: component -> what was found (or why).
+  std::map<std::string, std::string> external;
 };
 
 // Parses "NAME=ACCELERATOR[:COUNT]" (the --pool flag); throws core::InvalidInput.

@@ -45,7 +45,13 @@ std::vector<Drift> diff_recipe(const Recipe& recipe, const Snapshot& s) {
   std::vector<Drift> out;
   std::map<std::string, const InstalledComponent*> installed;
   for (const InstalledComponent& c : s.components) installed[c.namespace_ + "/" + c.name] = &c;
+  // External components are someone else's release, wherever it is: neither missing nor extra.
   for (const Component& c : recipe.components) {
+    if (!c.external) continue;
+    std::erase_if(installed, [&](const auto& e) { return e.second->chart == c.chart.name; });
+  }
+  for (const Component& c : recipe.components) {
+    if (c.external) continue;
     std::string key = c.namespace_ + "/" + c.name;
     auto it = installed.find(key);
     if (it == installed.end()) {

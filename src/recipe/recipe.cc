@@ -147,6 +147,10 @@ Value recipe_to_value(const Recipe& r) {
       m["sha256"] = c.manifests->sha256;
       m["content"] = c.manifests->content;
     }
+    if (c.external) {
+      e["external"] = true;
+      e["externalReason"] = c.external_reason;
+    }
     comps.push_back(std::move(e));
   }
   spec["components"] = std::move(comps);
@@ -222,7 +226,7 @@ Recipe recipe_from_value(const Value& doc, std::string_view source) {
     const Value& e = list[i];
     check_keys(expect_map(e, w),
                {"name", "description", "chart", "namespace", "values", "dependencies", "level",
-                "manifests"},
+                "manifests", "external", "externalReason"},
                w);
     if (const Value* chart = e.find("chart")) {
       check_keys(expect_map(*chart, w + ".chart"), {"repository", "name", "version"}, w + ".chart");
@@ -258,6 +262,8 @@ Recipe recipe_from_value(const Value& doc, std::string_view source) {
       expect_map(*v, w + ".values");
       c.values = *v;
     }
+    if (const Value* x = e.find("external")) c.external = detail::expect_bool(*x, w + ".external");
+    c.external_reason = str(e, "externalReason", w, false);
     c.dependencies = strings(e, "dependencies", w);
     std::sort(c.dependencies.begin(), c.dependencies.end());
     if (std::adjacent_find(c.dependencies.begin(), c.dependencies.end()) != c.dependencies.end()) {

@@ -40,6 +40,10 @@ struct Component {
   std::vector<std::string> dependencies;    // sorted
   int level = 0;                            // deployment level; same level = parallel
   std::optional<ManifestSource> manifests;  // set exactly when chart.is_local()
+  // Installed and run by someone else (found in the cluster by `recipe --snapshot`, or named
+  // in the criteria): dependents still order after it, but bundles do not install it.
+  bool external = false;
+  std::string external_reason;  // what was found: "Helm release monitoring/prom (chart ...)"
 };
 
 struct Constraint {

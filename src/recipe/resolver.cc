@@ -230,6 +230,26 @@ void add_components(Recipe& r, const Library& lib, const Value& merged) {
   r.constraints = constraints_of(merged.find("constraints"));
 }
 
+// Components someone else runs stay in the recipe (dependents order after them) but are not
+// installed; their health checks go too, because another installer names and places the
+// objects its own way (validate's deployment phase checks their Helm release instead).
+void mark_external(Recipe& r, const std::map<std::string, std::string>& external) {
+  for (const auto& [name, reason] : external) {
+    auto it = std::find_if(r.components.begin(), r.components.end(),
+                           [&](const Component& c) { return c.name == name; });
+    if (it == r.components.end()) {
+      std::vector<std::string> names;
+      for (const Component& c : r.components) names.push_back(c.name);
+      throw InvalidInput("external: '" + name +
+                         "' is not a component of this recipe; its components are " +
+                         core::join(names));
+    }
+    it->external = true;
+    it->external_reason = reason;
+    std::erase_if(r.health, [&](const HealthCheck& h) { return h.component == name; });
+  }
+}
+
 // Per-pool settings: the nodePool parts of the overlays that selected the pool.
 void add_pools(Recipe& r, const Library& lib, const Query& query,
                const std::vector<PoolQuery>& pools, const Selection& sel,
@@ -247,6 +267,8 @@ void add_pools(Recipe& r, const Library& lib, const Query& query,
     pool.node_count = p.node_count;
     if (query.pools.empty()) {
       pool.node_selector["nvidia.com/gpu.present"] = "true";
+    } else if (!p.node_selector.as_map().empty()) {
+      pool.node_selector = p.node_selector;
     } else {
       pool.node_selector["gpufleet.io/node-pool"] = p.name;
     }
@@ -296,6 +318,7 @@ void add_criteria_and_name(Recipe& r, const Query& query, const std::vector<Pool
       e["name"] = p.name;
       e["accelerator"] = p.accelerator;
       if (p.node_count) e["nodeCount"] = *p.node_count;
+      if (!p.node_selector.as_map().empty()) e["nodeSelector"] = p.node_selector;
       list.push_back(std::move(e));
     }
     r.criteria["pools"] = std::move(list);
@@ -304,6 +327,11 @@ void add_criteria_and_name(Recipe& r, const Query& query, const std::vector<Pool
     Value list = Value::list();
     for (const std::string& m : query.mixins) list.push_back(m);
     r.criteria["mixins"] = std::move(list);
+  }
+  if (!query.external.empty()) {
+    Value list = Value::list();
+    for (const auto& [name, _] : query.external) list.push_back(name);
+    r.criteria["external"] = std::move(list);
   }
   std::string accel = heterogeneous ? "mixed" : *sel.accelerators.begin();
   r.name = query.criteria[kService] + "-" + accel + "-" + query.criteria[kOs] + "-" +
@@ -351,6 +379,7 @@ Recipe resolve(const Library& lib, const Query& query) {
 
   Recipe r;
   add_components(r, lib, merge_cluster(lib, sel.cluster, user_mixins));
+  mark_external(r, query.external);
   add_pools(r, lib, query, pools, sel, user_mixins);
   add_overlays(r, lib, pools, sel, user_mixins);
   add_criteria_and_name(r, query, pools, sel);

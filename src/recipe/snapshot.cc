@@ -64,6 +64,8 @@ Value snapshot_to_value(const Snapshot& s) {
     Value e = Value::map();
     e["name"] = n.name;
     e["labels"] = n.labels;
+    put(e, "providerID", n.provider_id);
+    put(e, "instanceType", n.instance_type);
     put(e, "os", n.os);
     put(e, "osVersion", n.os_version);
     put(e, "osImage", n.os_image);
@@ -123,6 +125,47 @@ Value snapshot_to_value(const Snapshot& s) {
     pods.push_back(std::move(e));
   }
   spec["podProblems"] = std::move(pods);
+  // Written only when present, so snapshots of clusters without them read as before.
+  if (!s.custom_resources.empty()) {
+    Value list = Value::list();
+    for (const CustomResourceState& c : s.custom_resources) {
+      Value e = Value::map();
+      e["kind"] = c.kind;
+      put(e, "namespace", c.namespace_);
+      e["name"] = c.name;
+      e["state"] = c.state;
+      list.push_back(std::move(e));
+    }
+    spec["customResources"] = std::move(list);
+  }
+  if (!s.host_path_devices.empty()) {
+    Value list = Value::list();
+    for (const HostPathDevice& h : s.host_path_devices) {
+      Value e = Value::map();
+      e["namespace"] = h.namespace_;
+      e["pod"] = h.pod;
+      e["volume"] = h.volume;
+      e["path"] = h.path;
+      list.push_back(std::move(e));
+    }
+    spec["hostPathDevices"] = std::move(list);
+  }
+  if (!s.device_classes.empty()) {
+    Value list = Value::list();
+    for (const std::string& d : s.device_classes) list.push_back(d);
+    spec["deviceClasses"] = std::move(list);
+  }
+  if (!s.resource_slices.empty()) {
+    Value list = Value::list();
+    for (const ResourceSliceFacts& r : s.resource_slices) {
+      Value e = Value::map();
+      put(e, "node", r.node);
+      e["driver"] = r.driver;
+      e["devices"] = r.devices;
+      list.push_back(std::move(e));
+    }
+    spec["resourceSlices"] = std::move(list);
+  }
   return doc;
 }
 
@@ -136,7 +179,9 @@ Snapshot snapshot_from_value(const Value& doc, std::string_view source) {
   if (spec == nullptr) throw core::InvalidInput(where + ": spec: missing");
   std::string sw = where + ": spec";
   check_keys(detail::expect_map(*spec, sw),
-             {"kubernetes", "nodes", "components", "workloads", "podProblems"}, sw);
+             {"kubernetes", "nodes", "components", "workloads", "podProblems", "customResources",
+              "hostPathDevices", "deviceClasses", "resourceSlices"},
+             sw);
   Snapshot s;
   if (const Value* k = spec->find("kubernetes")) {
     check_keys(detail::expect_map(*k, sw + ".kubernetes"), {"version"}, sw + ".kubernetes");
@@ -147,8 +192,8 @@ Snapshot snapshot_from_value(const Value& doc, std::string_view source) {
     const Value& e = nodes[i];
     const std::string w = sw + ".nodes[" + std::to_string(i) + "]";
     check_keys(detail::expect_map(e, w),
-               {"name", "labels", "os", "osVersion", "osImage", "kernel", "containerRuntime",
-                "kubelet", "gpu"},
+               {"name", "labels", "providerID", "instanceType", "os", "osVersion", "osImage",
+                "kernel", "containerRuntime", "kubelet", "gpu"},
                w);
     NodeFacts n;
     n.name = get(e, "name", w);
@@ -156,6 +201,8 @@ Snapshot snapshot_from_value(const Value& doc, std::string_view source) {
       detail::expect_map(*l, w + ".labels");
       n.labels = *l;
     }
+    n.provider_id = get(e, "providerID", w);
+    n.instance_type = get(e, "instanceType", w);
     n.os = get(e, "os", w);
     n.os_version = get(e, "osVersion", w);
     n.os_image = get(e, "osImage", w);
@@ -224,6 +271,32 @@ Snapshot snapshot_from_value(const Value& doc, std::string_view source) {
     if (const Value* i = e.find("init")) p.init = detail::expect_bool(*i, w + ".init");
     p.reason = get(e, "reason", w);
     s.pod_problems.push_back(std::move(p));
+  }
+  const core::List& crs = list_at(*spec, "customResources", sw);
+  for (std::size_t i = 0; i < crs.size(); ++i) {
+    const std::string w = sw + ".customResources[" + std::to_string(i) + "]";
+    check_keys(detail::expect_map(crs[i], w), {"kind", "namespace", "name", "state"}, w);
+    s.custom_resources.push_back({get(crs[i], "kind", w), get(crs[i], "namespace", w),
+                                  get(crs[i], "name", w), get(crs[i], "state", w)});
+  }
+  const core::List& hps = list_at(*spec, "hostPathDevices", sw);
+  for (std::size_t i = 0; i < hps.size(); ++i) {
+    const std::string w = sw + ".hostPathDevices[" + std::to_string(i) + "]";
+    check_keys(detail::expect_map(hps[i], w), {"namespace", "pod", "volume", "path"}, w);
+    s.host_path_devices.push_back({get(hps[i], "namespace", w), get(hps[i], "pod", w),
+                                   get(hps[i], "volume", w), get(hps[i], "path", w)});
+  }
+  const core::List& dcs = list_at(*spec, "deviceClasses", sw);
+  for (std::size_t i = 0; i < dcs.size(); ++i) {
+    s.device_classes.push_back(
+        detail::expect_string(dcs[i], sw + ".deviceClasses[" + std::to_string(i) + "]"));
+  }
+  const core::List& rss = list_at(*spec, "resourceSlices", sw);
+  for (std::size_t i = 0; i < rss.size(); ++i) {
+    const std::string w = sw + ".resourceSlices[" + std::to_string(i) + "]";
+    check_keys(detail::expect_map(rss[i], w), {"node", "driver", "devices"}, w);
+    s.resource_slices.push_back(
+        {get(rss[i], "node", w), get(rss[i], "driver", w), get_int(rss[i], "devices", w)});
   }
   return s;
 }

@@ -15,6 +15,10 @@ namespace gpufleet::recipe {
 struct NodeFacts {
   std::string name;
   core::Value labels = core::Value::map();
+  // spec.providerID (aws:///us-west-2a/i-0abc, gce://project/zone/name, azure:///...): which
+  // cloud runs the node, so that `recipe --snapshot` can tell the Kubernetes service.
+  std::string provider_id;
+  std::string instance_type;      // node.kubernetes.io/instance-type (p5.48xlarge)
   std::string os;                 // os-release ID: ubuntu, rhel, cos, ...
   std::string os_version;         // os-release VERSION_ID: 24.04
   std::string os_image;           // nodeInfo.osImage
@@ -64,12 +68,56 @@ struct PodProblem {
       reason;  // CrashLoopBackOff, ImagePullBackOff, ErrImagePull, CreateContainerConfigError
 };
 
+// An operator's own resource that says whether the operator finished its work (a GPU
+// Operator ClusterPolicy with status.state ready). Which kinds are read: kOperatorResources.
+struct CustomResourceState {
+  std::string kind;
+  std::string namespace_;  // empty for cluster-scoped kinds
+  std::string name;
+  std::string state;  // status.state; empty when the operator has not reported one
+};
+
+struct OperatorResource {
+  std::string_view component;  // the registry component whose readiness it reports
+  std::string_view group, version, plural, kind;
+  bool namespaced;
+};
+
+// The operators whose custom resource validate's deployment phase checks: the GPU Operator's
+// ClusterPolicy and the Network Operator's NicClusterPolicy both report status.state "ready"
+// only when every operand they manage on every node is up.
+inline constexpr OperatorResource kOperatorResources[] = {
+    {"gpu-operator", "nvidia.com", "v1", "clusterpolicies", "ClusterPolicy", false},
+    {"network-operator", "mellanox.com", "v1alpha1", "nicclusterpolicies", "NicClusterPolicy",
+     false},
+};
+
+// A pod volume that mounts GPU device files straight from the host, bypassing the device
+// plugin / DRA allocation (a hostPath of /dev, /dev/nvidia*, /dev/dri).
+struct HostPathDevice {
+  std::string namespace_;
+  std::string pod;
+  std::string volume;
+  std::string path;
+};
+
+// A DRA ResourceSlice (resource.k8s.io): which driver publishes how many devices on a node.
+struct ResourceSliceFacts {
+  std::string node;  // empty for slices not bound to one node
+  std::string driver;
+  std::int64_t devices = 0;
+};
+
 struct Snapshot {
   std::string kubernetes_version;
-  std::vector<NodeFacts> nodes;                // sorted by name
-  std::vector<InstalledComponent> components;  // sorted by namespace, name
-  std::vector<WorkloadState> workloads;        // sorted by kind, namespace, name
-  std::vector<PodProblem> pod_problems;        // sorted
+  std::vector<NodeFacts> nodes;                       // sorted by name
+  std::vector<InstalledComponent> components;         // sorted by namespace, name
+  std::vector<WorkloadState> workloads;               // sorted by kind, namespace, name
+  std::vector<PodProblem> pod_problems;               // sorted
+  std::vector<CustomResourceState> custom_resources;  // sorted by kind, namespace, name
+  std::vector<HostPathDevice> host_path_devices;      // sorted
+  std::vector<std::string> device_classes;            // DRA DeviceClass names, sorted
+  std::vector<ResourceSliceFacts> resource_slices;    // sorted by node, driver
 };
 
 core::Value snapshot_to_value(const Snapshot& s);
@@ -85,6 +133,8 @@ struct ClusterObjects {
   std::vector<core::Value> nodes;
   std::vector<core::Value> helm_release_secrets;  // type helm.sh/release.v1
   std::vector<core::Value> crds, deployments, daemon_sets, stateful_sets, pods;
+  std::vector<core::Value> operator_resources;               // the kinds of kOperatorResources
+  std::vector<core::Value> device_classes, resource_slices;  // resource.k8s.io
 };
 
 // Reads node facts from labels, nodeInfo and capacity; decodes Helm release records (the
@@ -96,7 +146,8 @@ Snapshot snapshot_from_objects(const ClusterObjects& objects);
 // Reads the objects from kubectl dumps in `dir` (each a List or a single object, JSON or
 // YAML; a missing file means none): version.json (`kubectl version -o json`), nodes.json,
 // helm-releases.json (`kubectl get secrets -A --field-selector type=helm.sh/release.v1`),
-// crds.json, deployments.json, daemonsets.json, statefulsets.json, pods.json.
+// crds.json, deployments.json, daemonsets.json, statefulsets.json, pods.json, operators.json
+// (the custom resources of kOperatorResources), deviceclasses.json, resourceslices.json.
 ClusterObjects cluster_objects_from_dir(const std::string& dir);
 
 // Decodes the `release` field of a Helm release Secret (base64 of the gzip'd JSON release,

@@ -71,6 +71,23 @@ ClusterObjects cluster_objects_from_dir(const std::string& dir) {
   o.daemon_sets = items_of(d / "daemonsets.json", "DaemonSet");
   o.stateful_sets = items_of(d / "statefulsets.json", "StatefulSet");
   o.pods = items_of(d / "pods.json", "Pod");
+  o.operator_resources = items_of(d / "operators.json");
+  for (const core::Value& r : o.operator_resources) {
+    std::string_view kind = r.get_string({"kind"});
+    bool known = false;
+    std::string kinds;
+    for (const OperatorResource& op : kOperatorResources) {
+      known = known || op.kind == kind;
+      kinds += (kinds.empty() ? "" : " or ") + std::string(op.kind);
+    }
+    if (!known) {
+      throw core::InvalidInput(
+          (d / "operators.json").string() + ": holds a " + std::string(kind) + " where " + kinds +
+          " objects belong; write it with kubectl get as docs/recipe.md shows");
+    }
+  }
+  o.device_classes = items_of(d / "deviceclasses.json", "DeviceClass");
+  o.resource_slices = items_of(d / "resourceslices.json", "ResourceSlice");
   if (o.kubernetes_version.empty() && o.nodes.empty()) {
     throw core::InvalidInput("--from-dir '" + dir +
                              "': neither version.json nor nodes.json is there; "

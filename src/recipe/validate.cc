@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/errors.h"
+#include "recipe/phase_checks.h"
 #include "recipe/requirement.h"
 
 namespace gpufleet::recipe {
@@ -12,14 +13,15 @@ using core::Value;
 bool ValidationReport::passed() const { return failures() == 0; }
 
 std::size_t ValidationReport::failures() const {
-  return static_cast<std::size_t>(std::count_if(
-      results.begin(), results.end(), [](const CheckResult& c) { return c.failed_error(); }));
+  return static_cast<std::size_t>(
+      std::count_if(results.begin(), results.end(),
+                    [](const CheckResult& c) { return !c.skipped && c.failed_error(); }));
 }
 
 std::size_t ValidationReport::warnings() const {
-  return static_cast<std::size_t>(
-      std::count_if(results.begin(), results.end(),
-                    [](const CheckResult& c) { return !c.passed && !c.failed_error(); }));
+  return static_cast<std::size_t>(std::count_if(
+      results.begin(), results.end(),
+      [](const CheckResult& c) { return !c.skipped && !c.passed && !c.failed_error(); }));
 }
 
 bool selector_matches(const Value& selector, const Value& labels) {
@@ -101,11 +103,12 @@ void check_health(ValidationReport& out, const HealthCheck& h, const Snapshot& s
       {"health", name, h.component, "all " + ready_word, actual, ok, "error", ""});
 }
 
-}  // namespace
+// Marks the results from `from` on with their phase.
+void set_phase(ValidationReport& out, std::size_t from, std::string_view phase) {
+  for (std::size_t i = from; i < out.results.size(); ++i) out.results[i].phase = phase;
+}
 
-ValidationReport validate(const Recipe& recipe, const Snapshot& s) {
-  ValidationReport out;
-  out.recipe = recipe.name;
+void check_constraints(ValidationReport& out, const Recipe& recipe, const Snapshot& s) {
   // Node-level facts of cluster-wide constraints hold on every node of every pool (all nodes
   // when no pool selector matches any).
   std::vector<const NodeFacts*> gpu_nodes;
@@ -144,15 +147,71 @@ ValidationReport validate(const Recipe& recipe, const Snapshot& s) {
         check_fact(out, c, n->name + " (pool " + p.name + ")", n->fact(c.fact));
     }
   }
+}
+
+}  // namespace
+
+ValidationReport validate(const Recipe& recipe, const Snapshot& s) {
+  ValidationReport out;
+  out.recipe = recipe.name;
+  check_constraints(out, recipe, s);
+  set_phase(out, 0, "readiness");
+  std::size_t from = out.results.size();
   for (const HealthCheck& h : recipe.health) check_health(out, h, s);
+  set_phase(out, from, "deployment");
+  return out;
+}
+
+namespace {
+
+constexpr std::string_view kPhaseNames[] = {"readiness", "deployment", "performance",
+                                            "conformance"};
+
+}  // namespace
+
+Phase parse_phase(std::string_view name) {
+  for (std::size_t i = 0; i < std::size(kPhaseNames); ++i) {
+    if (kPhaseNames[i] == name) return static_cast<Phase>(i);
+  }
+  throw core::InvalidInput("--phase '" + std::string(name) +
+                           "' is not a phase; use readiness, deployment, performance or "
+                           "conformance (several: --phase readiness,deployment)");
+}
+
+std::string_view phase_name(Phase p) { return kPhaseNames[static_cast<std::size_t>(p)]; }
+
+ValidationReport validate_phases(const Recipe& recipe, const Snapshot& s,
+                                 const std::vector<Phase>& phases) {
+  ValidationReport out;
+  out.recipe = recipe.name;
+  for (Phase p : phases) {
+    std::size_t from = out.results.size();
+    switch (p) {
+      case Phase::Readiness: check_constraints(out, recipe, s); break;
+      case Phase::Deployment:
+        for (const HealthCheck& h : recipe.health) check_health(out, h, s);
+        detail::check_releases(out, recipe, s);
+        detail::check_operator_resources(out, recipe, s);
+        break;
+      case Phase::Conformance: detail::check_conformance(out, recipe, s); break;
+      case Phase::Performance:
+        throw core::InvalidInput(
+            "--phase performance is not available yet: it measures NCCL bus bandwidth through "
+            "a certify Certification resource, which this build does not have; run readiness, "
+            "deployment and conformance, and `gpufleet certify` where it is installed");
+    }
+    set_phase(out, from, phase_name(p));
+  }
   return out;
 }
 
 std::string report_table(const ValidationReport& r) {
   std::vector<const CheckResult*> rows;
   for (const CheckResult& c : r.results) rows.push_back(&c);
-  // Failures first, then warnings, then passed checks.
-  auto rank = [](const CheckResult* c) { return c->failed_error() ? 0 : c->passed ? 2 : 1; };
+  // Failures first, then warnings, then passed and skipped checks.
+  auto rank = [](const CheckResult* c) {
+    return c->skipped ? 3 : c->failed_error() ? 0 : c->passed ? 2 : 1;
+  };
   std::stable_sort(rows.begin(), rows.end(),
                    [&](const CheckResult* a, const CheckResult* b) { return rank(a) < rank(b); });
   std::size_t w[4] = {6, 5, 7, 8};
@@ -168,7 +227,8 @@ std::string report_table(const ValidationReport& r) {
   std::string out = cell("RESULT", 7) + cell("CHECK", w[0] + 2) + cell("NAME", w[1] + 2) +
                     cell("SUBJECT", w[2] + 2) + cell("EXPECTED", w[3] + 2) + "ACTUAL\n";
   for (const CheckResult* c : rows) {
-    out += cell(c->passed           ? "ok"
+    out += cell(c->skipped          ? "skip"
+                : c->passed         ? "ok"
                 : c->failed_error() ? "FAIL"
                                     : "WARN",
                 7) +
@@ -209,9 +269,55 @@ Value report_to_value(const ValidationReport& r) {
     e["passed"] = c.passed;
     e["severity"] = c.severity;
     if (!c.remediation.empty()) e["remediation"] = c.remediation;
+    if (!c.phase.empty()) e["phase"] = c.phase;
+    if (c.skipped) e["skipped"] = true;
     results.push_back(std::move(e));
   }
   doc["results"] = std::move(results);
+  return doc;
+}
+
+Value report_to_ctrf(const ValidationReport& r, std::string_view tool_version,
+                     std::int64_t start_ms, std::int64_t stop_ms) {
+  Value doc = Value::map();
+  doc["reportFormat"] = "CTRF";
+  doc["specVersion"] = "1.0.0";
+  doc["generatedBy"] = "gpufleet validate";
+  Value& results = doc["results"];
+  results["tool"]["name"] = "gpufleet";
+  results["tool"]["version"] = std::string(tool_version);
+  std::int64_t passed = 0, failed = 0, skipped = 0, other = 0;
+  Value tests = Value::list();
+  for (const CheckResult& c : r.results) {
+    Value t = Value::map();
+    t["name"] = c.name + " [" + c.subject + "]";
+    // A failed warning-severity constraint does not fail validation: CTRF's "other".
+    std::string status = c.skipped          ? "skipped"
+                         : c.passed         ? "passed"
+                         : c.failed_error() ? "failed"
+                                            : "other";
+    t["status"] = status;
+    t["duration"] = 0;
+    Value suite = Value::list();
+    if (!c.phase.empty()) suite.push_back(c.phase);
+    suite.push_back(c.category);
+    t["suite"] = std::move(suite);
+    t["message"] = "expected " + c.expected + ", actual " + c.actual;
+    t["type"] = "validation";
+    tests.push_back(std::move(t));
+    (c.skipped ? skipped : c.passed ? passed : c.failed_error() ? failed : other) += 1;
+  }
+  Value& sum = results["summary"];
+  sum["tests"] = static_cast<std::int64_t>(r.results.size());
+  sum["passed"] = passed;
+  sum["failed"] = failed;
+  sum["skipped"] = skipped;
+  sum["pending"] = 0;
+  sum["other"] = other;
+  sum["start"] = start_ms;
+  sum["stop"] = stop_ms;
+  results["tests"] = std::move(tests);
+  results["environment"]["appName"] = r.recipe;
   return doc;
 }
 

@@ -3,7 +3,9 @@
 // health assertions on CRDs, Deployments, DaemonSets, StatefulSets and pods.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/value.h"
@@ -13,7 +15,7 @@
 namespace gpufleet::recipe {
 
 struct CheckResult {
-  std::string category;  // constraint | health
+  std::string category;  // constraint | health | release | operator | conformance
   std::string name;      // constraint name, or "<Kind> <namespace>/<name>"
   std::string subject;   // cluster, node name, pool, component
   std::string expected;
@@ -24,6 +26,8 @@ struct CheckResult {
   std::string severity = "error";
   std::string remediation;
   bool failed_error() const { return !passed && severity != "warning"; }
+  std::string phase = {};  // readiness | deployment | conformance
+  bool skipped = false;    // does not apply to this recipe or cluster (counts as neither)
 };
 
 struct ValidationReport {
@@ -34,11 +38,36 @@ struct ValidationReport {
   std::size_t warnings() const;  // failed checks of severity warning
 };
 
+// The phases of `gpufleet validate --phase`:
+//   readiness    the cluster meets the recipe's constraints (Kubernetes version, node OS,
+//                kernel, driver, GPU) before anything is installed;
+//   deployment   what the recipe installs is there and working: health checks, each
+//                component's Helm release deployed at the pinned chart version (external
+//                ones: deployed at any version), operator resources (ClusterPolicy,
+//                NicClusterPolicy) ready;
+//   conformance  what AI workloads rely on: GPUs published for DRA allocation, a gang
+//                scheduler, accelerator metrics on every GPU node, no pod reaching GPU
+//                devices through a hostPath;
+//   performance  NCCL bus bandwidth through a certify Certification (not available yet).
+enum class Phase { Readiness, Deployment, Performance, Conformance };
+// Throws core::InvalidInput naming the value and the valid phases.
+Phase parse_phase(std::string_view name);
+std::string_view phase_name(Phase p);
+
+// Without phases: the constraints and the health checks (what validate always checked).
 ValidationReport validate(const Recipe& recipe, const Snapshot& snapshot);
+// The given phases, in order. Throws core::InvalidInput for the performance phase, which
+// needs certify's Certification resource.
+ValidationReport validate_phases(const Recipe& recipe, const Snapshot& snapshot,
+                                 const std::vector<Phase>& phases);
 
 // A fixed-width table, failures first, and a summary line.
 std::string report_table(const ValidationReport& r);
 core::Value report_to_value(const ValidationReport& r);
+// The Common Test Report Format (ctrf.io): one test per check, suite [phase, category],
+// failures carry expected and actual in `message`. Times in milliseconds since the epoch.
+core::Value report_to_ctrf(const ValidationReport& r, std::string_view tool_version,
+                           std::int64_t start_ms, std::int64_t stop_ms);
 
 // Whether a node's labels contain every key/value of `selector`.
 bool selector_matches(const core::Value& selector, const core::Value& labels);

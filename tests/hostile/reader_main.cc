@@ -18,6 +18,7 @@
 #include "core/json.h"
 #include "core/yaml.h"
 #include "kube/config.h"
+#include "recipe/inputs.h"
 #include "recipe/recipe.h"
 #include "recipe/snapshot.h"
 #include "sim/behaviour.h"
@@ -52,6 +53,8 @@ const std::vector<Reader> kReaders = {
     {"json", [](const std::string& p) { core::parse_json(core::read_file(p), p); }},
     {"recipe", [](const std::string& p) { recipe::recipe_from_yaml(core::read_file(p), p); }},
     {"snapshot", [](const std::string& p) { recipe::snapshot_from_text(core::read_file(p), p); }},
+    {"criteria", [](const std::string& p) { recipe::load_criteria_file(p); }},
+    {"recipe-config", [](const std::string& p) { recipe::load_config(p); }},
     {"kubeconfig",
      [](const std::string& p) { kube::load_kubeconfig({.paths = {p}, .context = {}}); }},
     {"fleet", [](const std::string& p) { sim::load_fleet_file(p); }},

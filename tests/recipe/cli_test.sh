@@ -112,7 +112,7 @@ line="$(grep -n '^  podProblem:' "$work/snap-typo.yaml" | cut -d: -f1)"
 expect_bad_input "snap-typo.yaml:$line:3: spec.podProblem: is not a known field (did you mean \"podProblems\"?" \
   validate -r "$work/train.yaml" --snapshot "$work/snap-typo.yaml"
 # Flag rules are CLI11's own validators: bad flags exit 2 naming the flag, before any work.
-expect_bad_input "--output: yaml not in {table,json}" validate -r "$work/train.yaml" --snapshot "$snapshot" -o yaml
+expect_bad_input "--output: yaml not in {table,json,ctrf}" validate -r "$work/train.yaml" --snapshot "$snapshot" -o yaml
 expect_bad_input "--snapshot excludes --kubeconfig" \
   validate -r "$work/train.yaml" --snapshot "$snapshot" --kubeconfig "$snapshot"
 expect_bad_input "File does not exist: $work/missing.yaml" validate -r "$work/missing.yaml"

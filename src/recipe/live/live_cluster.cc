@@ -2,6 +2,7 @@
 // messages an operator can act on (which server, which permission).
 #include "recipe/live/live_cluster.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "core/json.h"
@@ -49,6 +50,18 @@ std::string where(const kube::RequestInfo& req) {
   return req.namespace_.empty() ? "across the cluster" : "in namespace " + req.namespace_;
 }
 
+// The version the API server prefers for `group`, or empty when it does not serve the group
+// (resource.k8s.io moved from v1beta1 to v1 across the releases a cluster may run).
+std::string preferred_version(kube::Client& client, const std::string& group) {
+  try {
+    core::Value g = core::parse_json(client.get_raw("/apis/" + group), "/apis/" + group);
+    return std::string(g.get_string({"preferredVersion", "version"}));
+  } catch (const kube::ApiError& e) {
+    if (e.is(kube::Reason::NotFound)) return {};
+    throw;
+  }
+}
+
 }  // namespace
 
 ClusterObjects cluster_objects_from_client(kube::Client& client) {
@@ -64,7 +77,29 @@ ClusterObjects cluster_objects_from_client(kube::Client& client) {
   o.deployments = list_all(client, kube::resources::deployments(), "", {});
   o.daemon_sets = list_all(client, kDaemonSets, "", {});
   o.stateful_sets = list_all(client, kStatefulSets, "", {});
-  o.pods = list_all(client, kube::resources::pods(), "", {"spec"});
+  // Pod specs are big; only the volumes are read (hostPath device mounts).
+  o.pods = list_all(client, kube::resources::pods(), "",
+                    {"spec.containers", "spec.initContainers", "spec.ephemeralContainers",
+                     "spec.affinity", "spec.tolerations", "spec.topologySpreadConstraints"});
+  // Operator resources only where their CRD exists: listing an unknown kind is a 404.
+  for (const OperatorResource& op : kOperatorResources) {
+    std::string crd = std::string(op.plural) + "." + std::string(op.group);
+    bool present = std::any_of(o.crds.begin(), o.crds.end(), [&](const core::Value& c) {
+      return c.get_string({"metadata", "name"}) == crd;
+    });
+    if (!present) continue;
+    kube::ResourceId id{std::string(op.group), std::string(op.version), std::string(op.plural),
+                        op.namespaced};
+    for (core::Value& r : list_all(client, id, "", {"spec"})) {
+      if (r.get_string({"kind"}).empty()) r["kind"] = std::string(op.kind);
+      o.operator_resources.push_back(std::move(r));
+    }
+  }
+  if (std::string v = preferred_version(client, "resource.k8s.io"); !v.empty()) {
+    o.device_classes =
+        list_all(client, {"resource.k8s.io", v, "deviceclasses", false}, "", {"spec"});
+    o.resource_slices = list_all(client, {"resource.k8s.io", v, "resourceslices", false}, "", {});
+  }
   return o;
 }
 

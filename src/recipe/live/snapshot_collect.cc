@@ -56,6 +56,10 @@ NodeFacts node_facts(const Value& node) {
   NodeFacts n;
   n.name = str_at(node, {"metadata", "name"});
   if (const Value* l = node.get({"metadata", "labels"}); l && l->is_map()) n.labels = *l;
+  n.provider_id = str_at(node, {"spec", "providerID"});
+  // The GA label, else the beta one older kubelets still set.
+  n.instance_type = label(node, "node.kubernetes.io/instance-type");
+  if (n.instance_type.empty()) n.instance_type = label(node, "beta.kubernetes.io/instance-type");
   n.os_image = str_at(node, {"status", "nodeInfo", "osImage"});
   n.os = label(node, "feature.node.kubernetes.io/system-os_release.ID");
   if (n.os.empty()) n.os = os_from_image(n.os_image);
@@ -134,6 +138,23 @@ void add_pod_problems(const Value& pod, std::vector<PodProblem>& out) {
                  std::end(kBadWaitingReasons);
       if (bad) out.push_back({ns, name, phase, str_at(cs, {"name"}), init, reason});
     }
+  }
+}
+
+// A hostPath that reaches GPU device files: /dev itself, or /dev/nvidia*, /dev/dri*.
+bool is_gpu_device_path(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path == "/dev" || path.rfind("/dev/nvidia", 0) == 0 || path.rfind("/dev/dri", 0) == 0;
+}
+
+void add_host_path_devices(const Value& pod, std::vector<HostPathDevice>& out) {
+  const Value* volumes = pod.get({"spec", "volumes"});
+  if (volumes == nullptr || !volumes->is_list()) return;
+  for (const Value& v : volumes->as_list()) {
+    std::string path = str_at(v, {"hostPath", "path"});
+    if (path.empty() || !is_gpu_device_path(path)) continue;
+    out.push_back({str_at(pod, {"metadata", "namespace"}), str_at(pod, {"metadata", "name"}),
+                   str_at(v, {"name"}), path});
   }
 }
 
@@ -218,7 +239,37 @@ Snapshot snapshot_from_objects(const ClusterObjects& o) {
       s.workloads.begin(), s.workloads.end(), [](const WorkloadState& a, const WorkloadState& b) {
         return std::tie(a.kind, a.namespace_, a.name) < std::tie(b.kind, b.namespace_, b.name);
       });
-  for (const Value& p : o.pods) add_pod_problems(p, s.pod_problems);
+  for (const Value& p : o.pods) {
+    add_pod_problems(p, s.pod_problems);
+    add_host_path_devices(p, s.host_path_devices);
+  }
+  std::sort(s.host_path_devices.begin(), s.host_path_devices.end(),
+            [](const HostPathDevice& a, const HostPathDevice& b) {
+              return std::tie(a.namespace_, a.pod, a.volume) <
+                     std::tie(b.namespace_, b.pod, b.volume);
+            });
+  for (const Value& r : o.operator_resources) {
+    s.custom_resources.push_back({str_at(r, {"kind"}), str_at(r, {"metadata", "namespace"}),
+                                  str_at(r, {"metadata", "name"}), str_at(r, {"status", "state"})});
+  }
+  std::sort(s.custom_resources.begin(), s.custom_resources.end(),
+            [](const CustomResourceState& a, const CustomResourceState& b) {
+              return std::tie(a.kind, a.namespace_, a.name) <
+                     std::tie(b.kind, b.namespace_, b.name);
+            });
+  for (const Value& d : o.device_classes)
+    s.device_classes.push_back(str_at(d, {"metadata", "name"}));
+  std::sort(s.device_classes.begin(), s.device_classes.end());
+  for (const Value& r : o.resource_slices) {
+    const Value* devices = r.get({"spec", "devices"});
+    s.resource_slices.push_back(
+        {str_at(r, {"spec", "nodeName"}), str_at(r, {"spec", "driver"}),
+         devices && devices->is_list() ? static_cast<std::int64_t>(devices->as_list().size()) : 0});
+  }
+  std::sort(s.resource_slices.begin(), s.resource_slices.end(),
+            [](const ResourceSliceFacts& a, const ResourceSliceFacts& b) {
+              return std::tie(a.node, a.driver, a.devices) < std::tie(b.node, b.driver, b.devices);
+            });
   std::sort(s.pod_problems.begin(), s.pod_problems.end(),
             [](const PodProblem& a, const PodProblem& b) {
               return std::tie(a.namespace_, a.pod, a.init, a.container) <
