@@ -22,7 +22,11 @@ bool HttpStream::read(std::string& out) {
   std::unique_lock lock(mu_);
   cv_.wait(lock, [&] { return !buffer_.empty() || done_; });
   if (!buffer_.empty()) {
-    out.append(buffer_);
+    if (out.empty()) {
+      out.swap(buffer_);  // no copy: the two buffers take turns
+    } else {
+      out.append(buffer_);
+    }
     buffer_.clear();
     return true;
   }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/errors.h"
+#include "kube/api/compact_tape.h"
 
 namespace gpufleet::kube {
 
@@ -68,54 +69,9 @@ StringInterner& StringInterner::shared() {
   return *interner;
 }
 
-// ---- tape format ----
-//
-// Every value starts with a tag byte. Integers are LEB128 varints (signed ones zigzag-coded).
-//   Null | False | True
-//   Int varint | Uint varint | Double 8 bytes
-//   Interned id | Inline len bytes | Bytes len bytes
-//   List count body_len elements...      (body_len lets readers skip a whole subtree)
-//   Map count body_len (key value)...    (keys sorted as in core::Map; a key is id<<1, or
-//                                         len<<1|1 followed by the bytes when not interned)
+using namespace tape;
 
-namespace {
-
-enum Tag : std::uint8_t {
-  kNull,
-  kFalse,
-  kTrue,
-  kInt,
-  kUint,
-  kDouble,
-  kInterned,
-  kInline,
-  kBytes,
-  kList,
-  kMap
-};
-
-void put_varint(std::string& out, std::uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
-
-std::uint64_t get_varint(const std::uint8_t*& p) noexcept {
-  std::uint64_t v = 0;
-  int shift = 0;
-  for (;;) {
-    std::uint8_t b = *p++;
-    v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
-    if ((b & 0x80) == 0) return v;
-    shift += 7;
-  }
-}
-
-// Values under these keys are unique per object (or per update): interning them would only
-// fill the table. They are stored inline.
-bool unique_valued_key(std::string_view key) {
+bool tape::unique_valued_key(std::string_view key) noexcept {
   static constexpr std::string_view kKeys[] = {"name",
                                                "uid",
                                                "resourceVersion",
@@ -149,6 +105,8 @@ bool unique_valued_key(std::string_view key) {
   return std::find(std::begin(kKeys), std::end(kKeys), key) != std::end(kKeys);
 }
 
+namespace {
+
 class Encoder {
  public:
   Encoder(StringInterner& interner, std::string& out) : interner_(interner), out_(out) {}
@@ -160,8 +118,7 @@ class Encoder {
       case core::Kind::Int: {
         std::int64_t i = v.as_int();
         out_.push_back(kInt);
-        put_varint(out_,
-                   (static_cast<std::uint64_t>(i) << 1) ^ static_cast<std::uint64_t>(i >> 63));
+        put_varint(out_, zigzag(i));
         break;
       }
       case core::Kind::Uint:
