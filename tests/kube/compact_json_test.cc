@@ -216,6 +216,15 @@ TEST(CompactJson, HugeStringsAndDeepNestingAreBounded) {
   EXPECT_NO_THROW(decode_compact_json(deep, {}, "t", interner));
 }
 
+TEST(CompactJson, EmptyStringFirstIntoAFreshInterner) {
+  StringInterner interner;
+  CompactPtr c = decode_compact_json(R"("")", {}, "t", interner);
+  EXPECT_EQ(c->root().string(), "");
+  CompactPtr m = decode_compact_json(R"({"":""})", {}, "t", interner);
+  EXPECT_EQ(m->root().get_string({""}, "absent"), "");
+  EXPECT_EQ(interner.size(), 1u);
+}
+
 // Random documents: the two paths agree on every one.
 core::Value random_value(std::mt19937& rng, int depth) {
   std::uniform_int_distribution<int> kind(0, depth > 4 ? 5 : 7);

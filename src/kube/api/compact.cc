@@ -10,8 +10,73 @@ namespace gpufleet::kube {
 
 // ---- StringInterner ----
 
+namespace {
+
+std::atomic<std::uint64_t> next_interner_uid{1};
+
+// A direct-mapped cache of (string -> id) per thread, for one interner at a time. Slots point
+// into the interner's arena, which never moves or shrinks while the interner lives.
+struct InternCache {
+  static constexpr std::size_t kSlots = 4096;  // 64 KiB per thread
+  struct Slot {
+    const char* data = nullptr;
+    std::uint32_t size = 0;
+    std::uint32_t id = 0;
+  };
+  std::uint64_t owner = 0;
+  std::array<Slot, kSlots> slots{};
+};
+
+thread_local InternCache intern_cache;
+
+std::uint64_t load8(const char* p) noexcept {
+  std::uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+// Only picks a slot (a collision costs a miss, never a wrong answer): the length and three
+// words sampled from the start, middle and end, mixed.
+std::size_t slot_of(std::string_view s) noexcept {
+  std::uint64_t h = s.size() * 0x9E3779B97F4A7C15ULL;
+  if (s.size() >= 8) {
+    h ^= load8(s.data()) * 0xC2B2AE3D27D4EB4FULL;
+    h ^= load8(s.data() + (s.size() - 8) / 2) * 0x165667B19E3779F9ULL;
+    h ^= load8(s.data() + s.size() - 8) * 0x27D4EB2F165667C5ULL;
+  } else {
+    std::uint64_t v = 0;
+    std::memcpy(&v, s.data(), s.size());
+    h ^= v * 0xC2B2AE3D27D4EB4FULL;
+  }
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ULL;
+  h ^= h >> 32;
+  return static_cast<std::size_t>(h) & (InternCache::kSlots - 1);
+}
+
+}  // namespace
+
 StringInterner::StringInterner(std::size_t max_strings, std::size_t max_bytes)
-    : max_strings_(std::min(max_strings, kChunkEntries * 1024)), max_bytes_(max_bytes) {}
+    : max_strings_(std::min(max_strings, kChunkEntries * 1024)),
+      max_bytes_(max_bytes),
+      uid_(next_interner_uid.fetch_add(1)) {}
+
+std::uint32_t StringInterner::intern_cached(std::string_view s) {
+  if (s.size() > kMaxLength) return kNone;
+  InternCache& cache = intern_cache;
+  if (cache.owner != uid_) {
+    cache.slots.fill({});
+    cache.owner = uid_;
+  }
+  InternCache::Slot& slot = cache.slots[slot_of(s)];
+  if (slot.data != nullptr && slot.size == s.size() &&
+      std::memcmp(slot.data, s.data(), s.size()) == 0) {
+    return slot.id;
+  }
+  std::uint32_t id = intern(s);
+  if (id != kNone) slot = {view(id).data(), static_cast<std::uint32_t>(s.size()), id};
+  return id;
+}
 
 StringInterner::~StringInterner() {
   for (auto& c : chunks_) delete[] c.load();
@@ -26,7 +91,7 @@ std::uint32_t StringInterner::intern(std::string_view s) {
   std::unique_lock lock(mu_);
   if (auto it = ids_.find(s); it != ids_.end()) return it->second;
   if (next_ >= max_strings_ || bytes_ + s.size() > max_bytes_) return kNone;
-  if (arena_used_ + s.size() > kArenaBlock) {
+  if (arena_.empty() || arena_used_ + s.size() > kArenaBlock) {
     arena_.push_back(std::make_unique<char[]>(kArenaBlock));
     arena_used_ = 0;
   }
@@ -156,7 +221,7 @@ class Encoder {
         put_varint(out_, m.size());
         std::size_t body = out_.size();
         for (const core::MapEntry& e : m) {
-          std::uint32_t id = interner_.intern(e.key);
+          std::uint32_t id = interner_.intern_cached(e.key);
           if (id != StringInterner::kNone) {
             put_varint(out_, std::uint64_t{id} << 1);
           } else {
@@ -173,7 +238,7 @@ class Encoder {
 
  private:
   void string(const std::string& s, bool intern) {
-    std::uint32_t id = intern ? interner_.intern(s) : StringInterner::kNone;
+    std::uint32_t id = intern ? interner_.intern_cached(s) : StringInterner::kNone;
     if (id != StringInterner::kNone) {
       out_.push_back(kInterned);
       put_varint(out_, id);

@@ -183,7 +183,7 @@ class TapeWriter {
   }
 
   void key(std::string_view k) {
-    std::uint32_t id = interner_.intern(k);
+    std::uint32_t id = interner_.intern_cached(k);
     if (id != StringInterner::kNone) {
       put_varint(out_, std::uint64_t{id} << 1);
     } else {
@@ -193,7 +193,7 @@ class TapeWriter {
   }
 
   void string(std::string_view s, bool intern) {
-    std::uint32_t id = intern ? interner_.intern(s) : StringInterner::kNone;
+    std::uint32_t id = intern ? interner_.intern_cached(s) : StringInterner::kNone;
     if (id != StringInterner::kNone) {
       out_.push_back(static_cast<char>(kInterned));
       put_varint(out_, id);
