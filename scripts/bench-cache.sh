@@ -87,13 +87,13 @@ awk -v rounds="$rounds" '
     for (f = 2; f <= NF; f++) { split($f, kv, "="); val[impl, c, kv[1]] = kv[2] }
   }
   END {
-    split("sync_s sync_cpu_s heap_B_per_node rss_MB peak_rss_MB peak_over_steady cpu_ms_per_1000_updates", keys, " ")
+    split("sync_s sync_cpu_s heap_B_per_node rss_start_MB rss_MB peak_rss_MB peak_over_steady cpu_ms_per_1000_updates", keys, " ")
     printf "\nmedians of %d rounds, %s Nodes\n", rounds, val[order[1], 1, "nodes"]
-    printf "| %-17s |", "impl"; for (k = 1; k <= 7; k++) printf " %s |", keys[k]; printf "\n"
-    printf "|---|---|---|---|---|---|---|---|\n"
+    printf "| %-17s |", "impl"; for (k = 1; k <= 8; k++) printf " %s |", keys[k]; printf "\n"
+    printf "|---|---|---|---|---|---|---|---|---|\n"
     for (i = 1; i <= impls; i++) {
       printf "| %-17s |", order[i]
-      for (k = 1; k <= 7; k++) printf " %s |", median(order[i], keys[k])
+      for (k = 1; k <= 8; k++) printf " %s |", median(order[i], keys[k])
       printf "\n"
     }
     split("gpufleet-compact gpufleet-health", ours, " ")

@@ -1,5 +1,7 @@
 #include "kube/http.h"
 
+#include <algorithm>
+
 #include <curl/curl.h>
 
 #include <atomic>
@@ -20,14 +22,15 @@ long HttpStream::wait_status() {
 
 bool HttpStream::read(std::string& out) {
   std::unique_lock lock(mu_);
-  cv_.wait(lock, [&] { return !buffer_.empty() || done_; });
-  if (!buffer_.empty()) {
+  cv_.wait(lock, [&] { return !blocks_.empty() || done_; });
+  if (!blocks_.empty()) {
     if (out.empty()) {
-      out.swap(buffer_);  // no copy: the two buffers take turns
+      out.swap(blocks_.front());  // no copy
     } else {
-      out.append(buffer_);
+      out.append(blocks_.front());
     }
-    buffer_.clear();
+    buffered_ -= blocks_.front().size();
+    blocks_.pop_front();
     return true;
   }
   return false;
@@ -67,8 +70,12 @@ void HttpStream::on_status(long status) {
 bool HttpStream::on_data(const char* p, std::size_t n) {
   {
     std::lock_guard lock(mu_);
-    if (buffer_.size() + n > kBufferLimit) return false;
-    buffer_.append(p, n);
+    if (buffered_ + n > kBufferLimit) return false;
+    if (blocks_.empty() || blocks_.back().size() + n > kBlockBytes) {
+      blocks_.emplace_back().reserve(std::max(kBlockBytes, n));
+    }
+    blocks_.back().append(p, n);
+    buffered_ += n;
   }
   cv_.notify_all();
   return true;
