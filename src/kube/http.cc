@@ -24,12 +24,12 @@ bool HttpStream::read(std::string& out) {
   std::unique_lock lock(mu_);
   cv_.wait(lock, [&] { return !blocks_.empty() || done_; });
   if (!blocks_.empty()) {
+    buffered_ -= blocks_.front().size();
     if (out.empty()) {
       out.swap(blocks_.front());  // no copy
     } else {
       out.append(blocks_.front());
     }
-    buffered_ -= blocks_.front().size();
     blocks_.pop_front();
     return true;
   }
