@@ -75,7 +75,9 @@ done
 awk -v rounds="$rounds" '
   function median(impl, key,   n, i, j, t, v) {
     n = 0
-    for (i = 1; i <= count[impl]; i++) v[++n] = val[impl, i, key]
+    # Runs that did not see every update within the deadline print "na": left out.
+    for (i = 1; i <= count[impl]; i++) if (val[impl, i, key] ~ /^[0-9.]+$/) v[++n] = val[impl, i, key]
+    if (n == 0) return "na"
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
     return v[int((n + 1) / 2)]
   }
@@ -103,7 +105,7 @@ awk -v rounds="$rounds" '
       split("sync_s sync_cpu_s heap_B_per_node rss_MB peak_over_steady cpu_ms_per_1000_updates", rk, " ")
       for (k = 1; k <= 6; k++) {
         d = median(ours[o], rk[k]); g = median("client-go", rk[k])
-        printf " %s %.2fx", rk[k], (d > 0 ? g / d : 0)
+        if (d == "na" || g == "na") printf " %s na", rk[k]; else printf " %s %.2fx", rk[k], (d > 0 ? g / d : 0)
       }
       printf "\n"
     }

@@ -124,7 +124,7 @@ func main() {
 	rss := procStatusBytes("VmRSS")
 	fmt.Println("READY")
 	cpu0 := cpuSeconds()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(120 * time.Second) // as the C++ side
 	for seen.Load() < int64(updates) && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
