@@ -75,7 +75,9 @@ done
 awk -v rounds="$rounds" '
   function median(impl, key,   n, i, j, t, v) {
     n = 0
-    for (i = 1; i <= count[impl]; i++) v[++n] = val[impl, i, key]
+    # Runs that did not see every update within the deadline print "na": left out.
+    for (i = 1; i <= count[impl]; i++) if (val[impl, i, key] ~ /^[0-9.]+$/) v[++n] = val[impl, i, key]
+    if (n == 0) return "na"
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
     return v[int((n + 1) / 2)]
   }
@@ -87,23 +89,23 @@ awk -v rounds="$rounds" '
     for (f = 2; f <= NF; f++) { split($f, kv, "="); val[impl, c, kv[1]] = kv[2] }
   }
   END {
-    split("sync_s heap_B_per_node rss_MB peak_rss_MB peak_over_steady cpu_ms_per_1000_updates", keys, " ")
+    split("sync_s sync_cpu_s heap_B_per_node rss_start_MB rss_MB peak_rss_MB peak_over_steady cpu_ms_per_1000_updates", keys, " ")
     printf "\nmedians of %d rounds, %s Nodes\n", rounds, val[order[1], 1, "nodes"]
-    printf "| %-17s |", "impl"; for (k = 1; k <= 6; k++) printf " %s |", keys[k]; printf "\n"
-    printf "|---|---|---|---|---|---|---|\n"
+    printf "| %-17s |", "impl"; for (k = 1; k <= 8; k++) printf " %s |", keys[k]; printf "\n"
+    printf "|---|---|---|---|---|---|---|---|---|\n"
     for (i = 1; i <= impls; i++) {
       printf "| %-17s |", order[i]
-      for (k = 1; k <= 6; k++) printf " %s |", median(order[i], keys[k])
+      for (k = 1; k <= 8; k++) printf " %s |", median(order[i], keys[k])
       printf "\n"
     }
     split("gpufleet-compact gpufleet-health", ours, " ")
     for (o = 1; o <= 2; o++) {
       if (!(ours[o] in count) || !("client-go" in count)) continue
       printf "client-go / %s:", ours[o]
-      split("sync_s heap_B_per_node rss_MB cpu_ms_per_1000_updates", rk, " ")
-      for (k = 1; k <= 4; k++) {
+      split("sync_s sync_cpu_s heap_B_per_node rss_MB peak_over_steady cpu_ms_per_1000_updates", rk, " ")
+      for (k = 1; k <= 6; k++) {
         d = median(ours[o], rk[k]); g = median("client-go", rk[k])
-        printf " %s %.2fx", rk[k], (d > 0 ? g / d : 0)
+        if (d == "na" || g == "na") printf " %s na", rk[k]; else printf " %s %.2fx", rk[k], (d > 0 ? g / d : 0)
       }
       printf "\n"
     }

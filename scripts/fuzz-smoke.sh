@@ -54,6 +54,7 @@ seed yaml - "${yaml_docs[@]}"
 seed json - tests/recipe/testdata/*.json tests/kube/testdata/node-gpu.json
 seed recipe_docs 01 tests/recipe/testdata/snapshot.yaml
 seed kube_docs 00 tests/kube/testdata/kubeconfig-*.yaml
+seed kube_docs 02 tests/kube/testdata/node-gpu.json tests/kube/testdata/pod-gpu.json
 seed sim_docs 00 examples/fleet-*.yaml
 seed sim_docs 01 examples/scenario-*.yaml
 cd - >/dev/null

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/errors.h"
+#include "kube/api/compact_json.h"
 #include "kube/credentials.h"
 #include "kube/http.h"
 #include "kube/rate_limit.h"
@@ -212,7 +213,7 @@ WatchStream::~WatchStream() { state_->stream->cancel(); }
 
 void WatchStream::cancel() { state_->stream->cancel(); }
 
-std::optional<WatchEvent> WatchStream::next() {
+std::optional<std::string_view> WatchStream::next_line() {
   State& s = *state_;
   if (!s.checked_status) {
     long status = s.stream->wait_status();
@@ -230,7 +231,7 @@ std::optional<WatchEvent> WatchStream::next() {
     }
   }
   for (;;) {
-    if (auto line = s.lines.next_line()) return decode_watch_event(*line, &s.prune, s.info);
+    if (auto line = s.lines.next_line()) return line;
     s.chunk.clear();
     if (!s.stream->read(s.chunk)) {
       if (s.stream->cancelled()) return std::nullopt;
@@ -242,6 +243,39 @@ std::optional<WatchEvent> WatchStream::next() {
     }
     s.lines.feed(s.chunk);
   }
+}
+
+std::optional<WatchEvent> WatchStream::next() {
+  std::optional<std::string_view> line = next_line();
+  if (!line) return std::nullopt;
+  return decode_watch_event(*line, &state_->prune, state_->info);
+}
+
+std::optional<CompactWatchEvent> WatchStream::next_compact(const CompactDecodeShape& shape) {
+  std::optional<std::string_view> line = next_line();
+  if (!line) return std::nullopt;
+  std::string type;
+  CompactPtr object = decode_compact_watch_event(*line, shape, type);
+  CompactWatchEvent out{WatchEvent::Type::Added, std::move(object)};
+  if (type == "ADDED") {
+    out.type = WatchEvent::Type::Added;
+  } else if (type == "MODIFIED") {
+    out.type = WatchEvent::Type::Modified;
+  } else if (type == "DELETED") {
+    out.type = WatchEvent::Type::Deleted;
+  } else if (type == "BOOKMARK") {
+    out.type = WatchEvent::Type::Bookmark;
+  } else {
+    // ERROR (a Status: 410 Gone and friends), unknown types and events without an object:
+    // the ordinary decoder builds the same error as next() would.
+    decode_watch_event(*line, &state_->prune, state_->info);
+    throw core::ParseError("watch event", 1, 1, "unexpected watch event type \"" + type + "\"");
+  }
+  if (!out.object) {
+    throw core::ParseError("watch event", 1, 1,
+                           "a watch event needs a string \"type\" and an \"object\"");
+  }
+  return out;
 }
 
 // ---- Client -----------------------------------------------------------------------------
@@ -299,6 +333,16 @@ ListResult Client::list_page(const ResourceId& r, std::string_view ns, const Lis
 ListResult Client::list_page_streamed(const ResourceId& r, std::string_view ns,
                                       const ListOptions& o, const ObjectShape& shape,
                                       const std::function<void(Value&&)>& on_item) {
+  core::JsonPrune prune;
+  for (const std::string& path : shape.prune) prune.add(path);
+  return list_page_streamed_text(r, ns, o, shape.metadata_only, [&](std::string_view item) {
+    on_item(core::parse_json(item, "list item", &prune));
+  });
+}
+
+ListResult Client::list_page_streamed_text(
+    const ResourceId& r, std::string_view ns, const ListOptions& o, bool metadata_only,
+    const std::function<void(std::string_view item_json)>& on_item) {
   RequestInfo info{"list", r.qualified_name(), std::string(ns), ""};
   Query q;
   q.add("labelSelector", o.label_selector)
@@ -309,7 +353,7 @@ ListResult Client::list_page_streamed(const ResourceId& r, std::string_view ns,
       .add("resourceVersionMatch", o.resource_version_match);
   impl_->limiter.acquire();
   HttpRequest req = impl_->make_request("GET", impl_->path(r, ns, {}, {}) + q.str(),
-                                        shape.metadata_only ? kMetaList : kJson, {}, {});
+                                        metadata_only ? kMetaList : kJson, {}, {});
   // A whole unpaginated list (resourceVersion=0) of thousands of objects takes longer than one
   // request; bound it generously rather than by the per-request timeout.
   req.timeout = std::max<std::chrono::milliseconds>(req.timeout, std::chrono::minutes(5));
@@ -330,10 +374,7 @@ ListResult Client::list_page_streamed(const ResourceId& r, std::string_view ns,
     }
     throw decode_status_error(static_cast<int>(status), body, info);
   }
-  core::JsonPrune prune;
-  for (const std::string& path : shape.prune) prune.add(path);
-  ListItemSplitter split(
-      [&](std::string_view item) { on_item(core::parse_json(item, "list item", &prune)); });
+  ListItemSplitter split(on_item);
   while (stream->read(chunk)) {
     split.feed(chunk);
     chunk.clear();

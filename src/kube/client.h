@@ -14,6 +14,7 @@
 
 #include "core/json.h"
 #include "core/value.h"
+#include "kube/api/compact_json.h"
 #include "kube/api/meta.h"
 #include "kube/api/resource.h"
 #include "kube/config.h"
@@ -68,6 +69,12 @@ struct WatchEvent {
 
 std::string_view watch_event_type_name(WatchEvent::Type t) noexcept;
 
+// A watch event whose object was decoded straight into the compact cached form.
+struct CompactWatchEvent {
+  WatchEvent::Type type;
+  CompactPtr object;
+};
+
 class HttpStream;
 
 // One watch request. next() blocks for the next event; it returns nullopt when the stream
@@ -83,10 +90,15 @@ class WatchStream {
   WatchStream& operator=(const WatchStream&) = delete;
 
   std::optional<WatchEvent> next();
+  // next() for a compact cache: the object is decoded straight from the event's text into its
+  // compact form, pruned and projected per `shape` (paths inside the object; the stream's own
+  // prune paths are not applied); no core::Value is built. Errors as next().
+  std::optional<CompactWatchEvent> next_compact(const CompactDecodeShape& shape);
   // Thread-safe: ends the stream; a blocked next() returns nullopt.
   void cancel();
 
  private:
+  std::optional<std::string_view> next_line();
   struct State;
   std::unique_ptr<State> state_;
 };
@@ -117,6 +129,12 @@ class Client {
   ListResult list_page_streamed(const ResourceId& r, std::string_view ns,
                                 const ListOptions& options, const ObjectShape& shape,
                                 const std::function<void(core::Value&& item)>& on_item);
+  // The same, handing each item's JSON text (valid during the call) to `on_item` undecoded,
+  // for callers that decode it their own way (the informer's compact cache decodes straight
+  // into its cached form). Nothing is pruned here.
+  ListResult list_page_streamed_text(
+      const ResourceId& r, std::string_view ns, const ListOptions& options, bool metadata_only,
+      const std::function<void(std::string_view item_json)>& on_item);
   // Every page; the result's resource_version is the first page's (consistent snapshot).
   // A 410 on a continue token (snapshot compacted) restarts the list once from scratch.
   ListResult list(const ResourceId& r, std::string_view ns, ListOptions options = {},

@@ -1,5 +1,7 @@
 #include "kube/http.h"
 
+#include <algorithm>
+
 #include <curl/curl.h>
 
 #include <atomic>
@@ -20,10 +22,15 @@ long HttpStream::wait_status() {
 
 bool HttpStream::read(std::string& out) {
   std::unique_lock lock(mu_);
-  cv_.wait(lock, [&] { return !buffer_.empty() || done_; });
-  if (!buffer_.empty()) {
-    out.append(buffer_);
-    buffer_.clear();
+  cv_.wait(lock, [&] { return !blocks_.empty() || done_; });
+  if (!blocks_.empty()) {
+    buffered_ -= blocks_.front().size();
+    if (out.empty()) {
+      out.swap(blocks_.front());  // no copy
+    } else {
+      out.append(blocks_.front());
+    }
+    blocks_.pop_front();
     return true;
   }
   return false;
@@ -63,8 +70,12 @@ void HttpStream::on_status(long status) {
 bool HttpStream::on_data(const char* p, std::size_t n) {
   {
     std::lock_guard lock(mu_);
-    if (buffer_.size() + n > kBufferLimit) return false;
-    buffer_.append(p, n);
+    if (buffered_ + n > kBufferLimit) return false;
+    if (blocks_.empty() || blocks_.back().size() + n > kBlockBytes) {
+      blocks_.emplace_back().reserve(std::max(kBlockBytes, n));
+    }
+    blocks_.back().append(p, n);
+    buffered_ += n;
   }
   cv_.notify_all();
   return true;

@@ -60,7 +60,8 @@ class HttpStream {
 
   // Waits for the response status; 0 when the transfer failed before one arrived.
   long wait_status();
-  // Appends available body bytes to `out`; blocks until there are some or the transfer ended.
+  // Appends available body bytes to `out` (up to about one block of kBlockBytes per call);
+  // blocks until there are some or the transfer ended.
   // Returns false once the body is exhausted and the transfer is over.
   bool read(std::string& out);
   // The failure that ended the transfer, if it did not end cleanly.
@@ -81,7 +82,11 @@ class HttpStream {
   bool status_known_ = false;
   bool done_ = false;
   bool cancelled_ = false;
-  std::string buffer_;
+  // Unread bytes in blocks of about kBlockBytes: read() hands out one block at a time, so a
+  // consumer behind a fast sender holds one block besides the backlog, not a second copy of it.
+  static constexpr std::size_t kBlockBytes = 64 * 1024;
+  std::deque<std::string> blocks_;
+  std::size_t buffered_ = 0;
   std::optional<TransportError> error_;
   std::function<void()> canceller_;
   friend class HttpTransport;

@@ -1,14 +1,82 @@
 #include "kube/informer.h"
 
 #include <cstdio>
+#include <optional>
 
 #include "core/errors.h"
+#include "kube/api/compact_json.h"
+#include "kube/api/trim.h"
 #include "kube/rate_limit.h"
 
 namespace gpufleet::kube {
 
+namespace {
+
+// Paths a projection always keeps: the cache keys objects by them and resumes from the last
+// resourceVersion.
+constexpr const char* kIdentityPaths[] = {"metadata.name", "metadata.namespace",
+                                          "metadata.resourceVersion"};
+
+// One object as handlers take it: the form the informer has, the other built on first use and
+// then shared by every handler of the event.
+class HandlerObject {
+ public:
+  explicit HandlerObject(const core::Value& v) : value_(&v) {}
+  explicit HandlerObject(const CompactObject& c) : compact_(&c) {}
+  const core::Value& value() {
+    if (value_ == nullptr) value_ = &built_value_.emplace(compact_->to_value());
+    return *value_;
+  }
+  const CompactObject& compact() {
+    if (compact_ == nullptr) {
+      built_compact_ = CompactObject::encode(*value_);
+      compact_ = built_compact_.get();
+    }
+    return *compact_;
+  }
+
+ private:
+  const core::Value* value_ = nullptr;
+  const CompactObject* compact_ = nullptr;
+  std::optional<core::Value> built_value_;
+  CompactPtr built_compact_;
+};
+
+void notify_add(const std::vector<EventHandlers>& handlers, HandlerObject& obj) {
+  for (const auto& h : handlers) {
+    if (h.on_add) h.on_add(obj.value());
+    if (h.on_add_compact) h.on_add_compact(obj.compact());
+  }
+}
+
+void notify_update(const std::vector<EventHandlers>& handlers, HandlerObject& old_obj,
+                   HandlerObject& new_obj) {
+  for (const auto& h : handlers) {
+    if (h.on_update) h.on_update(old_obj.value(), new_obj.value());
+    if (h.on_update_compact) h.on_update_compact(old_obj.compact(), new_obj.compact());
+  }
+}
+
+void notify_delete(const std::vector<EventHandlers>& handlers, HandlerObject& obj,
+                   bool final_state_unknown) {
+  for (const auto& h : handlers) {
+    if (h.on_delete) h.on_delete(obj.value(), final_state_unknown);
+    if (h.on_delete_compact) h.on_delete_compact(obj.compact(), final_state_unknown);
+  }
+}
+
+}  // namespace
+
 Informer::Informer(Client& client, InformerOptions options)
-    : client_(client), options_(std::move(options)), store_(StoreOptions{options_.compact}) {}
+    : client_(client), options_(std::move(options)), store_(StoreOptions{options_.compact}) {
+  for (const auto& p : options_.shape.prune) prune_tree_.add(p);
+  decode_shape_.prune = &prune_tree_;
+  if (!options_.project.empty()) {
+    for (const auto& p : options_.project) keep_tree_.add(p);
+    for (const char* p : kIdentityPaths) keep_tree_.add(p);
+    decode_shape_.keep = &keep_tree_;
+  }
+}
 
 Informer::~Informer() { stop(); }
 
@@ -74,6 +142,12 @@ bool Informer::sleep_for(std::chrono::milliseconds d) {
 }
 
 ObjectPtr Informer::prepare(core::Value obj) {
+  if (!options_.project.empty()) {
+    // Built per call: informers that project without transforming take the direct path.
+    Projection keep(options_.project);
+    for (const char* p : kIdentityPaths) keep.keep(p);
+    obj = keep.apply(std::move(obj));
+  }
   if (options_.transform) options_.transform(obj);
   return std::make_shared<const core::Value>(std::move(obj));
 }
@@ -94,16 +168,25 @@ bool Informer::list_and_replace(bool from_watch_cache) {
     ListResult page;
     // Each item is cached as soon as it is decoded (compacted at once in a compact cache).
     auto on_item = [&](core::Value&& item) {
-      if (options_.transform) options_.transform(item);
+      ObjectPtr obj = prepare(std::move(item));
       if (options_.compact) {
-        compacts.push_back(CompactObject::encode(item));
+        compacts.push_back(CompactObject::encode(*obj));
       } else {
-        values.push_back(std::make_shared<const core::Value>(std::move(item)));
+        values.push_back(std::move(obj));
       }
     };
+    // A compact cache without a transform: each item's text straight into its cached form.
+    auto on_item_text = [&](std::string_view text) {
+      compacts.push_back(decode_compact_json(text, decode_shape_, "list item"));
+    };
     try {
-      page = client_.list_page_streamed(options_.resource, options_.namespace_, lo, options_.shape,
-                                        on_item);
+      if (direct()) {
+        page = client_.list_page_streamed_text(options_.resource, options_.namespace_, lo,
+                                               options_.shape.metadata_only, on_item_text);
+      } else {
+        page = client_.list_page_streamed(options_.resource, options_.namespace_, lo,
+                                          options_.shape, on_item);
+      }
     } catch (const ApiError& e) {
       // The continue token's snapshot was compacted away: start over once, consistently.
       if (e.is(Reason::Gone) && !lo.continue_token.empty() && !restarted) {
@@ -143,41 +226,37 @@ bool Informer::list_and_replace(bool from_watch_cache) {
 
 // Handlers first for removals (objects deleted while no watch was running), then changes.
 void Informer::dispatch_replace(const Store::ReplaceResult& diff) {
-  for (const auto& h : handlers_) {
-    if (h.on_delete) {
-      for (const auto& gone : diff.removed) h.on_delete(*gone, true);
-    }
-    for (const auto& [old_obj, new_obj] : diff.changed) {
-      if (old_obj) {
-        if (h.on_update) h.on_update(*old_obj, *new_obj);
-      } else if (h.on_add) {
-        h.on_add(*new_obj);
-      }
+  if (handlers_.empty()) return;
+  for (const auto& gone : diff.removed) {
+    HandlerObject o(*gone);
+    notify_delete(handlers_, o, true);
+  }
+  for (const auto& [old_obj, new_obj] : diff.changed) {
+    HandlerObject fresh(*new_obj);
+    if (old_obj) {
+      HandlerObject old(*old_obj);
+      notify_update(handlers_, old, fresh);
+    } else {
+      notify_add(handlers_, fresh);
     }
   }
 }
 
-// The same for a compact cache: each object is rebuilt once for all handlers, and only when
-// some handler takes it.
+// The same for a compact cache: each object is rebuilt as a core::Value once for all handlers,
+// and only when some handler takes that form.
 void Informer::dispatch_replace(const Store::CompactReplaceResult& diff) {
   if (handlers_.empty()) return;
   for (const auto& gone : diff.removed) {
-    core::Value v = gone->to_value();
-    for (const auto& h : handlers_) {
-      if (h.on_delete) h.on_delete(v, true);
-    }
+    HandlerObject o(*gone);
+    notify_delete(handlers_, o, true);
   }
   for (const auto& [old_obj, new_obj] : diff.changed) {
-    core::Value fresh = new_obj->to_value();
+    HandlerObject fresh(*new_obj);
     if (old_obj) {
-      core::Value old = old_obj->to_value();
-      for (const auto& h : handlers_) {
-        if (h.on_update) h.on_update(old, fresh);
-      }
+      HandlerObject old(*old_obj);
+      notify_update(handlers_, old, fresh);
     } else {
-      for (const auto& h : handlers_) {
-        if (h.on_add) h.on_add(fresh);
-      }
+      notify_add(handlers_, fresh);
     }
   }
 }
@@ -206,35 +285,66 @@ void Informer::apply_event(WatchEvent& ev) {
     }
     note_applied();
     ObjectPtr final_state = prepare(std::move(ev.object));
-    for (const auto& h : handlers_) {
-      if (h.on_delete) h.on_delete(*final_state, false);
-    }
+    HandlerObject o(*final_state);
+    notify_delete(handlers_, o, false);
   } else if (options_.compact) {
-    // The decoded event is handed to handlers as it is; only the compact form is cached.
-    if (options_.transform) options_.transform(ev.object);
-    CompactPtr old = store_.upsert_compact(CompactObject::encode(ev.object));
+    // The decoded event is handed to core::Value handlers as it is; only the compact form is
+    // cached.
+    ObjectPtr obj = prepare(std::move(ev.object));
+    CompactPtr fresh = CompactObject::encode(*obj);
+    CompactPtr old = store_.upsert_compact(fresh);
     note_applied();
-    bool any_update = false;
-    for (const auto& h : handlers_) any_update = any_update || static_cast<bool>(h.on_update);
-    core::Value old_value = old && any_update ? old->to_value() : core::Value();
-    for (const auto& h : handlers_) {
-      if (old) {
-        if (h.on_update) h.on_update(old_value, ev.object);
-      } else if (h.on_add) {
-        h.on_add(ev.object);
-      }
+    HandlerObject now(*obj);
+    if (old) {
+      HandlerObject before(*old);
+      notify_update(handlers_, before, now);
+    } else {
+      notify_add(handlers_, now);
     }
   } else {
     ObjectPtr obj = prepare(std::move(ev.object));
     ObjectPtr old = store_.upsert(obj);
     note_applied();
-    for (const auto& h : handlers_) {
-      if (old) {
-        if (h.on_update) h.on_update(*old, *obj);
-      } else if (h.on_add) {
-        h.on_add(*obj);
-      }
+    HandlerObject now(*obj);
+    if (old) {
+      HandlerObject before(*old);
+      notify_update(handlers_, before, now);
+    } else {
+      notify_add(handlers_, now);
     }
+  }
+}
+
+// A compact cache without a transform: the event's object arrives in its cached form; no
+// core::Value is built unless a handler takes one.
+void Informer::apply_compact_event(CompactWatchEvent& ev) {
+  std::string rv(ev.object->resource_version());
+  if (ev.type == WatchEvent::Type::Bookmark) {
+    std::lock_guard lock(mu_);
+    if (!rv.empty()) resource_version_ = rv;
+    return;
+  }
+  std::lock_guard dispatch(dispatch_mu_);
+  {
+    std::lock_guard lock(mu_);
+    if (!rv.empty()) resource_version_ = rv;
+    ++stats_.events;
+    last_error_.clear();
+  }
+  std::string key = object_key(ev.object->namespace_(), ev.object->name());
+  if (ev.type == WatchEvent::Type::Deleted) {
+    store_.erase_compact(key);
+    HandlerObject o(*ev.object);
+    notify_delete(handlers_, o, false);
+    return;
+  }
+  CompactPtr old = store_.upsert_compact(ev.object);
+  HandlerObject now(*ev.object);
+  if (old) {
+    HandlerObject before(*old);
+    notify_update(handlers_, before, now);
+  } else {
+    notify_add(handlers_, now);
   }
 }
 
@@ -245,9 +355,15 @@ void Informer::resync_loop() {
     if (!sleep_for(options_.resync_period)) return;
     if (!synced_) continue;
     std::lock_guard dispatch(dispatch_mu_);
-    for (const auto& obj : store_.list()) {
-      for (const auto& h : handlers_) {
-        if (h.on_update) h.on_update(*obj, *obj);
+    if (store_.compact()) {
+      for (const auto& obj : store_.list_compact()) {
+        HandlerObject o(*obj);
+        notify_update(handlers_, o, o);
+      }
+    } else {
+      for (const auto& obj : store_.list()) {
+        HandlerObject o(*obj);
+        notify_update(handlers_, o, o);
       }
     }
   }
@@ -280,9 +396,16 @@ bool Informer::watch_once() {
     }
   } detach{this};
   try {
-    while (auto ev = stream->next()) {
-      apply_event(*ev);
-      if (stopping_) break;
+    if (direct()) {
+      while (auto ev = stream->next_compact(decode_shape_)) {
+        apply_compact_event(*ev);
+        if (stopping_) break;
+      }
+    } else {
+      while (auto ev = stream->next()) {
+        apply_event(*ev);
+        if (stopping_) break;
+      }
     }
   } catch (const ApiError& e) {
     if (e.is(Reason::Gone) || e.is(Reason::Expired)) {

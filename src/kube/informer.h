@@ -28,13 +28,22 @@ struct InformerOptions {
   // What is cached: metadata_only uses PartialObjectMetadata; prune drops paths while decoding
   // (e.g. {"status.images", "metadata.managedFields"} for Nodes).
   ObjectShape shape;
+  // Keeps only these dotted paths of each object (kube/api/trim.h Projection rules, e.g.
+  // node_health_fields()); empty keeps everything. metadata.name, .namespace and
+  // .resourceVersion are always kept: the cache keys and resumes by them. In a compact cache
+  // without a transform the projection is applied while decoding, so the dropped parts are
+  // never built; otherwise it runs on the decoded core::Value, before the transform.
+  std::vector<std::string> project;
   // Runs on each object after decoding and before caching (drop more, normalise). Optional.
+  // A compact cache with a transform decodes each object into a core::Value first (slower);
+  // prefer `prune` and `project` where they say what is needed.
   std::function<void(core::Value&)> transform;
-  // Cache the compact form (kube/api/compact.h): a fraction of the memory per object; list
-  // pages are compacted as they arrive, so the whole list never sits in memory as a tree.
+  // Cache the compact form (kube/api/compact.h): a fraction of the memory per object. Without a
+  // transform each list item and watch event is decoded straight from its JSON text into the
+  // compact form (kube/api/compact_json.h): no core::Value tree is built at all.
   // store().get/list/by_index then rebuild a core::Value per call; get_compact and friends
-  // read in place. Handlers still get core::Value (the decoded event; an update's old object is
-  // rebuilt from the cache).
+  // read in place. Handlers taking core::Value get objects rebuilt from the compact form (once
+  // per event for all of them); the *_compact handlers get the cached objects themselves.
   bool compact = false;
   // Every resync period handlers get on_update(obj, obj) for each cached object; 0 = never.
   std::chrono::milliseconds resync_period{0};
@@ -48,12 +57,20 @@ struct InformerOptions {
 
 // Handlers run one at a time, in event order, on the informer's thread (resyncs on a timer
 // thread, serialised with events); keep them short (enqueue a key into a WorkQueue and return).
+//
+// Each event goes to whichever form of a handler is set (both when both are): the core::Value
+// ones, or the *_compact ones, which read the compact form in place. In a compact informer the
+// compact handlers cost nothing (no object is rebuilt, the old object of an update is the one
+// the cache held); in a plain one each object is encoded once for them.
 struct EventHandlers {
   std::function<void(const core::Value& obj)> on_add;
   std::function<void(const core::Value& old_obj, const core::Value& new_obj)> on_update;
   // `final_state_unknown`: the object vanished while the watch was down; `obj` is the last
   // state the cache knew.
   std::function<void(const core::Value& obj, bool final_state_unknown)> on_delete;
+  std::function<void(const CompactObject& obj)> on_add_compact;
+  std::function<void(const CompactObject& old_obj, const CompactObject& new_obj)> on_update_compact;
+  std::function<void(const CompactObject& obj, bool final_state_unknown)> on_delete_compact;
 };
 
 class Informer {
@@ -104,12 +121,19 @@ class Informer {
   bool watch_once();  // returns false to request a relist
   ObjectPtr prepare(core::Value obj);
   void apply_event(WatchEvent& ev);
+  void apply_compact_event(CompactWatchEvent& ev);
+  // Compact cache without a transform: JSON text straight into the compact form.
+  [[nodiscard]] bool direct() const noexcept { return options_.compact && !options_.transform; }
   void resync_loop();
   bool sleep_for(std::chrono::milliseconds d);  // false when stopping
   void set_error(const std::string& e);
 
   Client& client_;
   InformerOptions options_;
+  // Decode-time trees for direct(): the prune paths and the projection (with identity paths).
+  core::JsonPrune prune_tree_;
+  core::JsonPrune keep_tree_;
+  CompactDecodeShape decode_shape_;
   Store store_;
   std::vector<EventHandlers> handlers_;
   // Handlers run one at a time: events on the informer thread, resyncs on the resync thread.

@@ -1,5 +1,7 @@
 #include "kube/watch_decoder.h"
 
+#include <cstring>
+
 #include "core/errors.h"
 
 namespace gpufleet::kube {
@@ -119,9 +121,29 @@ void ListItemSplitter::feed(std::string_view chunk) {
     }
     mark = end;
   };
-  for (std::size_t i = 0; i < chunk.size(); ++i) {
-    char c = chunk[i];
+  const char* data = chunk.data();
+  const std::size_t size = chunk.size();
+  for (std::size_t i = 0; i < size; ++i) {
+    char c = data[i];
     if (in_string_) {
+      if (!escape_ && !capture_key_) {
+        // The fast path for the bulk of a list's bytes: jump to the string's closing quote,
+        // stopping at a backslash (the next byte is escaped, whatever it is).
+        const void* q = std::memchr(data + i, '"', size - i);
+        std::size_t end =
+            q != nullptr ? static_cast<std::size_t>(static_cast<const char*>(q) - data) : size;
+        const void* b = std::memchr(data + i, '\\', end - i);
+        if (b != nullptr) {
+          i = static_cast<std::size_t>(static_cast<const char*>(b) - data);
+          escape_ = true;
+        } else if (q != nullptr) {
+          i = end;
+          in_string_ = false;
+        } else {
+          i = size - 1;
+        }
+        continue;
+      }
       if (escape_) {
         escape_ = false;
       } else if (c == '\\') {
@@ -181,11 +203,21 @@ void ListItemSplitter::feed(std::string_view chunk) {
         --depth_;
         if (depth_ < 0) throw core::ParseError("list", 1, 1, "unbalanced brackets in a list");
         if (in_item_ && depth_ == 2) {
-          flush(i + 1);
           in_item_ = false;
           ++count_;
-          on_item_(item_);
-          item_.clear();
+          if (item_.empty()) {
+            // The whole item lies in this chunk (the common case): no copy.
+            if (i + 1 - mark > kMaxItem) append_item(chunk.substr(mark, i + 1 - mark));  // throws
+            std::string_view whole = chunk.substr(mark, i + 1 - mark);
+            mark = i + 1;
+            on_item_(whole);
+          } else {
+            in_item_ = true;
+            flush(i + 1);
+            in_item_ = false;
+            on_item_(item_);
+            item_.clear();
+          }
         } else if (in_items_ && depth_ == 1) {
           in_items_ = false;
           mark = i;  // the closing ] goes to the envelope

@@ -171,5 +171,30 @@ TEST(ListItemSplitter, RejectsTruncatedAndMalformedLists) {
   EXPECT_NO_THROW(run(R"({"metadata":{},"items":null})"));
 }
 
+// Bytes come out in order and in bounded pieces (a consumer behind a fast sender never holds a
+// second copy of the whole backlog).
+TEST(HttpStream, ReadsTheBacklogInOrderInBoundedPieces) {
+  HttpStream s;
+  s.on_status(200);
+  std::string sent;
+  for (int i = 0; i < 20000; ++i) {
+    std::string piece = std::to_string(i) + ",";
+    sent += piece;
+    ASSERT_TRUE(s.on_data(piece.data(), piece.size()));
+  }
+  s.on_done(std::nullopt);
+  std::string got;
+  std::string chunk;
+  int reads = 0;
+  while (s.read(chunk)) {
+    EXPECT_LE(chunk.size(), std::size_t{64} * 1024);
+    got += chunk;
+    chunk.clear();
+    ++reads;
+  }
+  EXPECT_EQ(got, sent);
+  EXPECT_GT(reads, 1);
+}
+
 }  // namespace
 }  // namespace gpufleet::kube

@@ -4,13 +4,79 @@
 #include <cstring>
 
 #include "core/errors.h"
+#include "kube/api/compact_tape.h"
 
 namespace gpufleet::kube {
 
 // ---- StringInterner ----
 
+namespace {
+
+std::atomic<std::uint64_t> next_interner_uid{1};
+
+// A direct-mapped cache of (string -> id) per thread, for one interner at a time. Slots point
+// into the interner's arena, which never moves or shrinks while the interner lives.
+struct InternCache {
+  static constexpr std::size_t kSlots = 4096;  // 64 KiB per thread
+  struct Slot {
+    const char* data = nullptr;
+    std::uint32_t size = 0;
+    std::uint32_t id = 0;
+  };
+  std::uint64_t owner = 0;
+  std::array<Slot, kSlots> slots{};
+};
+
+thread_local InternCache intern_cache;
+
+std::uint64_t load8(const char* p) noexcept {
+  std::uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+// Only picks a slot (a collision costs a miss, never a wrong answer): the length and three
+// words sampled from the start, middle and end, mixed.
+std::size_t slot_of(std::string_view s) noexcept {
+  std::uint64_t h = s.size() * 0x9E3779B97F4A7C15ULL;
+  if (s.size() >= 8) {
+    h ^= load8(s.data()) * 0xC2B2AE3D27D4EB4FULL;
+    h ^= load8(s.data() + (s.size() - 8) / 2) * 0x165667B19E3779F9ULL;
+    h ^= load8(s.data() + s.size() - 8) * 0x27D4EB2F165667C5ULL;
+  } else {
+    std::uint64_t v = 0;
+    std::memcpy(&v, s.data(), s.size());
+    h ^= v * 0xC2B2AE3D27D4EB4FULL;
+  }
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ULL;
+  h ^= h >> 32;
+  return static_cast<std::size_t>(h) & (InternCache::kSlots - 1);
+}
+
+}  // namespace
+
 StringInterner::StringInterner(std::size_t max_strings, std::size_t max_bytes)
-    : max_strings_(std::min(max_strings, kChunkEntries * 1024)), max_bytes_(max_bytes) {}
+    : max_strings_(std::min(max_strings, kChunkEntries * 1024)),
+      max_bytes_(max_bytes),
+      uid_(next_interner_uid.fetch_add(1)) {}
+
+std::uint32_t StringInterner::intern_cached(std::string_view s) {
+  if (s.size() > kMaxLength) return kNone;
+  InternCache& cache = intern_cache;
+  if (cache.owner != uid_) {
+    cache.slots.fill({});
+    cache.owner = uid_;
+  }
+  InternCache::Slot& slot = cache.slots[slot_of(s)];
+  if (slot.data != nullptr && slot.size == s.size() &&
+      std::memcmp(slot.data, s.data(), s.size()) == 0) {
+    return slot.id;
+  }
+  std::uint32_t id = intern(s);
+  if (id != kNone) slot = {view(id).data(), static_cast<std::uint32_t>(s.size()), id};
+  return id;
+}
 
 StringInterner::~StringInterner() {
   for (auto& c : chunks_) delete[] c.load();
@@ -25,7 +91,7 @@ std::uint32_t StringInterner::intern(std::string_view s) {
   std::unique_lock lock(mu_);
   if (auto it = ids_.find(s); it != ids_.end()) return it->second;
   if (next_ >= max_strings_ || bytes_ + s.size() > max_bytes_) return kNone;
-  if (arena_used_ + s.size() > kArenaBlock) {
+  if (arena_.empty() || arena_used_ + s.size() > kArenaBlock) {
     arena_.push_back(std::make_unique<char[]>(kArenaBlock));
     arena_used_ = 0;
   }
@@ -68,54 +134,9 @@ StringInterner& StringInterner::shared() {
   return *interner;
 }
 
-// ---- tape format ----
-//
-// Every value starts with a tag byte. Integers are LEB128 varints (signed ones zigzag-coded).
-//   Null | False | True
-//   Int varint | Uint varint | Double 8 bytes
-//   Interned id | Inline len bytes | Bytes len bytes
-//   List count body_len elements...      (body_len lets readers skip a whole subtree)
-//   Map count body_len (key value)...    (keys sorted as in core::Map; a key is id<<1, or
-//                                         len<<1|1 followed by the bytes when not interned)
+using namespace tape;
 
-namespace {
-
-enum Tag : std::uint8_t {
-  kNull,
-  kFalse,
-  kTrue,
-  kInt,
-  kUint,
-  kDouble,
-  kInterned,
-  kInline,
-  kBytes,
-  kList,
-  kMap
-};
-
-void put_varint(std::string& out, std::uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
-
-std::uint64_t get_varint(const std::uint8_t*& p) noexcept {
-  std::uint64_t v = 0;
-  int shift = 0;
-  for (;;) {
-    std::uint8_t b = *p++;
-    v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
-    if ((b & 0x80) == 0) return v;
-    shift += 7;
-  }
-}
-
-// Values under these keys are unique per object (or per update): interning them would only
-// fill the table. They are stored inline.
-bool unique_valued_key(std::string_view key) {
+bool tape::unique_valued_key(std::string_view key) noexcept {
   static constexpr std::string_view kKeys[] = {"name",
                                                "uid",
                                                "resourceVersion",
@@ -149,6 +170,8 @@ bool unique_valued_key(std::string_view key) {
   return std::find(std::begin(kKeys), std::end(kKeys), key) != std::end(kKeys);
 }
 
+namespace {
+
 class Encoder {
  public:
   Encoder(StringInterner& interner, std::string& out) : interner_(interner), out_(out) {}
@@ -160,8 +183,7 @@ class Encoder {
       case core::Kind::Int: {
         std::int64_t i = v.as_int();
         out_.push_back(kInt);
-        put_varint(out_,
-                   (static_cast<std::uint64_t>(i) << 1) ^ static_cast<std::uint64_t>(i >> 63));
+        put_varint(out_, zigzag(i));
         break;
       }
       case core::Kind::Uint:
@@ -199,7 +221,7 @@ class Encoder {
         put_varint(out_, m.size());
         std::size_t body = out_.size();
         for (const core::MapEntry& e : m) {
-          std::uint32_t id = interner_.intern(e.key);
+          std::uint32_t id = interner_.intern_cached(e.key);
           if (id != StringInterner::kNone) {
             put_varint(out_, std::uint64_t{id} << 1);
           } else {
@@ -216,7 +238,7 @@ class Encoder {
 
  private:
   void string(const std::string& s, bool intern) {
-    std::uint32_t id = intern ? interner_.intern(s) : StringInterner::kNone;
+    std::uint32_t id = intern ? interner_.intern_cached(s) : StringInterner::kNone;
     if (id != StringInterner::kNone) {
       out_.push_back(kInterned);
       put_varint(out_, id);

@@ -45,6 +45,9 @@ class StringInterner {
 
   // The id of `s`, adding it when new; kNone when `s` is too long or the table is full.
   std::uint32_t intern(std::string_view s);
+  // intern() behind a small per-thread cache of recent strings: no lock and no table lookup on
+  // a hit. Decoders look up the same few hundred keys and label values for every object.
+  std::uint32_t intern_cached(std::string_view s);
   [[nodiscard]] std::string_view view(std::uint32_t id) const noexcept;
 
   [[nodiscard]] std::size_t size() const;
@@ -64,6 +67,7 @@ class StringInterner {
 
   const std::size_t max_strings_;
   const std::size_t max_bytes_;
+  const std::uint64_t uid_;  // tells per-thread caches apart (an address may be reused)
   mutable std::shared_mutex mu_;
   std::unordered_map<std::string_view, std::uint32_t> ids_;  // views into arena_
   std::vector<std::unique_ptr<char[]>> arena_;

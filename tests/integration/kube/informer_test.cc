@@ -8,8 +8,8 @@
 #include <mutex>
 #include <thread>
 
-#include "kube/informer.h"
 #include "kube/api/objects.h"
+#include "kube/informer.h"
 #include "test_env.h"
 
 namespace gpufleet::kube {
@@ -246,6 +246,77 @@ TEST(Informer, ConvergesUnderAThousandConcurrentUpdates) {
   // them must arrive as its own event.
   EXPECT_GE(st.events, 1000u) << "watches " << st.watches << ", failures " << st.failures
                               << ", last error: " << inf.last_error();
+}
+
+// A compact informer without a transform decodes list items and watch events straight from
+// JSON into the compact form, projected while decoding; core::Value handlers and compact
+// handlers both see every change, and a stopped informer resumes from its resourceVersion.
+TEST(Informer, CompactDecodesStraightFromJsonAndProjects) {
+  Client client(admin_config());
+  TestNamespace ns(client);
+  auto cms = resources::config_maps();
+  core::Value big = config_map(ns.name(), "before", "1");
+  big["data"]["dropped"] = std::string(2000, 'x');
+  big["metadata"]["labels"]["tier"] = "gpu";
+  client.create(cms, big);
+  InformerOptions o = config_map_informer(ns.name());
+  o.compact = true;
+  o.project = {"data.v", "metadata.labels"};  // name, namespace, resourceVersion always kept
+  Informer inf(client, o);
+  Recorder rec;
+  inf.add_handlers(rec.handlers());
+  std::mutex mu;
+  std::map<std::string, std::string> compact_seen;
+  int compact_updates = 0;
+  EventHandlers ch;
+  auto record = [&](const CompactObject& obj) {
+    std::lock_guard lock(mu);
+    compact_seen[object_key(obj.namespace_(), obj.name())] =
+        std::string(obj.root().get_string({"data", "v"}));
+  };
+  ch.on_add_compact = record;
+  ch.on_update_compact = [&](const CompactObject& old_obj, const CompactObject& new_obj) {
+    std::lock_guard lock(mu);
+    EXPECT_NE(old_obj.resource_version(), new_obj.resource_version());
+    ++compact_updates;
+    compact_seen[object_key(new_obj.namespace_(), new_obj.name())] =
+        std::string(new_obj.root().get_string({"data", "v"}));
+  };
+  ch.on_delete_compact = [&](const CompactObject& obj, bool) {
+    std::lock_guard lock(mu);
+    compact_seen.erase(object_key(obj.namespace_(), obj.name()));
+  };
+  inf.add_handlers(ch);
+  inf.start();
+  ASSERT_TRUE(inf.wait_for_sync(30s)) << inf.last_error();
+  client.create(cms, config_map(ns.name(), "after", "2"));
+  core::Value p;
+  p["data"]["v"] = "3";
+  client.patch(cms, ns.name(), "before", PatchType::Merge, p);
+  expect_converges(client, inf, rec, ns.name(), 20s);
+  CompactPtr cached = inf.store().get_compact(ns.name() + "/before");
+  ASSERT_NE(cached, nullptr);
+  EXPECT_EQ(cached->root().get_string({"data", "v"}), "3");
+  EXPECT_FALSE(cached->root().get({"data", "dropped"}).has_value());  // projected away
+  EXPECT_FALSE(cached->root().get({"metadata", "uid"}).has_value());
+  EXPECT_FALSE(cached->root().get({"metadata", "managedFields"}).has_value());
+  EXPECT_EQ(cached->root().get_string({"metadata", "labels", "tier"}), "gpu");
+  EXPECT_FALSE(cached->resource_version().empty());
+  // Stopped, changed, started again: the watch resumes from the cached resourceVersion.
+  inf.stop();
+  client.remove(cms, ns.name(), "after");
+  p["data"]["v"] = "4";
+  client.patch(cms, ns.name(), "before", PatchType::Merge, p);
+  inf.start();
+  expect_converges(client, inf, rec, ns.name(), 20s);
+  EXPECT_EQ(inf.stats().lists, 1u);
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(without_root_ca(compact_seen, ns.name()), server_state(client, ns.name()));
+    EXPECT_GE(compact_updates, 2);
+  }
+  EXPECT_EQ(rec.duplicates.load(), 0);
+  inf.stop();
 }
 
 std::string kube_local(const std::string& args) {
