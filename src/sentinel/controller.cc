@@ -1,6 +1,7 @@
 #include "sentinel/controller.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -159,7 +160,13 @@ struct State {
   Policy policy;
   std::optional<RuleSet> rules;
   std::optional<CircuitBreaker> breaker;
-  std::string breaker_saved;  // the last durable form written (skip identical writes)
+  // Group commit of the breaker's durable form: admissions bump breaker_version and wait
+  // until a write covering it is done; one write is in flight at a time and covers every
+  // admission made before it started.
+  std::uint64_t breaker_version = 0;
+  std::uint64_t saved_version = 0;
+  bool saving = false;
+  std::condition_variable saved_cv;
   std::vector<std::string> problems;
   std::map<std::string, std::int64_t> dry_run;
   std::size_t gpu_nodes = 0;
@@ -513,6 +520,8 @@ class NodeReconciler final : public controller::Reconciler {
       return gate_new_node(policy, policy_created, *node);
     }
     const std::int64_t now = now_ms();
+    std::string refused;
+    std::uint64_t version = 0;
     {
       std::lock_guard lock(state_->mu);
       if (!state_->loaded) return {};
@@ -521,14 +530,19 @@ class NodeReconciler final : public controller::Reconciler {
       BreakerDecision b = state_->breaker->tripped() && state_->breaker->counts(req.name)
                               ? BreakerDecision{true, ""}
                               : state_->breaker->admit(req.name, now, state_->gpu_nodes);
-      if (!b.admitted) {
-        metrics_.refused.inc();
-        events_.record(node_ref(*node), kube::EventType::Warning, "QuarantineRefused", "Quarantine",
-                       "circuit breaker: " + b.reason);
-        return {.requeue_after = 15s};
+      if (b.admitted) {
+        version = ++state_->breaker_version;
+      } else {
+        refused = b.reason.empty() ? "refused" : b.reason;
       }
-      save_breaker_locked();
     }
+    if (!refused.empty()) {
+      metrics_.refused.inc();
+      events_.record(node_ref(*node), kube::EventType::Warning, "QuarantineRefused", "Quarantine",
+                     "circuit breaker: " + refused);
+      return {.requeue_after = 15s};
+    }
+    save_breaker(version);
     const std::string name = incident_name(req.name, now);
     patch_node(*node, plan_quarantine(*node, decision, entities, name));
     const std::int64_t cordoned = now_ms();
@@ -618,15 +632,35 @@ class NodeReconciler final : public controller::Reconciler {
     }
   }
 
-  // Called with state_->mu held: the breaker's durable form into the policy's status before
-  // the quarantine it admitted happens (a crash in between over-counts one node, never under).
-  void save_breaker_locked() {
-    std::string saved = core::to_json(state_->breaker->to_value());
-    if (saved == state_->breaker_saved) return;
-    core::Value status;
-    status["breaker"]["saved"] = saved;
-    breaker_status_.apply("", policy_name_, status);
-    state_->breaker_saved = std::move(saved);
+  // The breaker's durable form into the policy's status before the quarantine it admitted
+  // happens (a crash in between over-counts one node, never under-counts). Group commit: the
+  // first waiter writes the state as it is then (covering every admission so far); the others
+  // wait for a write that covers theirs, so a storm costs one write per round trip, not one per
+  // node.
+  void save_breaker(std::uint64_t version) {
+    std::unique_lock lock(state_->mu);
+    while (state_->saved_version < version) {
+      if (state_->saving) {
+        state_->saved_cv.wait(lock);
+        continue;
+      }
+      state_->saving = true;
+      const std::uint64_t covers = state_->breaker_version;
+      core::Value status;
+      status["breaker"]["saved"] = core::to_json(state_->breaker->to_value());
+      lock.unlock();
+      std::exception_ptr error;
+      try {
+        breaker_status_.apply("", policy_name_, status);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      lock.lock();
+      state_->saving = false;
+      if (!error) state_->saved_version = std::max(state_->saved_version, covers);
+      state_->saved_cv.notify_all();
+      if (error) std::rethrow_exception(error);
+    }
   }
 
   Result gate_new_node(const Policy& policy, std::int64_t policy_created, const core::Value& node) {
@@ -1076,12 +1110,14 @@ void setup_sentinel(controller::Manager& manager, SentinelOptions options) {
   state->nodes_controller = &nodes_ctl;
 
   const std::string policy_name = options.policy;
+  // Spec edits and the reset annotation; status writes (its own and the breaker saves) are
+  // not events for it. Counts and window expiry are refreshed every 5 s by requeue.
+  controller::SourceOptions policy_src;
+  policy_src.predicates.push_back(
+      controller::predicates::any_of({controller::predicates::generation_changed(),
+                                      controller::predicates::annotations_changed()}));
   manager.controller("sentinel-policy")
-      .for_resource(api::sentinel_policies(), "SentinelPolicy")
-      .watches(api::remediations(),
-               [policy_name](const core::Value&) {
-                 return std::vector<Request>{{"", policy_name}};
-               })
+      .for_resource(api::sentinel_policies(), "SentinelPolicy", policy_src)
       .complete(std::make_shared<PolicyReconciler>(manager, state, *metrics, policy_name, policies,
                                                    nodes, rems));
 }

@@ -188,7 +188,10 @@ int main(int argc, char** argv) {
     std::cerr << "NODES must exceed RATE*SECONDS + BURST + STORM\n";
     return 2;
   }
-  kube::Client client(kube::load_default_config(kubeconfig, ""));
+  kube::ClientConfig cc = kube::load_default_config(kubeconfig, "");
+  cc.qps = 5000;  // the load generator must not be what limits the rate
+  cc.burst = 5000;
+  kube::Client client(cc);
   for (const char* f : {"nodehealth", "sentinelpolicy", "remediation", "validationrequest"}) {
     client.apply(kube::resources::custom_resource_definitions(),
                  core::parse_yaml(read_file(src + "/deploy/crds/" + f + ".yaml")),
@@ -201,10 +204,11 @@ int main(int argc, char** argv) {
   std::cout << "setup: " << nodes << " GPU Nodes + NodeHealth in "
             << std::chrono::duration<double>(Clock::now() - t0).count() << " s\n";
   // Generous breaker for the latency and burst parts.
-  apply_policy(client, "bench", nodes);
+  apply_policy(client, b.prefix, nodes);
   auto watcher = b.watch_nodes();
   controller::testing::Child ctl({bin, "controller", "--controllers=sentinel", "--metrics-addr", "",
-                                  "--set", "sentinel.policy=bench", "--kubeconfig", kubeconfig},
+                                  "--set", "sentinel.policy=" + b.prefix, "--kube-qps", "2000",
+                                  "--kube-burst", "2000", "--kubeconfig", kubeconfig},
                                  "/dev/null");
   std::this_thread::sleep_for(5s);  // caches synced
   const long rss_idle = rss_kib(ctl.pid());
@@ -261,12 +265,12 @@ int main(int argc, char** argv) {
     // The breaker counts unique nodes in its window: the threshold is what is already in it
     // plus `threshold`.
     const int already = static_cast<int>(before);
-    apply_policy(client, "bench", already + threshold);
+    apply_policy(client, b.prefix, already + threshold);
     std::this_thread::sleep_for(6s);  // the policy reconciler reloads it
     parallel(storm, 8, [&](int i) { b.fault(next + i); });
     std::this_thread::sleep_for(10s);
     const std::size_t acted = b.cordoned_count() - before;
-    auto pol = client.get(sentinel::api::sentinel_policies(), "", "bench");
+    auto pol = client.get(sentinel::api::sentinel_policies(), "", b.prefix);
     // Every incident of the storm's nodes: exactly one each.
     std::map<std::string, int> per_node;
     for (const auto& r : client.list(sentinel::api::remediations(), "").items) {
@@ -288,8 +292,7 @@ int main(int argc, char** argv) {
   ctl.signal(SIGTERM);
   ctl.wait(30s);
   // Cleanup.
-  kube::ListOptions lo;
-  lo.label_selector = "sentinel-bench=" + b.prefix;
+  client.remove(sentinel::api::sentinel_policies(), "", b.prefix);
   parallel(nodes, 8, [&](int i) {
     try {
       client.remove(kube::resources::nodes(), "", b.node_name(i));
