@@ -48,5 +48,10 @@ if ! sentinel_timeout=45 sentinel_wait Released Failed; then
   kubectl --kubeconfig "$kubeconfig" get validationrequests -l "sentinel.gpufleet.io/node=$node" 2>/dev/null || true
   echo "  the node stays out of scheduling until certify passes it; moving on"
 fi
-kubectl --kubeconfig "$kubeconfig" get remediations
+echo "the incident's record (each step written before it was taken):"
+kubectl --kubeconfig "$kubeconfig" get remediations -l "sentinel.gpufleet.io/node=$node" -o jsonpath='{range .items[-1:]}  quarantined {.status.quarantinedAt} (fault → cordon {.status.cordonLatencyMs} ms)
+  drain       {.status.drainStartedAt} evicted={.status.drain.evicted} deleted={.status.drain.deleted} forced={.status.drain.forced}
+  {.status.action.type}      requested {.status.action.requestedAt} attempt {.status.action.attempt} → {.status.action.result}
+  validation  ValidationRequest {.status.validationRequest}
+  phase       {.status.phase}: {.status.message}{"\n"}{end}'
 "$gpufleet" sentinel status --kubeconfig "$kubeconfig" | sed -n '1,20p'

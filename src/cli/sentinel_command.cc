@@ -177,11 +177,15 @@ void setup_sentinel_command(CLI::App& root) {
   auto flags = std::make_shared<SentinelFlags>();
   auto* cmd = root.add_subcommand("sentinel", "Health sentinel: incidents and circuit breaker");
   cmd->require_subcommand(1);
-  cmd->add_option("--kubeconfig", flags->kubeconfig, "kubeconfig file");
-  cmd->add_option("--context", flags->context, "kubeconfig context");
-  cmd->add_option("--policy", flags->policy, "the SentinelPolicy")->capture_default_str();
+  // On each verb, so that `gpufleet sentinel status --kubeconfig K` reads naturally.
+  auto common = [&](CLI::App* sub) {
+    sub->add_option("--kubeconfig", flags->kubeconfig, "kubeconfig file");
+    sub->add_option("--context", flags->context, "kubeconfig context");
+    sub->add_option("--policy", flags->policy, "the SentinelPolicy")->capture_default_str();
+  };
   auto* status =
       cmd->add_subcommand("status", "quarantined nodes, incidents by phase, breaker state");
+  common(status);
   status->add_option("-o,--output", flags->output, "table or json")->capture_default_str();
   status->callback([flags] {
     if (flags->output != "table" && flags->output != "json")
@@ -196,6 +200,7 @@ void setup_sentinel_command(CLI::App& root) {
   });
   auto* reset = cmd->add_subcommand(
       "reset-breaker", "close a tripped circuit breaker (new quarantines allowed again)");
+  common(reset);
   reset->callback([flags] {
     kube::Client client(kube::load_default_config(flags->kubeconfig, flags->context));
     core::Value patch;

@@ -110,4 +110,10 @@ wait_phase 30 Released
 [[ $(kubectl get node "$node" -o jsonpath='{.spec.unschedulable}') != true ]] || fail "$node still cordoned after release"
 n=$(kubectl get remediations -l "sentinel.gpufleet.io/node=$node" --no-headers | wc -l)
 ((n == 1)) || fail "$n incidents for $node, want 1"
+# The operator's view: breaker state and incidents by phase, as JSON and as a table.
+status=$("$gpufleet" sentinel status --policy sentinel-sim -o json)
+grep -q '"state":"Closed"' <<<"$status" || fail "sentinel status: breaker not Closed: $status"
+grep -qE '"Released":[1-9]' <<<"$status" || fail "sentinel status: no Released incident: $status"
+"$gpufleet" sentinel status --policy sentinel-sim | grep -q '^BREAKER  Closed' \
+  || fail "sentinel status table has no breaker line"
 echo "sentinel_sim: PASS ($node: Xid 79 → cordon → drain → reboot $boot_before → $boot_after → validated → released)"
