@@ -5,6 +5,7 @@
 #include "core/errors.h"
 #include "core/json.h"
 #include "core/yaml.h"
+#include "sentinel/breaker.h"
 #include "sentinel/policy.h"
 
 namespace gpufleet::sentinel {
@@ -113,6 +114,21 @@ TEST(Rules, RemediationCombinesToTheStrongest) {
                               core::Value::list());
   EXPECT_EQ(d.remediate, "reboot");  // a reboot covers a pending GPU reset
   EXPECT_TRUE(d.acts());
+}
+
+// The controller retries a quarantine whose write failed after the breaker admitted it: the
+// node already counts, so the retry is not refused by the trip its own admission caused.
+TEST(BreakerCounts, AnAdmittedNodeIsKnownUntilItLeavesTheWindow) {
+  BreakerPolicy p;
+  p.max_nodes = 1;
+  p.window_ms = 1000;
+  CircuitBreaker b(p);
+  EXPECT_TRUE(b.admit("n1", 0, 10).admitted);
+  EXPECT_TRUE(b.tripped());
+  EXPECT_TRUE(b.counts("n1"));
+  EXPECT_FALSE(b.counts("n2"));
+  b.tick(5000);
+  EXPECT_FALSE(b.counts("n1"));
 }
 
 }  // namespace
