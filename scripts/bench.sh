@@ -16,3 +16,6 @@ done
 # The informer cache beside client-go on a fresh kube-local, 1,000 Nodes (docs/performance.md).
 echo "== cache vs client-go (scripts/bench-cache.sh 1000)"
 scripts/bench-cache.sh 1000
+# sentinel: fault -> cordon latency, quarantine rate, RSS, breaker storm (docs/sentinel.md).
+echo "== sentinel (scripts/bench-sentinel.sh build/release 5000 500 5)"
+scripts/bench-sentinel.sh build/release 5000 500 5

@@ -94,7 +94,8 @@ metrics_port=18080
 for replica in a b; do
   "$gpufleet" controller --controllers="$demo_controllers" --kubeconfig "$kubeconfig" --leader-elect \
     --lease-namespace default --lease-name gpufleet-demo --identity "demo-$replica" \
-    --metrics-addr "127.0.0.1:$metrics_port" >"$demo_dir/controller-$replica.log" 2>&1 &
+    --metrics-addr "127.0.0.1:$metrics_port" --set sentinel.sim-state-dir="$demo_dir/sim" \
+    >"$demo_dir/controller-$replica.log" 2>&1 &
   echo $! >"$demo_dir/controller-$replica.pid"
   metrics_port=$((metrics_port + 1))
 done

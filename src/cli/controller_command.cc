@@ -42,6 +42,8 @@ struct ControllerFlags {
   std::string retry_period = "2s";
   std::string metrics_addr = "127.0.0.1:8080";
   std::string shutdown_grace = "30s";
+  double kube_qps = 50;
+  int kube_burst = 100;
   bool list = false;
 };
 
@@ -117,7 +119,12 @@ void run_controllers(const ControllerFlags& f) {
     }
   });
 
-  kube::Client client(kube::load_default_config(f.kubeconfig, f.context));
+  if (!(f.kube_qps > 0) || f.kube_burst < 1)
+    throw core::InvalidInput("--kube-qps and --kube-burst must be positive (e.g. 50 and 100)");
+  kube::ClientConfig cc = kube::load_default_config(f.kubeconfig, f.context);
+  cc.qps = f.kube_qps;
+  cc.burst = f.kube_burst;
+  kube::Client client(cc);
   controller::Manager manager(client, mo);
   for (const auto* d : selected) d->setup(manager, ctx);
   core::log::info("controller manager starting", {{"controllers", f.controllers},
@@ -161,6 +168,11 @@ void setup_controller(CLI::App& root) {
       ->capture_default_str();
   cmd->add_option("--shutdown-grace", flags->shutdown_grace,
                   "time queued reconciles get to finish on SIGTERM")
+      ->capture_default_str();
+  // sentinel quarantining hundreds of nodes a second needs more than client-go's defaults.
+  cmd->add_option("--kube-qps", flags->kube_qps, "API requests per second (client-side limit)")
+      ->capture_default_str();
+  cmd->add_option("--kube-burst", flags->kube_burst, "API request burst (client-side limit)")
       ->capture_default_str();
   cmd->callback([flags] {
     if (!flags->list && flags->controllers.empty())

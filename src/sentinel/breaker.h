@@ -55,6 +55,11 @@ class CircuitBreaker {
   void reset(std::int64_t now_ms, std::string_view by);
 
   [[nodiscard]] bool tripped() const noexcept { return tripped_; }
+  // Whether `node` was admitted within the window (a quarantine admitted but not yet applied,
+  // e.g. its write conflicted, is not asked about again: it already counts).
+  [[nodiscard]] bool counts(std::string_view node) const {
+    return nodes_.find(node) != nodes_.end();
+  }
   [[nodiscard]] std::size_t unique_nodes() const noexcept { return nodes_.size(); }
   // 0 when no limit is set (the breaker never trips).
   [[nodiscard]] std::size_t threshold(std::size_t gpu_nodes) const noexcept;

@@ -4,14 +4,11 @@
 
 #include "core/errors.h"
 #include "core/json.h"
+#include "kube/api/cordon.h"
+#include "kube/api/meta.h"
 
 namespace gpufleet::sentinel {
 namespace {
-
-bool is_unschedulable(const core::Value& node) {
-  const core::Value* u = node.get({"spec", "unschedulable"});
-  return u != nullptr && u->is_bool() && u->as_bool();
-}
 
 // The node's taints as (key, effect) -> value.
 std::vector<Taint> node_taints(const core::Value& node) {
@@ -61,6 +58,9 @@ QuarantineRecord QuarantineRecord::from_node(const core::Value& node) {
       r.entities.insert(s.as_string());
     }
   }
+  if (const core::Value* i = v.find("incident"); i != nullptr && i->is_string()) {
+    r.incident = i->as_string();
+  }
   return r;
 }
 
@@ -73,6 +73,7 @@ std::string QuarantineRecord::to_annotation() const {
   core::Value e = core::Value::list();
   for (const auto& entity : entities) e.push_back(entity);
   v["entities"] = std::move(e);
+  if (!incident.empty()) v["incident"] = incident;
   return core::to_json(v);
 }
 
@@ -98,13 +99,17 @@ std::set<std::string> faulty_entities(const core::Value& health) {
 }
 
 NodeChange plan_quarantine(const core::Value& node, const Decision& decision,
-                           const std::set<std::string>& entities) {
+                           const std::set<std::string>& entities, const std::string& incident) {
   NodeChange change;
   QuarantineRecord rec = QuarantineRecord::from_node(node);
   const QuarantineRecord before = rec;
-  if (decision.cordon && !is_unschedulable(node)) {
-    change.unschedulable = true;
-    rec.cordoned = true;
+  if (!incident.empty()) rec.incident = incident;
+  if (decision.cordon) {
+    const kube::CordonState cs = kube::cordon_state(node);
+    // A foreign cordon (a person's, no owners) is left as it was and never claimed; an
+    // uncordoned node, or one held by other gpufleet owners, gets sentinel's share.
+    if (!cs.foreign() && !(cs.unschedulable && cs.owned_by(kCordonOwner))) change.cordon = true;
+    if (!cs.foreign()) rec.cordoned = true;
   }
   const std::vector<Taint> present = node_taints(node);
   for (const auto& t : decision.taints) {
@@ -114,7 +119,7 @@ NodeChange plan_quarantine(const core::Value& node, const Decision& decision,
   }
   rec.entities.insert(entities.begin(), entities.end());
   if (rec.cordoned != before.cordoned || rec.taints != before.taints ||
-      rec.entities != before.entities) {
+      rec.entities != before.entities || rec.incident != before.incident) {
     change.annotation = rec.to_annotation();
   }
   return change;
@@ -136,8 +141,15 @@ NodeChange plan_release(const core::Value& node, const std::set<std::string>& fa
     }
     return change;
   }
-  // Everything recovered: undo only sentinel's own marks.
-  if (rec.cordoned && is_unschedulable(node)) change.unschedulable = false;
+  return plan_release_all(node);
+}
+
+NodeChange plan_release_all(const core::Value& node) {
+  NodeChange change;
+  QuarantineRecord rec = QuarantineRecord::from_node(node);
+  if (rec.empty()) return change;
+  // Undo only sentinel's own marks: its share of the cordon (the last owner uncordons).
+  if (rec.cordoned && kube::cordon_state(node).owned_by(kCordonOwner)) change.uncordon = true;
   const std::vector<Taint> present = node_taints(node);
   for (const auto& t : rec.taints) {
     // Only when it is still exactly ours (same key, value and effect).
@@ -147,6 +159,46 @@ NodeChange plan_release(const core::Value& node, const std::set<std::string>& fa
   }
   change.annotation = "";
   return change;
+}
+
+std::optional<core::Value> node_patch(const core::Value& node, const NodeChange& change) {
+  if (change.empty()) return std::nullopt;
+  core::Value patch = core::Value::map();
+  if (change.cordon) {
+    if (auto p = kube::cordon_patch(node, kCordonOwner)) patch = std::move(*p);
+  } else if (change.uncordon) {
+    if (auto p = kube::uncordon_patch(node, kCordonOwner)) patch = std::move(*p);
+  }
+  std::string_view rv = kube::resource_version_of(node);
+  if (!rv.empty()) patch["metadata"]["resourceVersion"] = core::Value(rv);
+  if (change.annotation) {
+    patch["metadata"]["annotations"][kQuarantineAnnotation] =
+        change.annotation->empty() ? core::Value(nullptr) : core::Value(*change.annotation);
+  }
+  if (!change.add_taints.empty() || !change.remove_taints.empty()) {
+    // A merge patch replaces the whole list: rebuilt from the Node as read, which the
+    // resourceVersion guarantees is what the server holds.
+    core::Value taints = core::Value::list();
+    if (const core::Value* list = node.get({"spec", "taints"}); list && list->is_list()) {
+      for (const auto& t : list->as_list()) {
+        Taint have{std::string(t.get_string({"key"})), std::string(t.get_string({"value"})),
+                   std::string(t.get_string({"effect"}))};
+        if (std::find(change.remove_taints.begin(), change.remove_taints.end(), have) ==
+            change.remove_taints.end()) {
+          taints.push_back(t);
+        }
+      }
+    }
+    for (const auto& t : change.add_taints) {
+      core::Value x = core::Value::map();
+      x["key"] = t.key;
+      if (!t.value.empty()) x["value"] = t.value;
+      x["effect"] = t.effect;
+      taints.push_back(std::move(x));
+    }
+    patch["spec"]["taints"] = std::move(taints);
+  }
+  return patch;
 }
 
 }  // namespace gpufleet::sentinel

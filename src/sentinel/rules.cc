@@ -47,13 +47,13 @@ Taint Taint::parse(std::string_view text, std::string_view field) {
 RuleSpec RuleSpec::from_value(const core::Value& v, std::string_view where) {
   const std::string at(where);
   if (!v.is_map()) throw core::InvalidInput(at + ": a rule must be a map");
-  static constexpr std::string_view kKeys[] = {"name",  "when",     "priority", "cordon",
-                                               "taint", "escalate", "dryRun"};
+  static constexpr std::string_view kKeys[] = {"name",  "when",     "priority",  "cordon",
+                                               "taint", "escalate", "remediate", "dryRun"};
   for (const auto& e : v.as_map()) {
     if (std::find(std::begin(kKeys), std::end(kKeys), e.key) == std::end(kKeys)) {
       throw core::InvalidInput(at + "." + e.key +
                                ": unknown key; use name, when, priority, cordon, taint, "
-                               "escalate, dryRun");
+                               "escalate, remediate, dryRun");
     }
   }
   RuleSpec r;
@@ -82,6 +82,12 @@ RuleSpec RuleSpec::from_value(const core::Value& v, std::string_view where) {
   r.name = str("name", true);
   r.when = str("when", true);
   r.escalate = str("escalate", false);
+  r.remediate = str("remediate", false);
+  if (!r.remediate.empty() && r.remediate != "none" && r.remediate != "gpu-reset" &&
+      r.remediate != "reboot") {
+    throw core::InvalidInput(at + ".remediate: \"" + r.remediate +
+                             "\" is not an action; use none, gpu-reset or reboot");
+  }
   r.cordon = boolean("cordon");
   r.dry_run = boolean("dryRun");
   if (const core::Value* p = v.find("priority"); p != nullptr && !p->is_null()) {
@@ -91,9 +97,9 @@ RuleSpec RuleSpec::from_value(const core::Value& v, std::string_view where) {
     r.priority = static_cast<int>(p->as_int());
   }
   if (std::string t = str("taint", false); !t.empty()) r.taint = Taint::parse(t, at + ".taint");
-  if (!r.cordon && !r.taint && r.escalate.empty()) {
+  if (!r.cordon && !r.taint && r.escalate.empty() && r.remediate.empty()) {
     throw core::InvalidInput(at + ": rule '" + r.name +
-                             "' has no action; set cordon: true, a taint or escalate");
+                             "' has no action; set cordon: true, a taint, escalate or remediate");
   }
   return r;
 }
@@ -159,6 +165,11 @@ Decision RuleSet::evaluate(const core::Value& event, const core::Value& health,
       d.taints.push_back(*r.spec.taint);
     }
     if (d.escalate.empty()) d.escalate = r.spec.escalate;
+    // Strength order: "" < none < gpu-reset < reboot (a reboot covers a pending GPU reset).
+    auto strength = [](std::string_view a) {
+      return a == "reboot" ? 3 : a == "gpu-reset" ? 2 : a == "none" ? 1 : 0;
+    };
+    if (strength(r.spec.remediate) > strength(d.remediate)) d.remediate = r.spec.remediate;
   }
   return d;
 }

@@ -48,9 +48,12 @@ struct RuleSpec {
   bool cordon = false;
   std::optional<Taint> taint;
   std::string escalate;  // e.g. "replace"; "" for none
+  // The remediation asked for: "" (none asked), "none", "gpu-reset" or "reboot".
+  std::string remediate;
   bool dry_run = false;
 
-  // {name, when, priority, cordon, taint: "k=v:Effect", escalate, dryRun}; strict keys.
+  // {name, when, priority, cordon, taint: "k=v:Effect", escalate, remediate, dryRun}; strict
+  // keys.
   static RuleSpec from_value(const core::Value& v, std::string_view where);
 };
 
@@ -58,10 +61,13 @@ struct Decision {
   bool cordon = false;
   std::vector<Taint> taints;
   std::string escalate;
+  // The strongest remediation any acting rule asked for ("" none asked; a reboot covers a GPU
+  // reset, so "reboot" wins over "gpu-reset").
+  std::string remediate;
   std::vector<std::string> matched;  // rules that acted, in combination order
   std::vector<std::string> dry_run;  // dry-run rules that would have acted
   [[nodiscard]] bool acts() const noexcept {
-    return cordon || !taints.empty() || !escalate.empty();
+    return cordon || !taints.empty() || !escalate.empty() || !remediate.empty();
   }
 };
 

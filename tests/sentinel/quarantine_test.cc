@@ -10,35 +10,29 @@ namespace {
 
 core::Value json(std::string_view s) { return core::parse_json(s); }
 
-// Applies a NodeChange to a Node value the way the controller's patch would.
-void apply(core::Value& node, const NodeChange& c) {
-  if (c.unschedulable) node["spec"]["unschedulable"] = *c.unschedulable;
-  core::Value taints = core::Value::list();
-  if (const core::Value* t = node.get({"spec", "taints"})) {
-    for (const auto& x : t->as_list()) {
-      Taint have{std::string(x.get_string({"key"})), std::string(x.get_string({"value"})),
-                 std::string(x.get_string({"effect"}))};
-      if (std::find(c.remove_taints.begin(), c.remove_taints.end(), have) ==
-          c.remove_taints.end()) {
-        taints.push_back(x);
-      }
-    }
+// RFC 7386 merge patch, as the API server applies node_patch()'s result.
+void merge(core::Value& target, const core::Value& patch) {
+  if (!patch.is_map()) {
+    target = patch;
+    return;
   }
-  for (const auto& t : c.add_taints) {
-    core::Value x = core::Value::map();
-    x["key"] = t.key;
-    x["value"] = t.value;
-    x["effect"] = t.effect;
-    taints.push_back(std::move(x));
-  }
-  node["spec"]["taints"] = std::move(taints);
-  if (c.annotation) {
-    if (c.annotation->empty()) {
-      node["metadata"]["annotations"].as_map().erase(kQuarantineAnnotation);
+  if (!target.is_map()) target = core::Value::map();
+  for (const auto& e : patch.as_map()) {
+    if (e.value.is_null()) {
+      target.as_map().erase(e.key);
     } else {
-      node["metadata"]["annotations"][kQuarantineAnnotation] = *c.annotation;
+      merge(target[e.key], e.value);
     }
   }
+}
+
+void apply(core::Value& node, const NodeChange& c) {
+  if (auto p = node_patch(node, c)) merge(node, *p);
+}
+
+bool unschedulable(const core::Value& node) {
+  const core::Value* u = node.get({"spec", "unschedulable"});
+  return u != nullptr && u->as_bool();
 }
 
 Decision fatal() {
@@ -67,22 +61,24 @@ TEST(Quarantine, LeavesOnlyWhenEveryEntityRecovered) {
   Decision cordon_only;
   cordon_only.cordon = true;
   apply(node, plan_quarantine(node, cordon_only, {"ib-port/mlx5_0/1"}));
-  EXPECT_TRUE(node.get({"spec", "unschedulable"})->as_bool());
+  EXPECT_TRUE(unschedulable(node));
+  EXPECT_EQ(node.get_string({"metadata", "annotations", "gpufleet.io/cordon-owners"}), "sentinel");
   EXPECT_EQ(node.get({"spec", "taints"})->size(), 1u);
   EXPECT_EQ(QuarantineRecord::from_node(node).entities.size(), 2u);
 
   // GPU-a recovered, the port not yet: stays, the record forgets GPU-a.
   auto c = plan_release(node, faulty_entities(health("Healthy", "Fatal")));
-  EXPECT_FALSE(c.unschedulable);
+  EXPECT_FALSE(c.uncordon);
   EXPECT_TRUE(c.remove_taints.empty());
   apply(node, c);
   EXPECT_EQ(QuarantineRecord::from_node(node).entities, std::set<std::string>{"ib-port/mlx5_0/1"});
   // All recovered: undone.
   c = plan_release(node, faulty_entities(health("Healthy", "Healthy")));
-  ASSERT_TRUE(c.unschedulable);
-  EXPECT_FALSE(*c.unschedulable);
+  EXPECT_TRUE(c.uncordon);
   ASSERT_EQ(c.remove_taints.size(), 1u);
   apply(node, c);
+  EXPECT_FALSE(unschedulable(node));
+  EXPECT_EQ(node.get_string({"metadata", "annotations", "gpufleet.io/cordon-owners"}), "");
   EXPECT_EQ(node.get({"spec", "taints"})->size(), 0u);
   EXPECT_TRUE(QuarantineRecord::from_node(node).empty());
   EXPECT_TRUE(plan_release(node, {}).empty());  // idempotent
@@ -93,17 +89,17 @@ TEST(Quarantine, SomeoneElsesCordonAndTaintAreLeftAlone) {
       {"key":"nvidia.com/gpu-error","value":"manual","effect":"NoSchedule"},
       {"key":"maintenance","value":"","effect":"NoExecute"}]}})");
   auto c = plan_quarantine(node, fatal(), {"xid/GPU-a"});
-  EXPECT_FALSE(c.unschedulable);      // already cordoned by someone else
+  EXPECT_FALSE(c.cordon);             // already cordoned by someone else: not claimed
   EXPECT_TRUE(c.add_taints.empty());  // same key and effect present: not ours
   apply(node, c);
   auto rec = QuarantineRecord::from_node(node);
   EXPECT_FALSE(rec.cordoned);
   EXPECT_TRUE(rec.taints.empty());
   c = plan_release(node, {});
-  EXPECT_FALSE(c.unschedulable);
+  EXPECT_FALSE(c.uncordon);
   EXPECT_TRUE(c.remove_taints.empty());
   apply(node, c);
-  EXPECT_TRUE(node.get({"spec", "unschedulable"})->as_bool());
+  EXPECT_TRUE(unschedulable(node));
   EXPECT_EQ(node.get({"spec", "taints"})->size(), 2u);
 }
 
@@ -114,7 +110,25 @@ TEST(Quarantine, OurTaintChangedBySomeoneIsKept) {
       json(R"([{"key":"nvidia.com/gpu-error","value":"rma","effect":"NoSchedule"}])");
   auto c = plan_release(node, {});
   EXPECT_TRUE(c.remove_taints.empty());
-  EXPECT_TRUE(c.unschedulable.has_value());
+  EXPECT_TRUE(c.uncordon);
+}
+
+TEST(Quarantine, SharesTheCordonWithHostpkgAndLeavesItsShareOnly) {
+  core::Value node = json(R"({"metadata":{"name":"n1","resourceVersion":"7",
+      "annotations":{"gpufleet.io/cordon-owners":"hostpkg"}},"spec":{"unschedulable":true}})");
+  auto c = plan_quarantine(node, fatal(), {"xid/GPU-a"}, "n1-1");
+  EXPECT_TRUE(c.cordon);
+  auto p = node_patch(node, c);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->get_string({"metadata", "resourceVersion"}), "7");  // compare-and-swap
+  apply(node, c);
+  EXPECT_EQ(node.get_string({"metadata", "annotations", "gpufleet.io/cordon-owners"}),
+            "hostpkg,sentinel");
+  EXPECT_EQ(QuarantineRecord::from_node(node).incident, "n1-1");
+  apply(node, plan_release(node, {}));
+  EXPECT_TRUE(unschedulable(node));  // hostpkg still holds it
+  EXPECT_EQ(node.get_string({"metadata", "annotations", "gpufleet.io/cordon-owners"}), "hostpkg");
+  EXPECT_TRUE(QuarantineRecord::from_node(node).empty());
 }
 
 TEST(Quarantine, DamagedAnnotationIsNamed) {

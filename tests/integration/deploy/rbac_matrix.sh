@@ -79,6 +79,13 @@ expect no gpufleet-sentinel patch nodes/status
 expect no gpufleet-sentinel create certifications.gpufleet.io
 expect no gpufleet-sentinel create pods
 expect no gpufleet-sentinel get secrets "$ns"
+expect yes gpufleet-sentinel watch sentinelpolicies.gpufleet.io
+expect yes gpufleet-sentinel update sentinelpolicies.gpufleet.io/status
+expect yes gpufleet-sentinel update remediations.gpufleet.io/status
+expect yes gpufleet-sentinel watch validationrequests.gpufleet.io
+expect no gpufleet-sentinel patch sentinelpolicies.gpufleet.io
+expect no gpufleet-sentinel update validationrequests.gpufleet.io/status
+expect no gpufleet-sentinel delete remediations.gpufleet.io
 
 # hostpkg: rolls host changes out (cordon, drain, uncordon); reads its sets, writes their status.
 expect yes gpufleet-hostpkg patch nodes

@@ -45,20 +45,22 @@ Cluster-wide rules here; leader election Leases are a Role in the release namesp
 - apiGroups: [gpufleet.io]
   resources: [nodehealths, sentinelpolicies]
   verbs: [get, list, watch]
+# The breaker's state and the policy's conditions (the spec is the operator's).
 - apiGroups: [gpufleet.io]
   resources: [sentinelpolicies/status]
   verbs: [get, update, patch]
+# One Remediation per incident; a ValidationRequest gates each return (certify answers it).
 - apiGroups: [gpufleet.io]
   resources: [remediations, validationrequests]
-  verbs: [get, list, watch, create, update, patch, delete]
+  verbs: [get, list, watch, create]
 - apiGroups: [gpufleet.io]
   resources: [remediations/status]
   verbs: [get, update, patch]
-# Quarantine: cordon and taint.
+# Quarantine: cordon (shared owners annotation) and taint; the agent's remediation request.
 - apiGroups: [""]
   resources: [nodes]
   verbs: [get, list, watch, patch]
-# Drain: evict (PDB-aware), delete pods stuck past their deadline.
+# Drain: evict (PDB-aware), delete pods past their deadline or stuck Terminating.
 - apiGroups: [""]
   resources: [pods]
   verbs: [get, list, watch, delete]

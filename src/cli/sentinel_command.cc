@@ -1,0 +1,220 @@
+// The `sentinel` controller's registration (run by `gpufleet controller --controllers=sentinel`)
+// and the operator verbs: `gpufleet sentinel status` (quarantined nodes, incidents by phase,
+// breaker state; table or -o json) and `gpufleet sentinel reset-breaker`.
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include "cli/command.h"
+#include "controller/manager.h"
+#include "controller/registry.h"
+#include "core/errors.h"
+#include "core/json.h"
+#include "core/time.h"
+#include "kube/api/cordon.h"
+#include "kube/api/meta.h"
+#include "kube/api/objects.h"
+#include "kube/client.h"
+#include "kube/config.h"
+#include "sentinel/controller.h"
+#include "sentinel/quarantine.h"
+#include "sim/control_inbox.h"
+
+namespace gpufleet::cli {
+namespace {
+
+// Remediation on the simulator: the reboot (or GPU reset) really happens in the simulated
+// fleet, through its control inbox, as an operator's `gpufleet sim inject` would. A marker per
+// (incident, attempt) under <state-dir>/control/sentinel/ makes the request idempotent.
+class SimRemediator final : public sentinel::Remediator {
+ public:
+  SimRemediator(std::string state_dir, std::string down)
+      : dir_(std::move(state_dir)), down_(std::move(down)) {}
+  void request(const std::string& node, const std::string& incident, int attempt,
+               const std::string& action) override {
+    const std::filesystem::path marks = std::filesystem::path(dir_) / "control" / "sentinel";
+    const std::filesystem::path mark = marks / (incident + "-" + std::to_string(attempt));
+    std::error_code ec;
+    if (std::filesystem::exists(mark, ec)) return;
+    core::Value ev = core::Value::map();
+    ev["node"] = node;
+    if (action == "reboot") {
+      ev["type"] = "reboot";
+      ev["down"] = down_;
+    } else {
+      ev["type"] = "gpuReset";
+    }
+    sim::submit_control_event(dir_, ev);
+    std::filesystem::create_directories(marks, ec);
+    std::ofstream(mark) << action << "\n";
+  }
+
+ private:
+  std::string dir_;
+  std::string down_;
+};
+
+const controller::Registration kSentinel({
+    .name = "sentinel",
+    .description = "quarantines faulty GPU nodes behind a circuit breaker, drains, remediates "
+                   "and returns them once certify passes them (SentinelPolicy, Remediation)",
+    .settings = {{"sentinel.policy", "the SentinelPolicy followed (default \"default\")"},
+                 {"sentinel.workers", "nodes reconciled in parallel (default 8)"},
+                 {"sentinel.sim-state-dir",
+                  "remediate through this simulator's control inbox instead of the agent"},
+                 {"sentinel.sim-reboot-down",
+                  "how long a simulated reboot keeps the node down "
+                  "(default 5s)"}},
+    .setup =
+        [](controller::Manager& m, const controller::Context& ctx) {
+          sentinel::SentinelOptions o;
+          o.policy = ctx.setting("sentinel.policy", "default");
+          const std::string workers = ctx.setting("sentinel.workers", "8");
+          try {
+            o.workers = std::stoi(workers);
+          } catch (const std::exception&) {
+            o.workers = 0;
+          }
+          if (o.workers < 1 || o.workers > 64) {
+            throw core::InvalidInput("--set sentinel.workers=" + workers +
+                                     ": use an integer in [1, 64]");
+          }
+          const std::string sim = ctx.setting("sentinel.sim-state-dir", "");
+          if (!sim.empty()) {
+            o.remediator =
+                std::make_unique<SimRemediator>(sim, ctx.setting("sentinel.sim-reboot-down", "5s"));
+          }
+          sentinel::setup_sentinel(m, std::move(o));
+        },
+});
+
+struct SentinelFlags {
+  std::string kubeconfig;
+  std::string context;
+  std::string output = "table";
+  std::string policy = "default";
+};
+
+core::Value status_json(kube::Client& client, const std::string& policy_name) {
+  core::Value out = core::Value::map();
+  auto pol = client.try_get(sentinel::api::sentinel_policies(), "", policy_name);
+  core::Value breaker = core::Value::map();
+  if (pol) {
+    if (const core::Value* b = pol->get({"status", "breaker"})) {
+      for (const char* k : {"state", "uniqueNodes", "threshold", "refused", "message"})
+        if (const core::Value* v = b->find(k)) breaker[k] = *v;
+    }
+    out["policy"] = policy_name;
+  } else {
+    out["policy"] = core::Value();
+    breaker["state"] = "NoPolicy";
+  }
+  out["breaker"] = std::move(breaker);
+  core::Value phases = core::Value::map();
+  core::Value incidents = core::Value::list();
+  for (const auto& r : client.list(sentinel::api::remediations(), "").items) {
+    std::string phase(r.get_string({"status", "phase"}));
+    if (phase.empty()) phase = "Detected";
+    const core::Value* n = phases.find(phase);
+    phases[phase] = (n != nullptr ? n->as_int() : 0) + 1;
+    if (phase == "Released" || phase == "Cancelled") continue;
+    core::Value i = core::Value::map();
+    i["name"] = kube::name_of(r);
+    i["node"] = r.get_string({"spec", "nodeName"});
+    i["phase"] = phase;
+    i["reason"] = r.get_string({"spec", "reason"});
+    i["message"] = r.get_string({"status", "message"});
+    incidents.push_back(std::move(i));
+  }
+  out["incidentsByPhase"] = std::move(phases);
+  out["openIncidents"] = std::move(incidents);
+  core::Value quarantined = core::Value::list();
+  for (const auto& n : client.list(kube::resources::nodes(), "").items) {
+    if (kube::annotation_of(n, sentinel::kQuarantineAnnotation).empty()) continue;
+    core::Value q = core::Value::map();
+    q["node"] = kube::name_of(n);
+    q["cordonOwners"] = kube::annotation_of(n, kube::kCordonOwnersAnnotation);
+    q["quarantine"] = kube::annotation_of(n, sentinel::kQuarantineAnnotation);
+    quarantined.push_back(std::move(q));
+  }
+  out["quarantinedNodes"] = std::move(quarantined);
+  return out;
+}
+
+void print_table(const core::Value& s) {
+  std::cout << "BREAKER  " << s.get_string({"breaker", "state"}, "Unknown");
+  if (const core::Value* u = s.get({"breaker", "uniqueNodes"}))
+    std::cout << "  window nodes " << core::to_json(*u);
+  if (const core::Value* t = s.get({"breaker", "threshold"}))
+    std::cout << " / threshold " << core::to_json(*t);
+  std::cout << "\n";
+  if (auto m = s.get_string({"breaker", "message"}); !m.empty()) std::cout << "  " << m << "\n";
+  std::cout << "\nINCIDENTS BY PHASE\n";
+  for (const auto& e : s.get({"incidentsByPhase"})->as_map())
+    std::cout << "  " << std::left << std::setw(12) << e.key << " " << core::to_json(e.value)
+              << "\n";
+  std::cout << "\nOPEN INCIDENTS\n";
+  std::cout << "  " << std::left << std::setw(40) << "NAME" << std::setw(24) << "NODE"
+            << std::setw(12) << "PHASE"
+            << "MESSAGE\n";
+  for (const auto& i : s.get({"openIncidents"})->as_list())
+    std::cout << "  " << std::left << std::setw(40) << i.get_string({"name"}) << std::setw(24)
+              << i.get_string({"node"}) << std::setw(12) << i.get_string({"phase"})
+              << i.get_string({"message"}) << "\n";
+  std::cout << "\nQUARANTINED NODES\n";
+  for (const auto& q : s.get({"quarantinedNodes"})->as_list())
+    std::cout << "  " << std::left << std::setw(24) << q.get_string({"node"})
+              << " owners=" << q.get_string({"cordonOwners"}) << " " << q.get_string({"quarantine"})
+              << "\n";
+}
+
+void setup_sentinel_command(CLI::App& root) {
+  auto flags = std::make_shared<SentinelFlags>();
+  auto* cmd = root.add_subcommand("sentinel", "Health sentinel: incidents and circuit breaker");
+  cmd->require_subcommand(1);
+  // On each verb, so that `gpufleet sentinel status --kubeconfig K` reads naturally.
+  auto common = [&](CLI::App* sub) {
+    sub->add_option("--kubeconfig", flags->kubeconfig, "kubeconfig file");
+    sub->add_option("--context", flags->context, "kubeconfig context");
+    sub->add_option("--policy", flags->policy, "the SentinelPolicy")->capture_default_str();
+  };
+  auto* status =
+      cmd->add_subcommand("status", "quarantined nodes, incidents by phase, breaker state");
+  common(status);
+  status->add_option("-o,--output", flags->output, "table or json")->capture_default_str();
+  status->callback([flags] {
+    if (flags->output != "table" && flags->output != "json")
+      throw core::InvalidInput("-o " + flags->output + ": use table or json");
+    kube::Client client(kube::load_default_config(flags->kubeconfig, flags->context));
+    core::Value s = status_json(client, flags->policy);
+    if (flags->output == "json") {
+      std::cout << core::to_json(s) << "\n";
+    } else {
+      print_table(s);
+    }
+  });
+  auto* reset = cmd->add_subcommand(
+      "reset-breaker", "close a tripped circuit breaker (new quarantines allowed again)");
+  common(reset);
+  reset->callback([flags] {
+    kube::Client client(kube::load_default_config(flags->kubeconfig, flags->context));
+    core::Value patch;
+    // A new token each time: the controller resets when the token differs from the last one
+    // it applied (status.breaker.lastResetToken), so the verb is level-triggered and durable.
+    patch["metadata"]["annotations"][sentinel::kResetBreakerAnnotation] =
+        core::Timestamp::now().to_rfc3339(core::TimestampPrecision::Nanos);
+    client.patch(sentinel::api::sentinel_policies(), "", flags->policy, kube::PatchType::Merge,
+                 patch);
+    std::cout << "sentinelpolicy/" << flags->policy << ": breaker reset requested\n";
+  });
+}
+
+const CommandRegistration kSentinelCommand(setup_sentinel_command);
+
+}  // namespace
+}  // namespace gpufleet::cli

@@ -1,0 +1,1125 @@
+#include "sentinel/controller.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+
+#include "controller/manager.h"
+#include "controller/status.h"
+#include "core/errors.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "core/time.h"
+#include "kube/api/conditions.h"
+#include "kube/api/cordon.h"
+#include "kube/api/meta.h"
+#include "kube/api/objects.h"
+#include "kube/client.h"
+#include "kube/errors.h"
+#include "kube/events.h"
+#include "sentinel/drain.h"
+#include "sentinel/policy.h"
+#include "sentinel/quarantine.h"
+
+namespace gpufleet::sentinel {
+
+namespace api {
+kube::ResourceId sentinel_policies() {
+  return {"gpufleet.io", "v1alpha1", "sentinelpolicies", false};
+}
+kube::ResourceId remediations() { return {"gpufleet.io", "v1alpha1", "remediations", false}; }
+kube::ResourceId node_healths() { return {"gpufleet.io", "v1alpha1", "nodehealths", false}; }
+kube::ResourceId validation_requests() {
+  return {"gpufleet.io", "v1alpha1", "validationrequests", false};
+}
+}  // namespace api
+
+namespace {
+
+using namespace std::chrono_literals;
+using controller::Request;
+using controller::Result;
+
+constexpr const char* kFieldManager = "gpufleet-sentinel";
+constexpr const char* kBreakerFieldManager = "gpufleet-sentinel-breaker";
+constexpr std::string_view kRequestAnnotation = "sentinel.gpufleet.io/remediation-request";
+constexpr std::string_view kGpuLabel = "nvidia.com/gpu.present";
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string rfc3339(std::int64_t ms) {
+  return core::Timestamp::from_unix_nanos(ms * 1'000'000)
+      .to_rfc3339(core::TimestampPrecision::Micros);
+}
+
+// Milliseconds since the epoch of an RFC 3339 field, or 0 when absent or unreadable.
+std::int64_t ms_of(std::string_view text) {
+  auto t = kube::parse_rfc3339(text);
+  if (!t) return 0;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t->time_since_epoch()).count();
+}
+
+bool final_phase(std::string_view p) {
+  return p == "Released" || p == "Failed" || p == "Cancelled";
+}
+
+std::string phase_of(const core::Value& rem) {
+  std::string p(rem.get_string({"status", "phase"}));
+  return p.empty() ? "Detected" : p;
+}
+
+std::set<std::string> string_set(const core::Value* list) {
+  std::set<std::string> out;
+  if (list == nullptr || !list->is_list()) return out;
+  for (const auto& s : list->as_list())
+    if (s.is_string()) out.insert(s.as_string());
+  return out;
+}
+
+// What an Event is about: list items carry no apiVersion/kind, the recorder needs them.
+core::Value regarding(const core::Value& obj, std::string_view api_version, std::string_view kind) {
+  core::Value r = core::Value::map();
+  r["apiVersion"] = api_version;
+  r["kind"] = kind;
+  r["metadata"]["name"] = kube::name_of(obj);
+  r["metadata"]["uid"] = kube::uid_of(obj);
+  return r;
+}
+core::Value node_ref(const core::Value& node) { return regarding(node, "v1", "Node"); }
+
+bool is_gpu_node(const core::Value& node) { return kube::label_of(node, kGpuLabel) == "true"; }
+
+// Incident names: "<node>-<milliseconds since the epoch, base 36>", unique per node (one
+// incident per node at a time), at most 253 characters.
+std::string incident_name(std::string_view node, std::int64_t ms) {
+  std::string digits;
+  std::int64_t s = ms;
+  do {
+    digits.insert(digits.begin(), "0123456789abcdefghijklmnopqrstuvwxyz"[s % 36]);
+    s /= 36;
+  } while (s > 0);
+  std::string base(node.substr(0, 253 - digits.size() - 1));
+  return base + "-" + digits;
+}
+
+struct Metrics {
+  explicit Metrics(core::metrics::Registry& r)
+      : quarantines(r.counter("gpufleet_sentinel_quarantines_total",
+                              "Nodes quarantined (new incidents for faults)")),
+        refused(r.counter("gpufleet_sentinel_quarantines_refused_total",
+                          "New quarantines the tripped circuit breaker refused")),
+        incidents_ended(r.counter("gpufleet_sentinel_incidents_ended_total",
+                                  "Incidents that ended, by final phase", {"phase"})),
+        pod_actions(r.counter("gpufleet_sentinel_drain_pod_actions_total", "Drain actions on pods",
+                              {"action"})),
+        remediation_requests(r.counter("gpufleet_sentinel_remediation_requests_total",
+                                       "Remediation actions requested", {"action"})),
+        rule_problems(r.counter("gpufleet_sentinel_rule_problems_total",
+                                "Rule evaluation failures reported (each distinct once)")),
+        breaker_tripped(r.gauge("gpufleet_sentinel_breaker_tripped",
+                                "1 while the circuit breaker refuses new quarantines")),
+        breaker_nodes(r.gauge("gpufleet_sentinel_breaker_window_nodes",
+                              "Unique nodes quarantined within the breaker window")),
+        breaker_threshold(r.gauge("gpufleet_sentinel_breaker_threshold",
+                                  "Unique nodes at which the breaker trips")),
+        incidents(r.gauge("gpufleet_sentinel_incidents", "Incidents by phase", {"phase"})),
+        quarantined(r.gauge("gpufleet_sentinel_quarantined_nodes",
+                            "Nodes with an incident that is not over")),
+        cordon_latency(r.histogram("gpufleet_sentinel_fault_to_cordon_seconds",
+                                   "From the fault's transition in NodeHealth to sentinel's cordon",
+                                   {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30})) {}
+  core::metrics::Counter& quarantines;
+  core::metrics::Counter& refused;
+  core::metrics::Counter& incidents_ended;
+  core::metrics::Counter& pod_actions;
+  core::metrics::Counter& remediation_requests;
+  core::metrics::Counter& rule_problems;
+  core::metrics::Gauge& breaker_tripped;
+  core::metrics::Gauge& breaker_nodes;
+  core::metrics::Gauge& breaker_threshold;
+  core::metrics::Gauge& incidents;
+  core::metrics::Gauge& quarantined;
+  core::metrics::Histogram& cordon_latency;
+};
+
+// What both reconcilers share: the compiled policy and the breaker (guarded by mu).
+struct State {
+  std::mutex mu;
+  bool loaded = false;  // policy compiled and breaker restored
+  std::string uid;
+  std::int64_t generation = -1;
+  std::int64_t created_ms = 0;
+  Policy policy;
+  std::optional<RuleSet> rules;
+  std::optional<CircuitBreaker> breaker;
+  // Group commit of the breaker's durable form: admissions bump breaker_version and wait
+  // until a write covering it is done; one write is in flight at a time and covers every
+  // admission made before it started.
+  std::uint64_t breaker_version = 0;
+  std::uint64_t saved_version = 0;
+  bool saving = false;
+  std::condition_variable saved_cv;
+  std::vector<std::string> problems;
+  std::map<std::string, std::int64_t> dry_run;
+  std::size_t gpu_nodes = 0;
+  bool was_tripped = false;
+  controller::Controller* nodes_controller = nullptr;
+  std::shared_ptr<Metrics> metrics;  // kept alive with the reconcilers that use it
+};
+
+// ---- the annotation remediator ----
+
+class AnnotationRemediator final : public Remediator {
+ public:
+  explicit AnnotationRemediator(kube::Client& client) : client_(client) {}
+  void request(const std::string& node, const std::string& incident, int attempt,
+               const std::string& action) override {
+    core::Value req = core::Value::map();
+    req["incident"] = incident;
+    req["attempt"] = attempt;
+    req["action"] = action;
+    core::Value patch;
+    patch["metadata"]["annotations"][kRequestAnnotation] = core::to_json(req);
+    client_.patch(kube::resources::nodes(), "", node, kube::PatchType::Merge, patch);
+  }
+
+ private:
+  kube::Client& client_;
+};
+
+// ---- the policy reconciler ----
+
+class PolicyReconciler final : public controller::Reconciler {
+ public:
+  PolicyReconciler(controller::Manager& m, std::shared_ptr<State> state, Metrics& metrics,
+                   std::string policy_name, const controller::Cache& policies,
+                   const controller::Cache& nodes, const controller::Cache& remediations)
+      : client_(m.client()),
+        events_(m.event_recorder("sentinel")),
+        state_(std::move(state)),
+        metrics_(metrics),
+        policy_name_(std::move(policy_name)),
+        policies_(policies),
+        nodes_(nodes),
+        remediations_(remediations),
+        status_(m.client(), api::sentinel_policies(), "SentinelPolicy", kFieldManager) {}
+
+  Result reconcile(const Request& req, std::stop_token) override {
+    if (req.name != policy_name_) return {};  // only the policy this process follows
+    kube::ObjectPtr pol = policies_.get(req.key());
+    const std::int64_t now = now_ms();
+    std::size_t gpu_nodes = 0;
+    for (const auto& n : nodes_.list())
+      if (is_gpu_node(*n)) ++gpu_nodes;
+    std::map<std::string, std::int64_t> phases;
+    std::int64_t active = 0;
+    for (const auto& r : remediations_.list()) {
+      std::string p = phase_of(*r);
+      ++phases[p];
+      if (!final_phase(p)) ++active;
+    }
+    for (const char* p : {"Detected", "Quarantined", "Draining", "Remediating", "Validating",
+                          "Released", "Failed", "Cancelled"}) {
+      metrics_.incidents.with({p}).set(static_cast<double>(phases[p]));
+    }
+    metrics_.quarantined.set(static_cast<double>(active));
+
+    if (pol == nullptr) {
+      std::lock_guard lock(state_->mu);
+      state_->loaded = false;  // monitor-only: no policy, no action
+      state_->gpu_nodes = gpu_nodes;
+      return {};
+    }
+    const core::Value& obj = *pol;
+    const std::int64_t generation =
+        obj.get({"metadata", "generation"}) ? obj.get({"metadata", "generation"})->as_int() : 0;
+    std::string error;
+    bool newly_loaded = false;
+    core::Value status = core::Value::map();
+    std::vector<kube::Condition> conditions;
+    {
+      std::lock_guard lock(state_->mu);
+      state_->gpu_nodes = gpu_nodes;
+      if (state_->uid != kube::uid_of(obj) || state_->generation != generation) {
+        try {
+          Policy p = Policy::from_spec(obj.get({"spec"}) ? *obj.get({"spec"}) : core::Value());
+          RuleSet rules = RuleSet::compile(p.rules, p.cost_limit);
+          // The breaker keeps its durable state across policy edits and restarts.
+          core::Value saved;
+          if (state_->breaker) {
+            saved = state_->breaker->to_value();
+          } else if (auto text = obj.get_string({"status", "breaker", "saved"}); !text.empty()) {
+            saved = core::parse_json(text, "status.breaker.saved");
+          }
+          state_->breaker = CircuitBreaker::from_value(p.breaker, saved);
+          state_->policy = std::move(p);
+          state_->rules = std::move(rules);
+          state_->problems.clear();
+          newly_loaded = !state_->loaded;
+          state_->loaded = true;
+          state_->uid = std::string(kube::uid_of(obj));
+          state_->generation = generation;
+          state_->created_ms = ms_of(obj.get_string({"metadata", "creationTimestamp"}));
+        } catch (const core::InvalidInput& e) {
+          error = e.what();
+          state_->loaded = false;
+          state_->generation = -1;
+        }
+      }
+      if (state_->loaded) {
+        CircuitBreaker& b = *state_->breaker;
+        // The reset verb: `gpufleet sentinel reset-breaker` writes a new token.
+        const std::string token(
+            obj.get_string({"metadata", "annotations", kResetBreakerAnnotation}));
+        std::string last(obj.get_string({"status", "breaker", "lastResetToken"}));
+        if (!token.empty() && token != last) {
+          b.reset(now, "annotation " + std::string(kResetBreakerAnnotation) + "=" + token);
+          events_.record(
+              regarding(obj, "gpufleet.io/v1alpha1", "SentinelPolicy"), kube::EventType::Normal,
+              "BreakerReset", "Reset",
+              "circuit breaker reset by " + std::string(kResetBreakerAnnotation) + "=" + token);
+          last = token;
+        }
+        b.tick(now);
+        core::Value bs = b.status(gpu_nodes);
+        const bool tripped = b.tripped();
+        if (tripped && !state_->was_tripped) {
+          events_.record(regarding(obj, "gpufleet.io/v1alpha1", "SentinelPolicy"),
+                         kube::EventType::Warning, "BreakerTripped", "Trip",
+                         std::string(bs.get_string({"message"})));
+        } else if (!tripped && state_->was_tripped) {
+          events_.record(regarding(obj, "gpufleet.io/v1alpha1", "SentinelPolicy"),
+                         kube::EventType::Normal, "BreakerClosed", "Close",
+                         std::string(bs.get_string({"message"})));
+          // Nodes refused while it was open are looked at again now.
+          enqueue_all();
+        }
+        state_->was_tripped = tripped;
+        metrics_.breaker_tripped.set(tripped ? 1 : 0);
+        metrics_.breaker_nodes.set(static_cast<double>(b.unique_nodes()));
+        metrics_.breaker_threshold.set(static_cast<double>(b.threshold(gpu_nodes)));
+        core::Value breaker = core::Value::map();
+        breaker["state"] = tripped ? "Tripped" : "Closed";
+        breaker["uniqueNodes"] = static_cast<std::int64_t>(b.unique_nodes());
+        breaker["threshold"] = static_cast<std::int64_t>(b.threshold(gpu_nodes));
+        if (const core::Value* r = bs.find("refused")) breaker["refused"] = *r;
+        std::string msg(bs.get_string({"message"}));
+        if (msg.size() > 1000) msg.resize(1000);
+        breaker["message"] = msg;
+        if (!last.empty()) breaker["lastResetToken"] = last;
+        status["breaker"] = std::move(breaker);
+        status["ruleCount"] = static_cast<std::int64_t>(state_->rules->size());
+        core::Value problems = core::Value::list();
+        for (const auto& p : state_->problems) problems.push_back(p.substr(0, 500));
+        status["ruleProblems"] = std::move(problems);
+        core::Value dry = core::Value::map();
+        for (const auto& [rule, n] : state_->dry_run) dry[rule] = n;
+        status["dryRunMatches"] = std::move(dry);
+        conditions.push_back({"BreakerTripped",
+                              tripped ? "True" : "False",
+                              tripped ? "Tripped" : "Closed",
+                              std::string(bs.get_string({"message"})).substr(0, 1000),
+                              0,
+                              {}});
+        conditions.push_back({"Ready",
+                              "True",
+                              "PolicyLoaded",
+                              std::to_string(state_->rules->size()) + " rules compiled",
+                              0,
+                              {}});
+      }
+    }
+    if (!error.empty()) {
+      conditions.push_back({"Ready", "False", "InvalidPolicy", error.substr(0, 30000), 0, {}});
+      core::log::warn("sentinel: policy not loaded", {{"policy", req.name}, {"error", error}});
+    }
+    status["observedGeneration"] = generation;
+    status["gpuNodes"] = static_cast<std::int64_t>(gpu_nodes);
+    status["quarantinedNodes"] = active;
+    // Conditions with their transition times kept.
+    core::Value conds = core::Value::list();
+    const auto now_tp = std::chrono::system_clock::now();
+    for (auto& c : conditions) {
+      const core::Value* old = nullptr;
+      if (const core::Value* list = obj.get({"status", "conditions"}); list && list->is_list())
+        for (const auto& o : list->as_list())
+          if (o.get_string({"type"}) == c.type) old = &o;
+      core::Value v = core::Value::map();
+      v["type"] = c.type;
+      v["status"] = c.status;
+      v["reason"] = c.reason;
+      v["message"] = c.message;
+      v["observedGeneration"] = generation;
+      v["lastTransitionTime"] =
+          old != nullptr && old->get_string({"status"}) == c.status
+              ? core::Value(old->get_string({"lastTransitionTime"}))
+              : core::Value(core::Timestamp::from_time_point(now_tp).to_rfc3339(
+                    core::TimestampPrecision::Seconds));
+      conds.push_back(std::move(v));
+    }
+    status["conditions"] = std::move(conds);
+    if (!same_status(obj, status)) status_.apply("", req.name, status);
+    if (newly_loaded) enqueue_all();
+    // Window expiry and the quiet-period reset are time-driven: look again.
+    return {.requeue_after = 5s};
+  }
+
+ private:
+  // True when every field of `want` already has that value (nothing to write).
+  static bool same_status(const core::Value& obj, const core::Value& want) {
+    const core::Value* have = obj.get({"status"});
+    if (have == nullptr || !have->is_map()) return false;
+    for (const auto& e : want.as_map()) {
+      if (e.key == "conditions") {
+        const core::Value* hc = have->find("conditions");
+        if (hc == nullptr || hc->size() != e.value.size()) return false;
+        for (std::size_t i = 0; i < e.value.size(); ++i) {
+          const core::Value& w = e.value[i];
+          bool found = false;
+          for (const auto& h : hc->as_list()) {
+            found |= h.get_string({"type"}) == w.get_string({"type"}) &&
+                     h.get_string({"status"}) == w.get_string({"status"}) &&
+                     h.get_string({"reason"}) == w.get_string({"reason"}) &&
+                     h.get_string({"message"}) == w.get_string({"message"});
+          }
+          if (!found) return false;
+        }
+        continue;
+      }
+      const core::Value* h = have->find(e.key);
+      if (h == nullptr) return false;
+      if (e.key == "breaker") {
+        for (const auto& b : e.value.as_map()) {
+          const core::Value* hb = h->find(b.key);
+          if (hb == nullptr || !(*hb == b.value)) return false;
+        }
+        continue;
+      }
+      if (!(*h == e.value)) return false;
+    }
+    return true;
+  }
+
+  void enqueue_all() {
+    if (state_->nodes_controller == nullptr) return;
+    for (const auto& n : nodes_.list())
+      state_->nodes_controller->enqueue({"", std::string(kube::name_of(*n))});
+  }
+
+  kube::Client& client_;
+  kube::EventRecorder& events_;
+  std::shared_ptr<State> state_;
+  Metrics& metrics_;
+  std::string policy_name_;
+  const controller::Cache& policies_;
+  const controller::Cache& nodes_;
+  const controller::Cache& remediations_;
+  controller::StatusWriter status_;
+};
+
+// ---- the node reconciler ----
+
+class NodeReconciler final : public controller::Reconciler {
+ public:
+  NodeReconciler(controller::Manager& m, std::shared_ptr<State> state, Metrics& metrics,
+                 std::string policy_name, std::shared_ptr<Remediator> remediator,
+                 const controller::Cache& nodes, const controller::Cache& healths,
+                 const controller::Cache& remediations, const controller::Cache& pods,
+                 const controller::Cache& vreqs)
+      : client_(m.client()),
+        events_(m.event_recorder("sentinel")),
+        state_(std::move(state)),
+        metrics_(metrics),
+        policy_name_(std::move(policy_name)),
+        remediator_(std::move(remediator)),
+        nodes_(nodes),
+        healths_(healths),
+        remediations_(remediations),
+        pods_(pods),
+        vreqs_(vreqs),
+        breaker_status_(m.client(), api::sentinel_policies(), "SentinelPolicy",
+                        kBreakerFieldManager) {}
+
+  Result reconcile(const Request& req, std::stop_token) override {
+    Policy policy;
+    std::int64_t policy_created = 0;
+    {
+      std::lock_guard lock(state_->mu);
+      if (!state_->loaded) return {};  // no (valid) policy: monitor-only
+      policy = state_->policy;
+      policy_created = state_->created_ms;
+    }
+    kube::ObjectPtr node = nodes_.get(req.key());
+    kube::ObjectPtr active;
+    // Every fault is acted on once: entities of ended incidents (released after certify, a
+    // manual uncordon, a Failed one handed back by a person) are not quarantined again for
+    // the same fault, only for a newer transition in NodeHealth.
+    std::map<std::string, std::int64_t> overridden;
+    for (const auto& r : remediations_.by_index("node", req.name)) {
+      const std::string p = phase_of(*r);
+      if (final_phase(p)) {
+        const std::int64_t done = ms_of(r->get_string({"status", "completedAt"}));
+        for (const auto& e : string_set(r->get({"spec", "entities"})))
+          overridden[e] = std::max(overridden[e], done);
+      }
+      if (final_phase(p)) continue;
+      if (active == nullptr || kube::name_of(*r) < kube::name_of(*active)) active = r;
+    }
+    if (node == nullptr) {
+      if (active != nullptr) finish(*active, "Failed", "the node was deleted", nullptr);
+      return {};
+    }
+    QuarantineRecord rec;
+    try {
+      rec = QuarantineRecord::from_node(*node);
+    } catch (const core::InvalidInput& e) {
+      events_.record(node_ref(*node), kube::EventType::Warning, "QuarantineRecordDamaged", "Read",
+                     e.what());
+      return {};
+    }
+    kube::ObjectPtr health = healths_.get(req.key());
+    const std::set<std::string> faulty =
+        health != nullptr ? faulty_entities(*health) : std::set<std::string>{};
+
+    if (active != nullptr) return drive(policy, *node, *active, rec, faulty);
+
+    if (!rec.incident.empty()) {
+      kube::ObjectPtr named = remediations_.get(rec.incident);
+      if (named == nullptr) {
+        // Quarantined, then killed before the Remediation existed: create it now.
+        create_incident(*node, rec.incident, rec.entities.empty() ? "NewNode" : "Fault",
+                        rec.entities, {}, rec.cordoned, rec.taints, "");
+        return {.requeue = true};
+      }
+      const std::string p = phase_of(*named);
+      if (p == "Failed") {
+        // Stays out until someone looks; a manual uncordon hands the node back.
+        if (kube::cordon_state(*node).overridden()) patch_node(*node, plan_release_all(*node));
+        return {};
+      }
+      // A finished incident whose release was interrupted: finish it.
+      patch_node(*node, plan_release_all(*node));
+      return {};
+    }
+
+    // A new incident? Evaluate the rules over every faulty entity.
+    Decision decision;
+    std::set<std::string> entities;
+    std::int64_t fault_since = 0;
+    if (health != nullptr && !faulty.empty())
+      evaluate(*health, *node, faulty, overridden, decision, entities, fault_since);
+    if (!decision.cordon && decision.taints.empty()) {
+      return gate_new_node(policy, policy_created, *node);
+    }
+    const std::int64_t now = now_ms();
+    std::string refused;
+    std::uint64_t version = 0;
+    {
+      std::lock_guard lock(state_->mu);
+      if (!state_->loaded) return {};
+      state_->breaker->tick(now);
+      // Admitted before (its quarantine write failed and is retried): it already counts.
+      BreakerDecision b = state_->breaker->tripped() && state_->breaker->counts(req.name)
+                              ? BreakerDecision{true, ""}
+                              : state_->breaker->admit(req.name, now, state_->gpu_nodes);
+      if (b.admitted) {
+        version = ++state_->breaker_version;
+      } else {
+        refused = b.reason.empty() ? "refused" : b.reason;
+      }
+    }
+    if (!refused.empty()) {
+      metrics_.refused.inc();
+      events_.record(node_ref(*node), kube::EventType::Warning, "QuarantineRefused", "Quarantine",
+                     "circuit breaker: " + refused);
+      return {.requeue_after = 15s};
+    }
+    save_breaker(version);
+    const std::string name = incident_name(req.name, now);
+    patch_node(*node, plan_quarantine(*node, decision, entities, name));
+    const std::int64_t cordoned = now_ms();
+    metrics_.quarantines.inc();
+    if (fault_since > 0 && cordoned >= fault_since) {
+      metrics_.cordon_latency.observe(static_cast<double>(cordoned - fault_since) / 1000.0);
+    }
+    std::string action =
+        decision.remediate.empty() ? policy.remediation.default_action : decision.remediate;
+    create_incident(*node, name, "Fault", entities, decision.matched, decision.cordon,
+                    decision.taints, action);
+    events_.record(node_ref(*node), kube::EventType::Warning, "Quarantined", "Quarantine",
+                   "rules " + join(decision.matched) + " matched " + join(entities));
+    // The status is written on the next look, from the Remediation as created.
+    {
+      std::lock_guard lock(latency_mu_);
+      if (cordon_latency_.size() < 100'000)
+        cordon_latency_[name] = fault_since > 0 ? cordoned - fault_since : -1;
+    }
+    return {};
+  }
+
+ private:
+  static std::string join(const auto& items) {
+    std::string out;
+    for (const auto& i : items) out += (out.empty() ? "" : ",") + std::string(i);
+    return out.size() > 400 ? out.substr(0, 400) + "..." : out;
+  }
+
+  void evaluate(const core::Value& health, const core::Value& node,
+                const std::set<std::string>& faulty,
+                const std::map<std::string, std::int64_t>& overridden, Decision& decision,
+                std::set<std::string>& entities, std::int64_t& fault_since) {
+    const core::Value* checks = health.get({"status", "checks"});
+    const core::Value* history = health.get({"status", "history"});
+    const core::Value hist = history != nullptr ? *history : core::Value::list();
+    std::lock_guard lock(state_->mu);
+    if (!state_->loaded) return;
+    for (const auto& c : checks->as_list()) {
+      const std::string check(c.get_string({"name"}));
+      auto consider = [&](const core::Value& src, const std::string& key, std::string_view id) {
+        if (!faulty.contains(key)) return;
+        if (auto o = overridden.find(key);
+            o != overridden.end() && ms_of(src.get_string({"lastTransitionTime"})) <= o->second)
+          return;
+        core::Value event = core::Value::map();
+        event["check"] = check;
+        if (!id.empty()) event["entity"] = std::string(id);
+        for (std::string_view f : {"kind", "state", "reason", "message"})
+          if (const core::Value* v = src.find(f)) event[f] = *v;
+        std::vector<std::string> problems;
+        Decision d = state_->rules->evaluate(event, health, node, hist, &problems);
+        for (auto& p : problems) {
+          metrics_.rule_problems.inc();
+          core::log::warn("sentinel: rule problem", {{"problem", p}});
+          if (state_->problems.size() < 32) state_->problems.push_back(p);
+        }
+        for (const auto& r : d.dry_run) ++state_->dry_run[r];
+        if (!d.acts()) return;
+        entities.insert(key);
+        decision.cordon = decision.cordon || d.cordon;
+        for (const auto& t : d.taints) {
+          bool have = false;
+          for (const auto& o : decision.taints) have |= o.key == t.key && o.effect == t.effect;
+          if (!have) decision.taints.push_back(t);
+        }
+        auto strength = [](std::string_view a) {
+          return a == "reboot" ? 3 : a == "gpu-reset" ? 2 : a == "none" ? 1 : 0;
+        };
+        if (strength(d.remediate) > strength(decision.remediate)) decision.remediate = d.remediate;
+        for (const auto& m : d.matched)
+          if (std::find(decision.matched.begin(), decision.matched.end(), m) ==
+              decision.matched.end())
+            decision.matched.push_back(m);
+        const std::int64_t since = ms_of(src.get_string({"lastTransitionTime"}));
+        if (since > 0 && (fault_since == 0 || since < fault_since)) fault_since = since;
+      };
+      const core::Value* list = c.find("entities");
+      if (list != nullptr && list->is_list() && list->size() > 0) {
+        for (const auto& e : list->as_list()) {
+          const std::string id(e.get_string({"id"}));
+          consider(e, check + "/" + id, id);
+        }
+      } else {
+        consider(c, check, "");
+      }
+    }
+  }
+
+  // The breaker's durable form into the policy's status before the quarantine it admitted
+  // happens (a crash in between over-counts one node, never under-counts). Group commit: the
+  // first waiter writes the state as it is then (covering every admission so far); the others
+  // wait for a write that covers theirs, so a storm costs one write per round trip, not one per
+  // node.
+  void save_breaker(std::uint64_t version) {
+    std::unique_lock lock(state_->mu);
+    while (state_->saved_version < version) {
+      if (state_->saving) {
+        state_->saved_cv.wait(lock);
+        continue;
+      }
+      state_->saving = true;
+      const std::uint64_t covers = state_->breaker_version;
+      core::Value status;
+      status["breaker"]["saved"] = core::to_json(state_->breaker->to_value());
+      lock.unlock();
+      std::exception_ptr error;
+      try {
+        breaker_status_.apply("", policy_name_, status);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      lock.lock();
+      state_->saving = false;
+      if (!error) state_->saved_version = std::max(state_->saved_version, covers);
+      state_->saved_cv.notify_all();
+      if (error) std::rethrow_exception(error);
+    }
+  }
+
+  Result gate_new_node(const Policy& policy, std::int64_t policy_created, const core::Value& node) {
+    if (!policy.validation.enabled || !policy.validation.new_nodes) return {};
+    if (!is_gpu_node(node) || !kube::annotation_of(node, kValidatedAnnotation).empty()) return {};
+    // Only nodes that joined after the policy: installing sentinel must not cordon a fleet.
+    const std::int64_t created = ms_of(node.get_string({"metadata", "creationTimestamp"}));
+    if (created == 0 || created <= policy_created) return {};
+    const std::string name = incident_name(kube::name_of(node), now_ms());
+    Decision d;
+    d.cordon = true;
+    patch_node(node, plan_quarantine(node, d, {}, name));
+    create_incident(node, name, "NewNode", {}, {}, true, {}, "none");
+    events_.record(node_ref(node), kube::EventType::Normal, "ValidationRequired", "Quarantine",
+                   "new node held out of scheduling until certify passes it");
+    return {};
+  }
+
+  void patch_node(const core::Value& node, const NodeChange& change) {
+    auto patch = node_patch(node, change);
+    if (!patch) return;
+    // 409 Conflict (the Node changed since the cache's copy) throws: retried with backoff
+    // from the newer copy.
+    client_.patch(kube::resources::nodes(), "", kube::name_of(node), kube::PatchType::Merge,
+                  *patch);
+  }
+
+  void create_incident(const core::Value& node, const std::string& name, const std::string& reason,
+                       const std::set<std::string>& entities, const std::vector<std::string>& rules,
+                       bool cordon, const std::vector<Taint>& taints, const std::string& action) {
+    core::Value rem;
+    rem["apiVersion"] = "gpufleet.io/v1alpha1";
+    rem["kind"] = "Remediation";
+    rem["metadata"]["name"] = name;
+    rem["metadata"]["labels"][kNodeLabel] = std::string(kube::name_of(node));
+    rem["spec"]["nodeName"] = std::string(kube::name_of(node));
+    rem["spec"]["reason"] = reason;
+    core::Value e = core::Value::list();
+    for (const auto& x : entities) e.push_back(x);
+    rem["spec"]["entities"] = std::move(e);
+    core::Value r = core::Value::list();
+    for (const auto& x : rules) r.push_back(x);
+    rem["spec"]["rules"] = std::move(r);
+    rem["spec"]["cordon"] = cordon;
+    core::Value t = core::Value::list();
+    for (const auto& x : taints) t.push_back(x.to_string());
+    rem["spec"]["taints"] = std::move(t);
+    if (!action.empty()) rem["spec"]["action"] = action;
+    rem["spec"]["detectedAt"] = rfc3339(now_ms());
+    try {
+      client_.create(api::remediations(), rem);
+    } catch (const kube::ApiError& err) {
+      if (!err.is(kube::Reason::AlreadyExists)) throw;
+    }
+  }
+
+  // Writes the Remediation's status with a compare-and-swap on its resourceVersion: a stale
+  // cache copy gets 409 and the key is looked at again from the newer copy, so a step is never
+  // taken twice on an outdated view.
+  void write_status(const core::Value& rem, core::Value status) {
+    core::Value obj = rem;
+    obj["status"] = std::move(status);
+    client_.update_status(api::remediations(), obj);
+  }
+
+  core::Value status_of(const core::Value& rem) {
+    const core::Value* s = rem.get({"status"});
+    return s != nullptr && s->is_map() ? *s : core::Value::map();
+  }
+
+  void set_phase(const core::Value& rem, const std::string& phase, const std::string& message,
+                 const std::function<void(core::Value&)>& extra = nullptr) {
+    core::Value s = status_of(rem);
+    s["phase"] = phase;
+    s["message"] = message.substr(0, 1000);
+    s["phaseStartedAt"] = rfc3339(now_ms());
+    if (final_phase(phase)) s["completedAt"] = rfc3339(now_ms());
+    if (extra) extra(s);
+    write_status(rem, std::move(s));
+    if (final_phase(phase)) metrics_.incidents_ended.with({phase}).inc();
+    core::log::info("sentinel: incident phase",
+                    {{"incident", std::string(kube::name_of(rem))},
+                     {"node", std::string(rem.get_string({"spec", "nodeName"}))},
+                     {"phase", phase},
+                     {"message", message}});
+  }
+
+  // Ends the incident: sentinel's marks off the node first (when it is there and the phase
+  // lets it back), then the final phase.
+  void finish(const core::Value& rem, const std::string& phase, const std::string& message,
+              const core::Value* node, bool validated = false) {
+    if (node != nullptr && phase != "Failed") {
+      NodeChange c = plan_release_all(*node);
+      auto patch = node_patch(*node, c);
+      if (validated) {
+        if (!patch) patch = core::Value::map();
+        (*patch)["metadata"]["annotations"][kValidatedAnnotation] = rfc3339(now_ms());
+        (*patch)["metadata"]["resourceVersion"] = std::string(kube::resource_version_of(*node));
+      }
+      if (patch) {
+        client_.patch(kube::resources::nodes(), "", kube::name_of(*node), kube::PatchType::Merge,
+                      *patch);
+      }
+    }
+    set_phase(rem, phase, message);
+    if (node != nullptr) {
+      events_.record(node_ref(*node),
+                     phase == "Failed" ? kube::EventType::Warning : kube::EventType::Normal,
+                     "Incident" + phase, "Release", message);
+    }
+  }
+
+  std::vector<const core::Value*> pods_on(const std::string& node,
+                                          std::vector<kube::ObjectPtr>& keep) {
+    keep = pods_.by_index("node", node);
+    std::vector<const core::Value*> out;
+    for (const auto& p : keep) out.push_back(p.get());
+    return out;
+  }
+
+  Result drive(const Policy& policy, const core::Value& node, const core::Value& rem,
+               const QuarantineRecord& rec, const std::set<std::string>& faulty) {
+    const std::string phase = phase_of(rem);
+    const std::string name(kube::name_of(rem));
+    const std::string node_name(kube::name_of(node));
+    const std::set<std::string> entities = string_set(rem.get({"spec", "entities"}));
+    const bool new_node = rem.get_string({"spec", "reason"}) == "NewNode";
+    bool recovered = true;
+    for (const auto& e : entities) recovered = recovered && !faulty.contains(e);
+    if (new_node) recovered = false;
+    const std::int64_t now = now_ms();
+
+    // A manual uncordon (owners recorded, node schedulable) cancels the incident.
+    if (rec.cordoned && kube::cordon_state(node).overridden()) {
+      finish(rem, "Cancelled", "the node was uncordoned by someone else; incident cancelled",
+             &node);
+      return {};
+    }
+
+    if (phase == "Detected") {
+      Decision d;
+      d.cordon = rem.get({"spec", "cordon"}) != nullptr && rem.get({"spec", "cordon"})->as_bool();
+      for (const auto& t : string_set(rem.get({"spec", "taints"})))
+        d.taints.push_back(Taint::parse(t, "spec.taints"));
+      patch_node(node, plan_quarantine(node, d, entities, name));
+      std::int64_t latency = -1;
+      {
+        std::lock_guard lock(latency_mu_);
+        if (auto it = cordon_latency_.find(name); it != cordon_latency_.end()) {
+          latency = it->second;
+          cordon_latency_.erase(it);
+        }
+      }
+      set_phase(rem, "Quarantined",
+                new_node ? "new node held out until certify passes it"
+                         : "quarantined for " + join(entities),
+                [&](core::Value& s) {
+                  s["quarantinedAt"] = rfc3339(now);
+                  if (latency >= 0) s["cordonLatencyMs"] = latency;
+                });
+      return {};
+    }
+    if (phase == "Quarantined") {
+      if (new_node) {
+        set_phase(rem, "Validating", "waiting for certify");
+        return {};
+      }
+      if (recovered) {
+        finish(rem, "Released", "every faulty entity recovered before remediation", &node);
+        return {};
+      }
+      if (policy.drain.enabled) {
+        set_phase(rem, "Draining", "draining the node's pods",
+                  [&](core::Value& s) { s["drainStartedAt"] = rfc3339(now); });
+      } else {
+        set_phase(rem, "Remediating", "drain disabled by policy");
+      }
+      return {};
+    }
+    if (phase == "Draining") {
+      if (recovered) {
+        finish(rem, "Released", "every faulty entity recovered during the drain; drain cancelled",
+               &node);
+        return {};
+      }
+      std::vector<kube::ObjectPtr> keep;
+      const std::int64_t started = ms_of(rem.get_string({"status", "drainStartedAt"}));
+      DrainPlan plan =
+          plan_drain(pods_on(node_name, keep), policy.drain, started > 0 ? started : now, now);
+      if (plan.done()) {
+        set_phase(rem, "Remediating", "drained");
+        return {};
+      }
+      core::Value s = status_of(rem);
+      core::Value counts = s.find("drain") ? *s.find("drain") : core::Value::map();
+      auto bump = [&](const char* k) {
+        const core::Value* v = counts.find(k);
+        counts[k] = (v != nullptr ? v->as_int() : 0) + 1;
+      };
+      std::int64_t blocked = 0;
+      for (const auto& step : plan.steps) {
+        kube::DeleteOptions o;
+        o.precondition_uid = step.uid;
+        try {
+          switch (step.action) {
+            case PodAction::Wait: continue;
+            case PodAction::Evict:
+              client_.evict(step.namespace_, step.name, o);
+              bump("evicted");
+              break;
+            case PodAction::Delete:
+              client_.remove(kube::resources::pods(), step.namespace_, step.name, o);
+              bump("deleted");
+              break;
+            case PodAction::ForceDelete:
+              o.grace_period_seconds = 0;
+              client_.remove(kube::resources::pods(), step.namespace_, step.name, o);
+              bump("forced");
+              break;
+          }
+          metrics_.pod_actions.with({pod_action_name(step.action)}).inc();
+        } catch (const kube::ApiError& err) {
+          if (err.is(kube::Reason::EvictionBlocked) || err.code() == 429) {
+            ++blocked;  // a PodDisruptionBudget says not now: next look
+          } else if (!err.is(kube::Reason::NotFound) && !err.is(kube::Reason::Conflict)) {
+            throw;
+          }
+        }
+      }
+      counts["pending"] = static_cast<std::int64_t>(plan.steps.size());
+      counts["blockedByPDB"] = blocked;
+      const core::Value* old = s.find("drain");
+      if (old == nullptr || !(*old == counts)) {
+        s["drain"] = std::move(counts);
+        write_status(rem, std::move(s));
+      }
+      return {.requeue_after = 1s};
+    }
+    if (phase == "Remediating") {
+      const std::string action(rem.get_string({"spec", "action"}));
+      if (!policy.remediation.enabled || action.empty() || action == "none") {
+        set_phase(rem, "Validating", "no remediation action; validating");
+        return {};
+      }
+      const std::string boot(node.get_string({"status", "nodeInfo", "bootID"}));
+      const core::Value* a = rem.get({"status", "action"});
+      const std::int64_t attempt =
+          a != nullptr && a->find("attempt") ? a->find("attempt")->as_int() : 0;
+      auto request = [&](std::int64_t n) {
+        core::Value s = status_of(rem);
+        core::Value act = core::Value::map();
+        act["type"] = action;
+        act["attempt"] = n;
+        act["requestedAt"] = rfc3339(now);
+        act["bootID"] = boot;
+        s["action"] = std::move(act);
+        s["message"] = action + " requested (attempt " + std::to_string(n) + ")";
+        write_status(rem, std::move(s));  // recorded first: a crash never loses an attempt
+        remediator_->request(node_name, name, static_cast<int>(n), action);
+        metrics_.remediation_requests.with({action}).inc();
+      };
+      if (attempt == 0) {
+        request(1);
+        return {.requeue_after = 2s};
+      }
+      bool done = false;
+      if (action == "reboot") {
+        const std::string before(a->get_string({"bootID"}));
+        done = !boot.empty() && boot != before && kube::node::ready(node);
+      } else {
+        done = recovered;
+      }
+      if (done) {
+        set_phase(rem, "Validating", action + " done", [&](core::Value& s) {
+          s["action"]["result"] = "done after attempt " + std::to_string(attempt);
+        });
+        return {};
+      }
+      const std::int64_t requested = ms_of(a->get_string({"requestedAt"}));
+      if (now - requested > policy.remediation.timeout_s * 1000) {
+        if (attempt >= policy.remediation.max_attempts) {
+          finish(rem, "Failed",
+                 action + " did not complete in " + std::to_string(attempt) +
+                     " attempts; the node stays out",
+                 &node);
+          return {};
+        }
+        request(attempt + 1);
+        return {.requeue_after = 2s};
+      }
+      // Idempotent per (incident, attempt): asks again only if the first ask was lost.
+      remediator_->request(node_name, name, static_cast<int>(attempt), action);
+      return {.requeue_after = 2s};
+    }
+    if (phase == "Validating") {
+      if (!policy.validation.enabled) {
+        finish(rem, "Released", "validation disabled by policy", &node);
+        return {};
+      }
+      kube::ObjectPtr vr = vreqs_.get(name);
+      if (vr == nullptr) {
+        core::Value v;
+        v["apiVersion"] = "gpufleet.io/v1alpha1";
+        v["kind"] = "ValidationRequest";
+        v["metadata"]["name"] = name;
+        v["metadata"]["labels"][kNodeLabel] = node_name;
+        v["spec"]["nodeNames"].push_back(node_name);
+        core::Value cats = core::Value::list();
+        for (const auto& c : policy.validation.categories) cats.push_back(c);
+        v["spec"]["categories"] = std::move(cats);
+        v["spec"]["requester"] = "sentinel";
+        v["spec"]["reason"] = "remediation " + name;
+        v["spec"]["deadline"] = rfc3339(now + policy.validation.deadline_s * 1000);
+        try {
+          client_.create(api::validation_requests(), v);
+        } catch (const kube::ApiError& err) {
+          if (!err.is(kube::Reason::AlreadyExists)) throw;
+        }
+        if (rem.get_string({"status", "validationRequest"}).empty()) {
+          core::Value s = status_of(rem);
+          s["validationRequest"] = name;
+          write_status(rem, std::move(s));
+        }
+        return {.requeue_after = 5s};
+      }
+      const std::string vphase(vr->get_string({"status", "phase"}));
+      if (vphase == "Passed") {
+        finish(rem, "Released", "certify passed the node (ValidationRequest " + name + ")", &node,
+               true);
+      } else if (vphase == "Failed" || vphase == "Expired") {
+        std::string why(vr->get_string({"status", "message"}));
+        if (const core::Value* results = vr->get({"status", "results"});
+            results && results->is_list()) {
+          for (const auto& r : results->as_list()) {
+            if (r.get_string({"node"}) == node_name && r.get_string({"verdict"}) == "Failed") {
+              why = std::string(r.get_string({"reason"})) + ": " +
+                    std::string(r.get_string({"message"}));
+            }
+          }
+        }
+        finish(
+            rem, "Failed",
+            "validation " + vphase + (why.empty() ? "" : " (" + why + ")") + "; the node stays out",
+            &node);
+      }
+      return {.requeue_after = 5s};
+    }
+    return {};
+  }
+
+  kube::Client& client_;
+  kube::EventRecorder& events_;
+  std::shared_ptr<State> state_;
+  Metrics& metrics_;
+  std::string policy_name_;
+  std::shared_ptr<Remediator> remediator_;
+  const controller::Cache& nodes_;
+  const controller::Cache& healths_;
+  const controller::Cache& remediations_;
+  const controller::Cache& pods_;
+  const controller::Cache& vreqs_;
+  controller::StatusWriter breaker_status_;
+  // Fault -> cordon latency of incidents created by this process, until their status has it
+  // (different node keys run in parallel).
+  std::mutex latency_mu_;
+  std::map<std::string, std::int64_t> cordon_latency_;
+};
+
+std::vector<std::string> index_spec_node(const core::Value& obj) {
+  std::string_view n = obj.get_string({"spec", "nodeName"});
+  if (n.empty()) return {};
+  return {std::string(n)};
+}
+
+controller::MapFunc to_node(std::initializer_list<std::string_view> path) {
+  std::vector<std::string> p(path.begin(), path.end());
+  return [p](const core::Value& obj) -> std::vector<Request> {
+    const core::Value* v = &obj;
+    for (const auto& k : p) {
+      v = v->is_map() ? v->find(k) : nullptr;
+      if (v == nullptr) return {};
+    }
+    if (!v->is_string() || v->as_string().empty()) return {};
+    return {Request{"", v->as_string()}};
+  };
+}
+
+}  // namespace
+
+std::unique_ptr<Remediator> make_annotation_remediator(kube::Client& client) {
+  return std::make_unique<AnnotationRemediator>(client);
+}
+
+void setup_sentinel(controller::Manager& manager, SentinelOptions options) {
+  auto state = std::make_shared<State>();
+  // The registry hands out the same series to a second Metrics on it (a second Manager).
+  state->metrics = std::make_shared<Metrics>(*manager.options().registry);
+  Metrics* metrics = state->metrics.get();
+  std::shared_ptr<Remediator> remediator =
+      options.remediator
+          ? std::shared_ptr<Remediator>(std::move(options.remediator))
+          : std::shared_ptr<Remediator>(make_annotation_remediator(manager.client()));
+
+  controller::SourceOptions nodes_src;
+  nodes_src.cache.shape.prune = {"status.images"};
+  // Kubelets rewrite status every few seconds: only what sentinel reads matters.
+  nodes_src.predicates.push_back([](const controller::WatchEvent& ev) {
+    if (ev.old_obj == nullptr) return true;
+    const core::Value& a = *ev.old_obj;
+    const core::Value& b = ev.obj;
+    return kube::node::unschedulable(a) != kube::node::unschedulable(b) ||
+           kube::node::ready(a) != kube::node::ready(b) ||
+           a.get_string({"status", "nodeInfo", "bootID"}) !=
+               b.get_string({"status", "nodeInfo", "bootID"}) ||
+           !(a.get({"metadata", "annotations"}) == nullptr
+                 ? b.get({"metadata", "annotations"}) == nullptr
+                 : b.get({"metadata", "annotations"}) != nullptr &&
+                       *a.get({"metadata", "annotations"}) ==
+                           *b.get({"metadata", "annotations"})) ||
+           !(a.get({"spec", "taints"}) == nullptr
+                 ? b.get({"spec", "taints"}) == nullptr
+                 : b.get({"spec", "taints"}) != nullptr &&
+                       *a.get({"spec", "taints"}) == *b.get({"spec", "taints"}));
+  });
+  controller::Cache& nodes = manager.cache(kube::resources::nodes(), nodes_src.cache);
+  controller::Cache& healths = manager.cache(api::node_healths());
+  controller::Cache& policies = manager.cache(api::sentinel_policies());
+  controller::Cache& rems = manager.cache(api::remediations());
+  rems.add_index("node", index_spec_node);
+  controller::SourceOptions pods_src;
+  controller::Cache& pods = manager.cache(kube::resources::pods(), pods_src.cache);
+  pods.add_index("node", index_spec_node);
+  controller::Cache& vreqs = manager.cache(api::validation_requests());
+
+  auto node_rec = std::make_shared<NodeReconciler>(manager, state, *metrics, options.policy,
+                                                   remediator, nodes, healths, rems, pods, vreqs);
+  controller::SourceOptions vr_src;
+  controller::Controller& nodes_ctl =
+      manager.controller("sentinel")
+          .for_resource(kube::resources::nodes(), "Node", nodes_src)
+          .watches(api::node_healths(), controller::mapping::to_self())
+          .watches(api::remediations(), to_node({"spec", "nodeName"}))
+          .watches(kube::resources::pods(), to_node({"spec", "nodeName"}), pods_src)
+          .watches(api::validation_requests(), to_node({"metadata", "labels", kNodeLabel}), vr_src)
+          .max_concurrent_reconciles(options.workers)
+          .complete(node_rec);
+  state->nodes_controller = &nodes_ctl;
+
+  const std::string policy_name = options.policy;
+  // Spec edits and the reset annotation; status writes (its own and the breaker saves) are
+  // not events for it. Counts and window expiry are refreshed every 5 s by requeue.
+  controller::SourceOptions policy_src;
+  policy_src.predicates.push_back(
+      controller::predicates::any_of({controller::predicates::generation_changed(),
+                                      controller::predicates::annotations_changed()}));
+  manager.controller("sentinel-policy")
+      .for_resource(api::sentinel_policies(), "SentinelPolicy", policy_src)
+      .complete(std::make_shared<PolicyReconciler>(manager, state, *metrics, policy_name, policies,
+                                                   nodes, rems));
+}
+
+}  // namespace gpufleet::sentinel

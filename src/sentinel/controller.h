@@ -1,0 +1,67 @@
+// The `sentinel` controller (docs/sentinel.md): NodeHealth + Node + SentinelPolicy in, per-node
+// incidents (Remediation objects) out. Two reconcilers on one Manager:
+//  - `sentinel-policy` (key: the SentinelPolicy) compiles the rules, owns the circuit breaker
+//    (restored from the policy's status on start, saved there on every admission), applies the
+//    reset verb (annotation sentinel.gpufleet.io/reset-breaker) and the quiet-period reset, and
+//    reports the breaker as a condition, an event and metrics;
+//  - `sentinel` (key: a Node) evaluates the rules over the node's faulty entities, quarantines
+//    (cordon through kube/api/cordon.h with owner "sentinel", taints) when the breaker admits
+//    it, and drives the node's incident: Detected → Quarantined → Draining → Remediating →
+//    Validating → Released | Failed | Cancelled. Every step is written to the Remediation's
+//    status (compare-and-swap on resourceVersion) before it is acted on, so a controller
+//    killed at any point resumes where it was and never repeats a finished step.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "kube/api/resource.h"
+
+namespace gpufleet::controller {
+class Manager;
+}  // namespace gpufleet::controller
+namespace gpufleet::kube {
+class Client;
+}  // namespace gpufleet::kube
+
+namespace gpufleet::sentinel {
+
+// The API resources sentinel reads and writes.
+namespace api {
+kube::ResourceId sentinel_policies();
+kube::ResourceId remediations();
+kube::ResourceId node_healths();
+kube::ResourceId validation_requests();
+}  // namespace api
+
+inline constexpr std::string_view kResetBreakerAnnotation = "sentinel.gpufleet.io/reset-breaker";
+inline constexpr std::string_view kValidatedAnnotation = "sentinel.gpufleet.io/validated";
+inline constexpr std::string_view kNodeLabel = "sentinel.gpufleet.io/node";
+
+// Carries out a remediation action on a node. request() is called on every look while the
+// action is pending, so it must be idempotent per (incident, attempt): the same pair asks once.
+// Completion is observed in the API (a new boot id, the entity healthy), never reported here.
+class Remediator {
+ public:
+  virtual ~Remediator() = default;
+  // action: "reboot" or "gpu-reset".
+  virtual void request(const std::string& node, const std::string& incident, int attempt,
+                       const std::string& action) = 0;
+};
+
+// Asks the node's agent through the Node annotation sentinel.gpufleet.io/remediation-request
+// ({"incident", "attempt", "action"}); the agent acknowledges by doing it.
+std::unique_ptr<Remediator> make_annotation_remediator(kube::Client& client);
+
+struct SentinelOptions {
+  std::string policy = "default";  // the SentinelPolicy followed
+  std::unique_ptr<Remediator> remediator;
+  int workers = 8;
+};
+
+// Adds both reconcilers to `manager`.
+void setup_sentinel(controller::Manager& manager, SentinelOptions options);
+
+}  // namespace gpufleet::sentinel

@@ -1,0 +1,157 @@
+#include "sentinel/policy.h"
+
+#include "core/errors.h"
+#include "core/json.h"
+
+namespace gpufleet::sentinel {
+namespace {
+
+const core::Value* field(const core::Value& v, std::string_view key) {
+  const core::Value* f = v.is_map() ? v.find(key) : nullptr;
+  return f != nullptr && !f->is_null() ? f : nullptr;
+}
+
+bool bool_field(const core::Value& v, std::string_view key, bool fallback, const std::string& at) {
+  const core::Value* f = field(v, key);
+  if (f == nullptr) return fallback;
+  if (!f->is_bool())
+    throw core::InvalidInput(at + "." + std::string(key) + ": must be true or false");
+  return f->as_bool();
+}
+
+std::int64_t int_field(const core::Value& v, std::string_view key, std::int64_t fallback,
+                       std::int64_t lo, std::int64_t hi, const std::string& at) {
+  const core::Value* f = field(v, key);
+  if (f == nullptr) return fallback;
+  if (!f->is_int() || f->as_int() < lo || f->as_int() > hi) {
+    throw core::InvalidInput(at + "." + std::string(key) + ": " + core::to_json(*f) +
+                             " is not an integer in [" + std::to_string(lo) + ", " +
+                             std::to_string(hi) + "]");
+  }
+  return f->as_int();
+}
+
+std::string action_field(const core::Value& v, std::string_view key, std::string fallback,
+                         const std::string& at) {
+  const core::Value* f = field(v, key);
+  if (f == nullptr) return fallback;
+  if (!f->is_string() ||
+      (f->as_string() != "none" && f->as_string() != "gpu-reset" && f->as_string() != "reboot")) {
+    throw core::InvalidInput(at + "." + std::string(key) + ": " + core::to_json(*f) +
+                             " is not an action; use none, gpu-reset or reboot");
+  }
+  return f->as_string();
+}
+
+DrainMode mode_of(const core::Value* f, DrainMode fallback, const std::string& at) {
+  if (f == nullptr || f->is_null()) return fallback;
+  const std::string_view s = f->is_string() ? std::string_view(f->as_string()) : "";
+  if (s == "Evict") return DrainMode::Evict;
+  if (s == "AllowCompletion") return DrainMode::AllowCompletion;
+  if (s == "Delete") return DrainMode::Delete;
+  throw core::InvalidInput(at + ": " + core::to_json(*f) +
+                           " is not a drain mode; use Evict, AllowCompletion or Delete");
+}
+
+}  // namespace
+
+std::string_view drain_mode_name(DrainMode m) noexcept {
+  switch (m) {
+    case DrainMode::Evict: return "Evict";
+    case DrainMode::AllowCompletion: return "AllowCompletion";
+    case DrainMode::Delete: return "Delete";
+  }
+  return "Evict";
+}
+
+bool DrainRule::matches(const core::Value& pod) const {
+  for (const auto& [k, v] : match_labels) {
+    const core::Value* l = pod.get({"metadata", "labels", k});
+    if (l == nullptr || !l->is_string() || l->as_string() != v) return false;
+  }
+  return true;
+}
+
+Policy Policy::from_spec(const core::Value& spec) {
+  Policy p;
+  if (!spec.is_map()) throw core::InvalidInput("spec: must be a map with rules");
+  const core::Value* rules = field(spec, "rules");
+  if (rules == nullptr || !rules->is_list()) {
+    throw core::InvalidInput("spec.rules: required, a list of {name, when, cordon|taint|...}");
+  }
+  for (std::size_t i = 0; i < rules->size(); ++i) {
+    p.rules.push_back(RuleSpec::from_value((*rules)[i], "spec.rules[" + std::to_string(i) + "]"));
+  }
+  p.cost_limit =
+      static_cast<std::uint64_t>(int_field(spec, "costLimit", 100'000, 100, 10'000'000, "spec"));
+  if (const core::Value* b = field(spec, "breaker")) {
+    try {
+      p.breaker = BreakerPolicy::from_value(*b);
+    } catch (const core::InvalidInput& e) {
+      throw core::InvalidInput(std::string("spec.") + e.what());
+    }
+  } else {
+    // A breaker is always on: 10 % of the GPU nodes within 10 minutes unless told otherwise.
+    p.breaker.max_fraction = 0.1;
+  }
+  p.breaker.validate();
+
+  if (const core::Value* d = field(spec, "drain")) {
+    const std::string at = "spec.drain";
+    p.drain.enabled = bool_field(*d, "enabled", true, at);
+    p.drain.default_mode = mode_of(field(*d, "defaultMode"), DrainMode::Evict, at + ".defaultMode");
+    p.drain.deadline_s = int_field(*d, "deadlineSeconds", 600, 1, 604800, at);
+    p.drain.terminating_timeout_s = int_field(*d, "terminatingTimeoutSeconds", 120, 1, 86400, at);
+    if (const core::Value* ns = field(*d, "systemNamespaces"); ns && ns->is_list()) {
+      for (const auto& n : ns->as_list()) {
+        if (n.is_string()) p.drain.system_namespaces.push_back(n.as_string());
+      }
+    }
+    if (const core::Value* modes = field(*d, "modes"); modes && modes->is_list()) {
+      for (std::size_t i = 0; i < modes->size(); ++i) {
+        const core::Value& m = (*modes)[i];
+        const std::string mat = at + ".modes[" + std::to_string(i) + "]";
+        DrainRule r;
+        r.mode = mode_of(field(m, "mode"), DrainMode::Evict, mat + ".mode");
+        r.timeout_s = int_field(m, "timeoutSeconds", 0, 0, 604800, mat);
+        const core::Value* labels = m.get({"selector", "matchLabels"});
+        if (labels != nullptr && labels->is_map()) {
+          for (const auto& e : labels->as_map()) {
+            if (!e.value.is_string()) {
+              throw core::InvalidInput(mat + ".selector.matchLabels." + e.key +
+                                       ": must be a string");
+            }
+            r.match_labels[e.key] = e.value.as_string();
+          }
+        }
+        p.drain.modes.push_back(std::move(r));
+      }
+    }
+  }
+  if (const core::Value* r = field(spec, "remediation")) {
+    const std::string at = "spec.remediation";
+    p.remediation.enabled = bool_field(*r, "enabled", true, at);
+    p.remediation.default_action = action_field(*r, "defaultAction", "reboot", at);
+    p.remediation.max_attempts = static_cast<int>(int_field(*r, "maxAttempts", 2, 1, 10, at));
+    p.remediation.timeout_s = int_field(*r, "timeoutSeconds", 600, 5, 86400, at);
+  }
+  if (const core::Value* v = field(spec, "validation")) {
+    const std::string at = "spec.validation";
+    p.validation.enabled = bool_field(*v, "enabled", true, at);
+    p.validation.new_nodes = bool_field(*v, "newNodes", true, at);
+    p.validation.deadline_s = int_field(*v, "deadlineSeconds", 3600, 10, 604800, at);
+    if (const core::Value* c = field(*v, "categories"); c && c->is_list() && c->size() > 0) {
+      p.validation.categories.clear();
+      for (const auto& s : c->as_list()) {
+        if (!s.is_string() || s.as_string().find('/') == std::string::npos) {
+          throw core::InvalidInput(at + ".categories: " + core::to_json(s) +
+                                   " is not a catalog category; use e.g. diagnostics/dcgm-r2");
+        }
+        p.validation.categories.push_back(s.as_string());
+      }
+    }
+  }
+  return p;
+}
+
+}  // namespace gpufleet::sentinel

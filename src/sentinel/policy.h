@@ -1,0 +1,65 @@
+// A SentinelPolicy's spec as the controller uses it (deploy/crds/sentinelpolicy.yaml): rules,
+// breaker, drain, remediation and validation settings with their defaults. Kubernetes-free;
+// the API server checks the schema, this checks again (a policy written before the schema
+// changed, or a test) and names field, value and fix.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/value.h"
+#include "sentinel/breaker.h"
+#include "sentinel/rules.h"
+
+namespace gpufleet::sentinel {
+
+enum class DrainMode { Evict, AllowCompletion, Delete };
+std::string_view drain_mode_name(DrainMode m) noexcept;
+
+struct DrainRule {
+  DrainMode mode = DrainMode::Evict;
+  std::int64_t timeout_s = 0;  // AllowCompletion: wait this long; Delete: graceful period
+  std::map<std::string, std::string> match_labels;
+  [[nodiscard]] bool matches(const core::Value& pod) const;
+};
+
+struct DrainPolicy {
+  bool enabled = true;
+  DrainMode default_mode = DrainMode::Evict;
+  std::int64_t deadline_s = 600;             // graceful -> forced
+  std::int64_t terminating_timeout_s = 120;  // stuck Terminating -> force delete
+  std::vector<std::string> system_namespaces = {"kube-system", "kube-public", "kube-node-lease"};
+  std::vector<DrainRule> modes;
+};
+
+struct RemediationPolicy {
+  bool enabled = true;
+  std::string default_action = "reboot";  // none | gpu-reset | reboot
+  int max_attempts = 2;
+  std::int64_t timeout_s = 600;
+};
+
+struct ValidationPolicy {
+  bool enabled = true;
+  bool new_nodes = true;
+  std::vector<std::string> categories = {"diagnostics/dcgm-r2"};
+  std::int64_t deadline_s = 3600;
+};
+
+struct Policy {
+  std::vector<RuleSpec> rules;
+  std::uint64_t cost_limit = 100'000;
+  BreakerPolicy breaker;
+  DrainPolicy drain;
+  RemediationPolicy remediation;
+  ValidationPolicy validation;
+
+  // From a SentinelPolicy's spec. Throws core::InvalidInput naming the field ("spec.drain.
+  // deadlineSeconds"), the value and the fix.
+  static Policy from_spec(const core::Value& spec);
+};
+
+}  // namespace gpufleet::sentinel

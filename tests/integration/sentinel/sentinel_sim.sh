@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# The whole loop on the simulator, through the binaries as the chart runs them: a simulated
+# GPU falls off the bus (Xid 79, injected into the simulator), the node agent reports it in
+# NodeHealth, `gpufleet controller --controllers=sentinel` quarantines and drains the node and
+# asks the simulator (its control inbox) for a reboot; the node really reboots (new boot id),
+# sentinel asks certify through a ValidationRequest, this test answers it as certify would,
+# and the node is released.
+# Usage: sentinel_sim.sh REPO_ROOT   (env: KUBECONFIG, GPUFLEET_BIN, KUBE_LOCAL_BIN)
+set -euo pipefail
+repo="$1"
+gpufleet="$GPUFLEET_BIN"
+work="$(mktemp -d)"
+state="$work/sim"
+pids=()
+fail() {
+  echo "sentinel_sim: FAIL: $*" >&2
+  echo "--- controller log (tail)" >&2; tail -n 30 "$work/controller.log" >&2 || true
+  kubectl get remediations -o yaml >&2 || true
+  exit 1
+}
+if ! command -v kubectl >/dev/null 2>&1; then
+  kubectl() { "$KUBE_LOCAL_BIN" kubectl "$@"; }
+fi
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  "$gpufleet" sim stop --state-dir "$state" >/dev/null 2>&1 || true
+  kubectl delete sentinelpolicy sentinel-sim --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  kubectl delete remediations,validationrequests -l sentinel.gpufleet.io/node --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  for n in $(ls "$state/nodes" 2>/dev/null); do
+    kubectl delete nodehealth "$n" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+for f in nodehealth sentinelpolicy remediation validationrequest; do
+  kubectl apply --server-side --force-conflicts --field-manager=sentinel-sim -f "$repo/deploy/crds/$f.yaml" >/dev/null
+done
+kubectl wait --for=condition=Established --timeout=30s crd/nodehealths.gpufleet.io \
+  crd/sentinelpolicies.gpufleet.io crd/remediations.gpufleet.io crd/validationrequests.gpufleet.io >/dev/null
+
+# A 4-node fleet (the example's H100 pool, fewer nodes).
+sed -e 's/^    count: 32$/    count: 4/' "$repo/examples/fleet-h100.yaml" >"$work/fleet.yaml"
+grep -q '^    count: 4$' "$work/fleet.yaml" || fail "could not shrink the example fleet"
+"$gpufleet" sim --fleet "$work/fleet.yaml" --state-dir "$state" --detach >/dev/null \
+  || fail "simulator did not start: $(tail -5 "$state/sim.log")"
+node=$(ls "$state/nodes" | head -1)
+[[ -n $node ]] || fail "no simulated node"
+for _ in $(seq 1 100); do
+  [[ -s $state/nodes/$node/proc/sys/kernel/random/boot_id ]] && break
+  sleep 0.3
+done
+boot_before=$(kubectl get node "$node" -o jsonpath='{.status.nodeInfo.bootID}')
+[[ -n $boot_before ]] || fail "node $node has no boot id"
+
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: gpufleet.io/v1alpha1
+kind: SentinelPolicy
+metadata: {name: sentinel-sim}
+spec:
+  rules:
+  - {name: xid-fatal, when: "event.check == 'xid' && event.state == 'Fatal'", cordon: true,
+     taint: "nvidia.com/gpu-error=fatal:NoSchedule", remediate: reboot}
+  breaker: {maxNodes: 2}
+  drain: {deadlineSeconds: 10, terminatingTimeoutSeconds: 5}
+  remediation: {maxAttempts: 2, timeoutSeconds: 60}
+  validation: {newNodes: false}
+YAML
+
+"$gpufleet" agent --sim-state-dir "$state" --monitors kmsg-xid --fsync=false --run-for 120s \
+  >"$work/agent.log" 2>&1 &
+pids+=($!)
+"$gpufleet" controller --controllers=sentinel --metrics-addr "" \
+  --set sentinel.policy=sentinel-sim --set sentinel.sim-state-dir="$state" \
+  --set sentinel.sim-reboot-down=2s >"$work/controller.log" 2>&1 &
+pids+=($!)
+
+"$gpufleet" sim inject --state-dir "$state" --event "{node: $node, type: xid, gpu: 3, code: 79}" >/dev/null
+phase() {
+  kubectl get remediations -l "sentinel.gpufleet.io/node=$node" \
+    -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | tail -n 1
+}
+wait_phase() {  # seconds phase...
+  local limit=$1; shift
+  local deadline=$((SECONDS + limit)) p want
+  while ((SECONDS < deadline)); do
+    p=$(phase)
+    for want in "$@"; do [[ $p == "$want" ]] && return 0; done
+    sleep 0.3
+  done
+  fail "node $node: phase '${p:-none}' after ${limit}s, want $*"
+}
+wait_phase 40 Quarantined Draining Remediating Validating
+[[ $(kubectl get node "$node" -o jsonpath='{.spec.unschedulable}') == true ]] || fail "$node not cordoned"
+[[ $(kubectl get node "$node" -o jsonpath='{.metadata.annotations.gpufleet\.io/cordon-owners}') == sentinel ]] \
+  || fail "$node: cordon owners not 'sentinel'"
+wait_phase 60 Validating
+boot_after=$(kubectl get node "$node" -o jsonpath='{.status.nodeInfo.bootID}')
+[[ $boot_after != "$boot_before" ]] || fail "$node did not reboot (boot id unchanged)"
+ls "$state/control/done" | grep -q . || fail "no control event applied by the simulator"
+grep -l 'type: reboot' "$state"/control/done/* >/dev/null || fail "no reboot in the simulator's control inbox"
+
+# Play certify: the ValidationRequest passes.
+vr=$(kubectl get remediations -l "sentinel.gpufleet.io/node=$node" -o jsonpath='{.items[-1:].status.validationRequest}')
+[[ -n $vr ]] || fail "no ValidationRequest recorded"
+kubectl patch validationrequest "$vr" --subresource=status --type=merge \
+  -p "{\"status\":{\"phase\":\"Passed\",\"nodeCount\":1,\"results\":[{\"node\":\"$node\",\"verdict\":\"Passed\"}]}}" >/dev/null
+wait_phase 30 Released
+[[ $(kubectl get node "$node" -o jsonpath='{.spec.unschedulable}') != true ]] || fail "$node still cordoned after release"
+n=$(kubectl get remediations -l "sentinel.gpufleet.io/node=$node" --no-headers | wc -l)
+((n == 1)) || fail "$n incidents for $node, want 1"
+# The operator's view: breaker state and incidents by phase, as JSON and as a table.
+status=$("$gpufleet" sentinel status --policy sentinel-sim -o json)
+grep -q '"state":"Closed"' <<<"$status" || fail "sentinel status: breaker not Closed: $status"
+grep -qE '"Released":[1-9]' <<<"$status" || fail "sentinel status: no Released incident: $status"
+"$gpufleet" sentinel status --policy sentinel-sim | grep -q '^BREAKER  Closed' \
+  || fail "sentinel status table has no breaker line"
+echo "sentinel_sim: PASS ($node: Xid 79 → cordon → drain → reboot $boot_before → $boot_after → validated → released)"

@@ -1,0 +1,606 @@
+// The sentinel controller against the real kube-apiserver of kube-local. The test plays the
+// agents (it writes NodeHealth as an agent would) and certify (it answers ValidationRequests by
+// writing their status), which exercises both contracts; Nodes and Pods are plain API objects.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "controller/manager.h"
+#include "core/json.h"
+#include "core/metrics.h"
+#include "core/time.h"
+#include "core/yaml.h"
+#include "kube/api/meta.h"
+#include "kube/api/objects.h"
+#include "kube/errors.h"
+#include "process.h"
+#include "sentinel/controller.h"
+#include "sentinel/quarantine.h"
+#include "test_env.h"
+
+namespace gpufleet::sentinel {
+namespace {
+
+using namespace std::chrono_literals;
+using controller::testing::wait_until;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class SentinelTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    kube::Client client(kube::testing::admin_config());
+    for (const char* f : {"nodehealth", "sentinelpolicy", "remediation", "validationrequest"}) {
+      core::Value crd = core::parse_yaml(
+          read_file(std::string(GPUFLEET_SOURCE_DIR) + "/deploy/crds/" + f + ".yaml"));
+      client.apply(kube::resources::custom_resource_definitions(), crd,
+                   {.field_manager = "sentinel-test", .force = true});
+    }
+    for (const auto& r : {api::node_healths(), api::sentinel_policies(), api::remediations(),
+                          api::validation_requests()}) {
+      ASSERT_TRUE(wait_until(
+          [&] {
+            try {
+              (void)client.list_page(r, "", {});
+              return true;
+            } catch (const std::exception&) {
+              return false;
+            }
+          },
+          30s))
+          << r.resource;
+    }
+  }
+
+  void SetUp() override {
+    client_ = std::make_unique<kube::Client>(kube::testing::admin_config());
+    prefix_ = kube::testing::unique_name("sn");
+    policy_ = prefix_ + "-policy";
+  }
+
+  void TearDown() override {
+    stop_manager();
+    for (const auto& n : nodes_) {
+      try {
+        client_->remove(kube::resources::nodes(), "", n);
+      } catch (const std::exception&) {
+      }
+      try {
+        client_->remove(api::node_healths(), "", n);
+      } catch (const std::exception&) {
+      }
+    }
+    for (const auto& r : {api::remediations(), api::validation_requests()}) {
+      for (const auto& o : client_->list(r, "").items) {
+        if (std::string(kube::name_of(o)).rfind(prefix_, 0) == 0)
+          client_->remove(r, "", kube::name_of(o));
+      }
+    }
+    try {
+      client_->remove(api::sentinel_policies(), "", policy_);
+    } catch (const std::exception&) {
+    }
+  }
+
+  // The policy: rules for Fatal xid entities (cordon + taint, reboot) and IB ports (cordon).
+  void create_policy(const std::string& extra_yaml = "") {
+    std::string yaml =
+        "apiVersion: gpufleet.io/v1alpha1\nkind: SentinelPolicy\nmetadata: {name: " + policy_ +
+        "}\nspec:\n"
+        "  rules:\n"
+        "  - {name: xid-fatal, when: \"event.check == 'xid' && event.state == "
+        "'Fatal'\", cordon: true, taint: 'nvidia.com/gpu-error=fatal:NoSchedule', "
+        "remediate: none}\n"
+        "  - {name: ib-down, when: \"event.check == 'ib-port' && event.state == "
+        "'Fatal'\", cordon: true}\n"
+        "  - {name: thermal-dry, when: \"event.check == 'thermal'\", cordon: true, "
+        "dryRun: true}\n"
+        "  - {name: needs-label, when: \"node.metadata.labels['absent-label'] == "
+        "'x'\", cordon: true}\n" +
+        extra_yaml;
+    client_->create(api::sentinel_policies(), core::parse_yaml(yaml));
+  }
+
+  void start_manager() {
+    controller::ManagerOptions mo;
+    mo.name = prefix_;
+    mo.metrics_address = "";
+    mo.registry = &registry_;
+    manager_ = std::make_unique<controller::Manager>(*client_, mo);
+    SentinelOptions o;
+    o.policy = policy_;
+    setup_sentinel(*manager_, std::move(o));
+    run_ = std::jthread([this](std::stop_token stop) { manager_->run(stop); });
+  }
+
+  void stop_manager() {
+    if (run_.joinable()) {
+      run_.request_stop();
+      run_.join();
+    }
+    manager_.reset();
+  }
+
+  std::string node(const std::string& suffix, bool cordoned = false, const std::string& owners = "",
+                   const std::string& taint_key = "") {
+    std::string name = prefix_ + "-" + suffix;
+    core::Value n;
+    n["apiVersion"] = "v1";
+    n["kind"] = "Node";
+    n["metadata"]["name"] = name;
+    n["metadata"]["labels"]["nvidia.com/gpu.present"] = "true";
+    if (!owners.empty()) n["metadata"]["annotations"]["gpufleet.io/cordon-owners"] = owners;
+    if (cordoned) n["spec"]["unschedulable"] = true;
+    if (!taint_key.empty()) {
+      core::Value t;
+      t["key"] = taint_key;
+      t["value"] = "manual";
+      t["effect"] = "NoSchedule";
+      n["spec"]["taints"].push_back(t);
+    }
+    client_->create(kube::resources::nodes(), n);
+    nodes_.push_back(name);
+    return name;
+  }
+
+  // Plays the node's agent: the NodeHealth status with these entities ("check/id" -> state).
+  void health(const std::string& node, const std::map<std::string, std::string>& entities) {
+    auto cur = client_->try_get(api::node_healths(), "", node);
+    if (!cur) {
+      core::Value nh;
+      nh["apiVersion"] = "gpufleet.io/v1alpha1";
+      nh["kind"] = "NodeHealth";
+      nh["metadata"]["name"] = node;
+      nh["spec"]["nodeName"] = node;
+      cur = client_->create(api::node_healths(), nh);
+    }
+    std::map<std::string, core::Value> checks;
+    const std::string now = core::Timestamp::now().to_rfc3339(core::TimestampPrecision::Micros);
+    for (const auto& [key, state] : entities) {
+      auto slash = key.find('/');
+      std::string check = key.substr(0, slash);
+      if (!checks.contains(check)) {
+        checks[check]["name"] = check;
+        checks[check]["state"] = "Healthy";
+      }
+      core::Value e;
+      e["id"] = key.substr(slash + 1);
+      e["state"] = state;
+      e["reason"] = state == "Fatal" ? "Xid79" : "Recovered";
+      e["lastTransitionTime"] = now;
+      checks[check]["entities"].push_back(e);
+      if (state == "Fatal") checks[check]["state"] = "Fatal";
+    }
+    core::Value obj = *cur;
+    core::Value list = core::Value::list();
+    for (auto& [k, c] : checks) list.push_back(c);
+    obj["status"]["checks"] = std::move(list);
+    obj["status"]["state"] = "Healthy";
+    client_->update_status(api::node_healths(), obj);
+  }
+
+  // The node's incidents (Remediations), oldest first.
+  std::vector<core::Value> incidents(const std::string& node) {
+    kube::ListOptions o;
+    o.label_selector = std::string(kNodeLabel) + "=" + node;
+    auto items = client_->list(api::remediations(), "", o).items;
+    std::sort(items.begin(), items.end(),
+              [](const auto& a, const auto& b) { return kube::name_of(a) < kube::name_of(b); });
+    return items;
+  }
+
+  std::string phase(const std::string& node) {
+    auto items = incidents(node);
+    if (items.empty()) return "";
+    std::string p(items.back().get_string({"status", "phase"}));
+    return p.empty() ? "Detected" : p;
+  }
+
+  bool wait_phase(const std::string& node, const std::string& want,
+                  std::chrono::milliseconds timeout = 20s) {
+    bool ok = wait_until([&] { return phase(node) == want; }, timeout);
+    if (!ok) {
+      auto items = incidents(node);
+      ADD_FAILURE() << node << ": phase " << phase(node) << ", want " << want << "; "
+                    << (items.empty() ? "no incident" : core::to_json(items.back()));
+    }
+    return ok;
+  }
+
+  core::Value get_node(const std::string& name) {
+    return client_->get(kube::resources::nodes(), "", name);
+  }
+
+  // Plays certify: answers the incident's ValidationRequest.
+  void answer_validation(const std::string& node, const std::string& verdict) {
+    std::string name;
+    ASSERT_TRUE(wait_until(
+        [&] {
+          auto items = incidents(node);
+          if (items.empty()) return false;
+          name = std::string(items.back().get_string({"status", "validationRequest"}));
+          return !name.empty() && client_->try_get(api::validation_requests(), "", name);
+        },
+        20s));
+    core::Value vr = client_->get(api::validation_requests(), "", name);
+    EXPECT_EQ(vr.get_string({"spec", "requester"}), "sentinel");
+    EXPECT_EQ((*vr.get({"spec", "nodeNames"}))[0].as_string(), node);
+    vr["status"]["phase"] = verdict;
+    vr["status"]["nodeCount"] = 1;
+    core::Value r;
+    r["node"] = node;
+    r["verdict"] = verdict;
+    if (verdict == "Failed") {
+      r["reason"] = "HardwareFailure";
+      r["message"] = "dcgm-r2: memory test failed on GPU 0";
+      vr["status"]["failedCount"] = 1;
+    }
+    vr["status"]["results"].push_back(r);
+    client_->update_status(api::validation_requests(), vr);
+  }
+
+  core::Value pod(const std::string& node, const std::string& ns, const std::string& name,
+                  const std::map<std::string, std::string>& labels = {}) {
+    core::Value p;
+    p["apiVersion"] = "v1";
+    p["kind"] = "Pod";
+    p["metadata"]["name"] = name;
+    p["metadata"]["namespace"] = ns;
+    for (const auto& [k, v] : labels) p["metadata"]["labels"][k] = v;
+    p["spec"]["nodeName"] = node;
+    p["spec"]["terminationGracePeriodSeconds"] = 1;
+    core::Value c;
+    c["name"] = "main";
+    c["image"] = "busybox";
+    p["spec"]["containers"].push_back(c);
+    return client_->create(kube::resources::pods(), p);
+  }
+
+  bool pod_gone(const std::string& ns, const std::string& name) {
+    return !client_->try_get(kube::resources::pods(), ns, name).has_value();
+  }
+
+  core::metrics::Registry registry_;
+  std::unique_ptr<kube::Client> client_;
+  std::unique_ptr<controller::Manager> manager_;
+  std::jthread run_;
+  std::string prefix_, policy_;
+  std::vector<std::string> nodes_;
+};
+
+const char* kNoDrain =
+    "  drain: {enabled: false}\n"
+    "  validation: {newNodes: false}\n"
+    "  breaker: {maxNodes: 100}\n";
+
+TEST_F(SentinelTest, QuarantineByRuleThenEntityLevelRecoveryDuringDrain) {
+  create_policy(
+      "  drain: {deadlineSeconds: 600, modes: [{mode: AllowCompletion, timeoutSeconds: 600, "
+      "selector: {matchLabels: {workload: training}}}]}\n"
+      "  validation: {newNodes: false}\n"
+      "  breaker: {maxNodes: 100}\n");
+  const std::string n = node("a");
+  kube::testing::TestNamespace ns(*client_, "sn-a");
+  pod(n, ns.name(), "train", {{"workload", "training"}});  // keeps the drain going
+  start_manager();
+  health(n, {{"xid/GPU-0", "Fatal"}, {"ib-port/mlx5_0/1", "Fatal"}, {"thermal/GPU-1", "Fatal"}});
+  ASSERT_TRUE(wait_phase(n, "Draining"));
+  core::Value node_obj = get_node(n);
+  EXPECT_TRUE(kube::node::unschedulable(node_obj));
+  EXPECT_EQ(kube::annotation_of(node_obj, "gpufleet.io/cordon-owners"), "sentinel");
+  EXPECT_TRUE(kube::node::has_taint(node_obj, "nvidia.com/gpu-error", "NoSchedule"));
+  auto rem = incidents(n).back();
+  auto entities = *rem.get({"spec", "entities"});
+  EXPECT_EQ(entities.size(), 2u) << core::to_json(rem);  // thermal: dry-run only
+  EXPECT_TRUE(rem.get({"status", "cordonLatencyMs"}) != nullptr);
+  // The rule touching an absent label did not match and was reported once, in the status.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto p = client_->get(api::sentinel_policies(), "", policy_);
+        const core::Value* probs = p.get({"status", "ruleProblems"});
+        const core::Value* dry = p.get({"status", "dryRunMatches", "thermal-dry"});
+        return probs && probs->size() == 1 && dry && dry->as_int() >= 1;
+      },
+      15s));
+
+  // One entity recovers: the node stays out.
+  health(n, {{"xid/GPU-0", "Healthy"}, {"ib-port/mlx5_0/1", "Fatal"}});
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(phase(n), "Draining");
+  EXPECT_TRUE(kube::node::unschedulable(get_node(n)));
+  // The last one recovers: the drain is cancelled and the node released as it was.
+  health(n, {{"xid/GPU-0", "Healthy"}, {"ib-port/mlx5_0/1", "Healthy"}});
+  ASSERT_TRUE(wait_phase(n, "Released"));
+  node_obj = get_node(n);
+  EXPECT_FALSE(kube::node::unschedulable(node_obj));
+  EXPECT_EQ(kube::annotation_of(node_obj, "gpufleet.io/cordon-owners"), "");
+  EXPECT_EQ(kube::annotation_of(node_obj, kQuarantineAnnotation), "");
+  EXPECT_FALSE(kube::node::has_taint(node_obj, "nvidia.com/gpu-error"));
+  EXPECT_FALSE(pod_gone(ns.name(), "train"));  // allowed to complete, never evicted
+  EXPECT_EQ(incidents(n).size(), 1u);
+}
+
+TEST_F(SentinelTest, PreCordonedNodesAreLeftAsTheyWereAndReturnNeedsCertify) {
+  create_policy(
+      "  drain: {enabled: false}\n"
+      "  validation: {newNodes: false, categories: [diagnostics/dcgm-r2]}\n"
+      "  breaker: {maxNodes: 100}\n");
+  const std::string manual = node("manual", true, "", "nvidia.com/gpu-error");
+  const std::string hostpkg = node("hostpkg", true, "hostpkg");
+  start_manager();
+  health(manual, {{"xid/GPU-0", "Fatal"}});
+  health(hostpkg, {{"xid/GPU-0", "Fatal"}});
+  ASSERT_TRUE(wait_phase(manual, "Validating"));
+  ASSERT_TRUE(wait_phase(hostpkg, "Validating"));
+  // Joint ownership with hostpkg; a person's cordon is not claimed.
+  EXPECT_EQ(kube::annotation_of(get_node(hostpkg), "gpufleet.io/cordon-owners"),
+            "hostpkg,sentinel");
+  EXPECT_EQ(kube::annotation_of(get_node(manual), "gpufleet.io/cordon-owners"), "");
+  health(manual, {{"xid/GPU-0", "Healthy"}});
+  health(hostpkg, {{"xid/GPU-0", "Healthy"}});
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(phase(manual), "Validating");  // recovered is not enough: certify decides
+  answer_validation(manual, "Passed");
+  answer_validation(hostpkg, "Passed");
+  ASSERT_TRUE(wait_phase(manual, "Released"));
+  ASSERT_TRUE(wait_phase(hostpkg, "Released"));
+  core::Value m = get_node(manual);
+  EXPECT_TRUE(kube::node::unschedulable(m));  // still the person's cordon
+  int ours = 0;
+  for (const auto& t : kube::node::taints(m)) {
+    if (t.key != "nvidia.com/gpu-error") continue;  // (the node controller adds its own)
+    ++ours;
+    EXPECT_EQ(t.value, "manual");  // their taint, value unchanged
+  }
+  EXPECT_EQ(ours, 1);
+  EXPECT_EQ(kube::annotation_of(m, kQuarantineAnnotation), "");
+  core::Value h = get_node(hostpkg);
+  EXPECT_TRUE(kube::node::unschedulable(h));  // hostpkg still holds it
+  EXPECT_EQ(kube::annotation_of(h, "gpufleet.io/cordon-owners"), "hostpkg");
+}
+
+TEST_F(SentinelTest, FailedValidationKeepsTheNodeOutWithTheReason) {
+  create_policy(kNoDrain);
+  const std::string n = node("f");
+  start_manager();
+  health(n, {{"xid/GPU-3", "Fatal"}});
+  ASSERT_TRUE(wait_phase(n, "Validating"));
+  answer_validation(n, "Failed");
+  ASSERT_TRUE(wait_phase(n, "Failed"));
+  auto rem = incidents(n).back();
+  EXPECT_NE(rem.get_string({"status", "message"}).find("HardwareFailure"), std::string::npos)
+      << core::to_json(rem);
+  std::this_thread::sleep_for(1s);
+  EXPECT_TRUE(kube::node::unschedulable(get_node(n)));
+  EXPECT_EQ(incidents(n).size(), 1u);  // no new incident while it is out
+}
+
+TEST_F(SentinelTest, NewNodesAreGatedUntilCertified) {
+  create_policy("  drain: {enabled: false}\n  breaker: {maxNodes: 100}\n");
+  start_manager();
+  std::this_thread::sleep_for(1500ms);  // the node joins after the policy
+  const std::string n = node("new");
+  ASSERT_TRUE(wait_phase(n, "Validating"));
+  EXPECT_TRUE(kube::node::unschedulable(get_node(n)));
+  EXPECT_EQ(incidents(n).back().get_string({"spec", "reason"}), "NewNode");
+  answer_validation(n, "Passed");
+  ASSERT_TRUE(wait_phase(n, "Released"));
+  core::Value obj = get_node(n);
+  EXPECT_FALSE(kube::node::unschedulable(obj));
+  EXPECT_NE(kube::annotation_of(obj, kValidatedAnnotation), "");
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(incidents(n).size(), 1u);  // validated once
+}
+
+TEST_F(SentinelTest, BreakerCountsUniqueNodesSurvivesRestartAndResets) {
+  create_policy(
+      "  drain: {enabled: false}\n  validation: {newNodes: false}\n"
+      "  breaker: {maxNodes: 2, windowSeconds: 600}\n");
+  const std::string a = node("a"), b = node("b"), c = node("c");
+  start_manager();
+  health(a, {{"xid/GPU-0", "Fatal"}});
+  health(b, {{"xid/GPU-0", "Fatal"}});
+  ASSERT_TRUE(wait_phase(a, "Validating"));
+  ASSERT_TRUE(wait_phase(b, "Validating"));
+  // a again (another entity): the same node counts once, and its incident absorbs nothing new.
+  health(a, {{"xid/GPU-0", "Fatal"}, {"xid/GPU-1", "Fatal"}});
+  health(c, {{"xid/GPU-0", "Fatal"}});
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto p = client_->get(api::sentinel_policies(), "", policy_);
+        return p.get_string({"status", "breaker", "state"}) == "Tripped";
+      },
+      20s));
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(phase(c), "");  // refused: no incident
+  EXPECT_FALSE(kube::node::unschedulable(get_node(c)));
+  auto pol = client_->get(api::sentinel_policies(), "", policy_);
+  EXPECT_EQ(pol.get({"status", "breaker", "uniqueNodes"})->as_int(), 2);
+  const core::Value* cond = kube::find_condition(pol, "BreakerTripped");
+  ASSERT_NE(cond, nullptr);
+  EXPECT_EQ(cond->get_string({"status"}), "True");
+  // Releases go on while it is tripped.
+  answer_validation(a, "Passed");
+  ASSERT_TRUE(wait_phase(a, "Released"));
+
+  // Restart: the state comes back from the policy's status.
+  stop_manager();
+  start_manager();
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(phase(c), "");
+  EXPECT_EQ(client_->get(api::sentinel_policies(), "", policy_)
+                .get_string({"status", "breaker", "state"}),
+            "Tripped");
+
+  // The verb: what `gpufleet sentinel reset-breaker` writes.
+  core::Value patch;
+  patch["metadata"]["annotations"][kResetBreakerAnnotation] = "test-reset-1";
+  client_->patch(api::sentinel_policies(), "", policy_, kube::PatchType::Merge, patch);
+  ASSERT_TRUE(wait_phase(c, "Validating", 30s));
+  EXPECT_TRUE(kube::node::unschedulable(get_node(c)));
+}
+
+TEST_F(SentinelTest, BreakerWindowExpires) {
+  create_policy(
+      "  drain: {enabled: false}\n  validation: {newNodes: false}\n"
+      "  breaker: {maxNodes: 2, windowSeconds: 3}\n");
+  const std::string a = node("a"), b = node("b"), c = node("c");
+  start_manager();
+  health(a, {{"xid/GPU-0", "Fatal"}});
+  ASSERT_TRUE(wait_phase(a, "Validating"));
+  std::this_thread::sleep_for(3500ms);  // a leaves the window
+  health(b, {{"xid/GPU-0", "Fatal"}});
+  ASSERT_TRUE(wait_phase(b, "Validating"));
+  health(c, {{"xid/GPU-0", "Fatal"}});
+  // Without the expiry c would be the third unique node and refused; a left the window.
+  ASSERT_TRUE(wait_phase(c, "Validating"));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto p = client_->get(api::sentinel_policies(), "", policy_);
+        const core::Value* u = p.get({"status", "breaker", "uniqueNodes"});
+        return u != nullptr && u->as_int() == 2;
+      },
+      15s));
+}
+
+TEST_F(SentinelTest, DrainModesPdbDeadlinesAndStuckTerminating) {
+  create_policy(
+      "  drain:\n"
+      "    deadlineSeconds: 4\n"
+      "    terminatingTimeoutSeconds: 1\n"
+      "    modes:\n"
+      "    - {mode: AllowCompletion, timeoutSeconds: 3, selector: {matchLabels: {workload: "
+      "training}}}\n"
+      "    - {mode: Delete, timeoutSeconds: 2, selector: {matchLabels: {workload: batch}}}\n"
+      "  validation: {newNodes: false}\n"
+      "  breaker: {maxNodes: 100}\n");
+  const std::string n = node("d");
+  kube::testing::TestNamespace ns(*client_, "sn-d");
+  pod(n, ns.name(), "web", {{"app", "web"}});              // Evict
+  pod(n, ns.name(), "train", {{"workload", "training"}});  // AllowCompletion 3 s
+  pod(n, ns.name(), "batch", {{"workload", "batch"}});     // Delete after 2 s
+  pod(n, "kube-system", prefix_ + "-sys");                 // system: never
+  // A PDB that forbids evicting the batch pod: only the Delete deadline gets it out.
+  core::Value pdb;
+  pdb["apiVersion"] = "policy/v1";
+  pdb["kind"] = "PodDisruptionBudget";
+  pdb["metadata"]["name"] = "batch";
+  pdb["metadata"]["namespace"] = ns.name();
+  pdb["spec"]["maxUnavailable"] = 0;
+  pdb["spec"]["selector"]["matchLabels"]["workload"] = "batch";
+  client_->create(kube::resources::pod_disruption_budgets(), pdb);
+  start_manager();
+  const auto t0 = std::chrono::steady_clock::now();
+  health(n, {{"xid/GPU-0", "Fatal"}});
+  ASSERT_TRUE(wait_phase(n, "Draining"));
+  // The evicted pod goes Terminating (no kubelet finishes it), then is force-deleted.
+  ASSERT_TRUE(wait_until([&] { return pod_gone(ns.name(), "web"); }, 20s));
+  EXPECT_FALSE(pod_gone(ns.name(), "train") && std::chrono::steady_clock::now() - t0 < 3s);
+  ASSERT_TRUE(wait_phase(n, "Validating", 30s));
+  EXPECT_TRUE(pod_gone(ns.name(), "train"));
+  EXPECT_TRUE(pod_gone(ns.name(), "batch"));
+  EXPECT_FALSE(pod_gone("kube-system", prefix_ + "-sys"));
+  auto rem = incidents(n).back();
+  EXPECT_GE(
+      rem.get({"status", "drain", "forced"}) ? rem.get({"status", "drain", "forced"})->as_int() : 0,
+      1)
+      << core::to_json(rem);
+  kube::DeleteOptions now;
+  now.grace_period_seconds = 0;
+  client_->remove(kube::resources::pods(), "kube-system", prefix_ + "-sys", now);
+}
+
+TEST_F(SentinelTest, ManualUncordonCancelsTheIncident) {
+  create_policy(
+      "  drain: {modes: [{mode: AllowCompletion, timeoutSeconds: 600, selector: {matchLabels: "
+      "{workload: training}}}]}\n"
+      "  validation: {newNodes: false}\n  breaker: {maxNodes: 100}\n");
+  const std::string n = node("u");
+  kube::testing::TestNamespace ns(*client_, "sn-u");
+  pod(n, ns.name(), "train", {{"workload", "training"}});
+  start_manager();
+  health(n, {{"xid/GPU-0", "Fatal"}});
+  ASSERT_TRUE(wait_phase(n, "Draining"));
+  core::Value patch;
+  patch["spec"]["unschedulable"] = core::Value(nullptr);  // `kubectl uncordon`
+  client_->patch(kube::resources::nodes(), "", n, kube::PatchType::Merge, patch);
+  ASSERT_TRUE(wait_phase(n, "Cancelled"));
+  core::Value obj = get_node(n);
+  EXPECT_FALSE(kube::node::unschedulable(obj));
+  EXPECT_EQ(kube::annotation_of(obj, "gpufleet.io/cordon-owners"), "");
+  EXPECT_FALSE(kube::node::has_taint(obj, "nvidia.com/gpu-error"));
+  // The person's decision holds: the same fault does not quarantine the node again...
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(incidents(n).size(), 1u);
+  EXPECT_FALSE(kube::node::unschedulable(get_node(n)));
+  // ...a new one does.
+  health(n, {{"xid/GPU-0", "Fatal"}, {"xid/GPU-5", "Fatal"}});
+  ASSERT_TRUE(wait_until([&] { return incidents(n).size() == 2; }, 15s));
+  EXPECT_TRUE(kube::node::unschedulable(get_node(n)));
+}
+
+TEST_F(SentinelTest, NodeDeletedMidDrainFailsTheIncident) {
+  create_policy(
+      "  drain: {modes: [{mode: AllowCompletion, timeoutSeconds: 600, selector: {matchLabels: "
+      "{workload: training}}}]}\n"
+      "  validation: {newNodes: false}\n  breaker: {maxNodes: 100}\n");
+  const std::string n = node("del");
+  kube::testing::TestNamespace ns(*client_, "sn-del");
+  pod(n, ns.name(), "train", {{"workload", "training"}});
+  start_manager();
+  health(n, {{"xid/GPU-0", "Fatal"}});
+  ASSERT_TRUE(wait_phase(n, "Draining"));
+  client_->remove(kube::resources::nodes(), "", n);
+  ASSERT_TRUE(wait_phase(n, "Failed"));
+  EXPECT_NE(incidents(n).back().get_string({"status", "message"}).find("deleted"),
+            std::string::npos);
+}
+
+// `gpufleet controller --controllers=sentinel` killed with SIGKILL in the middle of an
+// incident: the restarted controller resumes it; one incident, released once.
+TEST_F(SentinelTest, ControllerKilledMidIncidentResumes) {
+  create_policy(
+      "  drain: {deadlineSeconds: 600, terminatingTimeoutSeconds: 1, modes: [{mode: "
+      "AllowCompletion, timeoutSeconds: 4, selector: {matchLabels: {workload: training}}}]}\n"
+      "  validation: {newNodes: false}\n  breaker: {maxNodes: 100}\n");
+  const std::string n = node("k");
+  kube::testing::TestNamespace ns(*client_, "sn-k");
+  pod(n, ns.name(), "train", {{"workload", "training"}});
+  const std::string log = ::testing::TempDir() + prefix_ + "-controller.log";
+  auto args = [&] {
+    return std::vector<std::string>{controller::testing::gpufleet_bin(),
+                                    "controller",
+                                    "--controllers=sentinel",
+                                    "--metrics-addr",
+                                    "",
+                                    "--set",
+                                    "sentinel.policy=" + policy_,
+                                    "--kubeconfig",
+                                    kube::testing::env_or_empty("KUBECONFIG")};
+  };
+  {
+    controller::testing::Child first(args(), log + ".1");
+    health(n, {{"xid/GPU-0", "Fatal"}});
+    ASSERT_TRUE(wait_phase(n, "Draining", 30s));
+    first.signal(SIGKILL);
+    ASSERT_TRUE(first.wait(10s).has_value());
+  }
+  controller::testing::Child second(args(), log + ".2");
+  ASSERT_TRUE(wait_phase(n, "Validating", 40s)) << read_file(log + ".2");
+  EXPECT_TRUE(pod_gone(ns.name(), "train"));
+  answer_validation(n, "Passed");
+  ASSERT_TRUE(wait_phase(n, "Released", 30s));
+  EXPECT_EQ(incidents(n).size(), 1u);
+  EXPECT_FALSE(kube::node::unschedulable(get_node(n)));
+}
+
+}  // namespace
+}  // namespace gpufleet::sentinel

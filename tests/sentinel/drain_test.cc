@@ -1,0 +1,135 @@
+#include "sentinel/drain.h"
+
+#include <gtest/gtest.h>
+
+#include "core/errors.h"
+#include "core/json.h"
+#include "core/yaml.h"
+#include "sentinel/breaker.h"
+#include "sentinel/policy.h"
+
+namespace gpufleet::sentinel {
+namespace {
+
+core::Value pod(std::string_view ns, std::string_view name, std::string_view extra = "") {
+  return core::parse_json(std::string(R"({"metadata":{"namespace":")") + std::string(ns) +
+                          R"(","name":")" + std::string(name) + R"(","uid":"u-)" +
+                          std::string(name) + "\"" + std::string(extra) +
+                          R"(},"spec":{"nodeName":"n1"},"status":{"phase":"Running"}})");
+}
+
+DrainPolicy policy() {
+  return Policy::from_spec(core::parse_yaml(R"(
+rules: [{name: r, when: "true", cordon: true}]
+drain:
+  deadlineSeconds: 100
+  terminatingTimeoutSeconds: 10
+  modes:
+  - {mode: AllowCompletion, timeoutSeconds: 50, selector: {matchLabels: {workload: training}}}
+  - {mode: Delete, timeoutSeconds: 20, selector: {matchLabels: {workload: batch}}}
+)"))
+      .drain;
+}
+
+PodAction action_at(const core::Value& p, std::int64_t elapsed_s) {
+  DrainPlan plan = plan_drain({&p}, policy(), 0, elapsed_s * 1000);
+  EXPECT_EQ(plan.steps.size(), 1u);
+  return plan.steps.empty() ? PodAction::Wait : plan.steps[0].action;
+}
+
+TEST(Drain, EvictNowThenDeleteAtTheDeadline) {
+  core::Value p = pod("team", "web");
+  EXPECT_EQ(action_at(p, 0), PodAction::Evict);
+  EXPECT_EQ(action_at(p, 99), PodAction::Evict);
+  EXPECT_EQ(action_at(p, 100), PodAction::Delete);
+}
+
+TEST(Drain, AllowCompletionWaitsThenEvictsThenDeletes) {
+  core::Value p = pod("team", "train", R"(,"labels":{"workload":"training"})");
+  EXPECT_EQ(action_at(p, 0), PodAction::Wait);
+  EXPECT_EQ(action_at(p, 49), PodAction::Wait);
+  EXPECT_EQ(action_at(p, 50), PodAction::Evict);
+  EXPECT_EQ(action_at(p, 200), PodAction::Delete);
+}
+
+TEST(Drain, DeleteModeEvictsThenDeletesAfterItsTimeout) {
+  core::Value p = pod("team", "batch", R"(,"labels":{"workload":"batch"})");
+  EXPECT_EQ(action_at(p, 0), PodAction::Evict);
+  EXPECT_EQ(action_at(p, 20), PodAction::Delete);
+}
+
+TEST(Drain, NeverDaemonSetMirrorSystemOrFinishedPods) {
+  core::Value ds = pod("team", "ds",
+                       R"(,"ownerReferences":[{"apiVersion":"apps/v1","kind":"DaemonSet",)"
+                       R"("name":"x","uid":"1","controller":true}])");
+  core::Value mirror =
+      pod("team", "static", R"(,"annotations":{"kubernetes.io/config.mirror":"abc"})");
+  core::Value sys = pod("kube-system", "dns");
+  core::Value done = pod("team", "done");
+  done["status"]["phase"] = "Succeeded";
+  DrainPlan plan = plan_drain({&ds, &mirror, &sys, &done}, policy(), 0, 1000 * 1000);
+  EXPECT_TRUE(plan.done());
+  EXPECT_EQ(plan.skipped, 4u);
+}
+
+TEST(Drain, StuckTerminatingIsForceDeletedAfterTheTimeout) {
+  core::Value p = pod("team", "stuck", R"(,"deletionTimestamp":"2026-12-01T10:00:00Z")");
+  const std::int64_t at = 1796119200000;  // 2026-12-01T10:00:00Z in ms
+  DrainPlan wait = plan_drain({&p}, policy(), at - 5000, at + 5000);
+  ASSERT_EQ(wait.steps.size(), 1u);
+  EXPECT_EQ(wait.steps[0].action, PodAction::Wait);
+  DrainPlan force = plan_drain({&p}, policy(), at - 5000, at + 11000);
+  EXPECT_EQ(force.steps[0].action, PodAction::ForceDelete);
+}
+
+TEST(Policy, DefaultsAndErrorsNameTheField) {
+  Policy p = Policy::from_spec(core::parse_yaml("rules: [{name: r, when: 'true', cordon: true}]"));
+  EXPECT_EQ(p.remediation.default_action, "reboot");
+  EXPECT_TRUE(p.validation.new_nodes);
+  EXPECT_GT(p.breaker.max_fraction, 0.0);  // a breaker is always on
+  try {
+    (void)Policy::from_spec(core::parse_yaml(
+        "rules: [{name: r, when: 'true', cordon: true}]\ndrain: {defaultMode: Yank}"));
+    FAIL();
+  } catch (const core::InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("spec.drain.defaultMode"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("AllowCompletion"), std::string::npos);
+  }
+  try {
+    (void)Policy::from_spec(core::parse_yaml(
+        "rules: [{name: r, when: 'true', cordon: true}]\nremediation: {maxAttempts: 0}"));
+    FAIL();
+  } catch (const core::InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("spec.remediation.maxAttempts"), std::string::npos);
+  }
+}
+
+TEST(Rules, RemediationCombinesToTheStrongest) {
+  std::vector<RuleSpec> specs = {
+      RuleSpec::from_value(core::parse_yaml("{name: a, when: 'true', remediate: gpu-reset}"), "a"),
+      RuleSpec::from_value(core::parse_yaml("{name: b, when: 'true', remediate: reboot}"), "b"),
+  };
+  RuleSet rules = RuleSet::compile(specs);
+  Decision d = rules.evaluate(core::Value::map(), core::Value::map(), core::Value::map(),
+                              core::Value::list());
+  EXPECT_EQ(d.remediate, "reboot");  // a reboot covers a pending GPU reset
+  EXPECT_TRUE(d.acts());
+}
+
+// The controller retries a quarantine whose write failed after the breaker admitted it: the
+// node already counts, so the retry is not refused by the trip its own admission caused.
+TEST(BreakerCounts, AnAdmittedNodeIsKnownUntilItLeavesTheWindow) {
+  BreakerPolicy p;
+  p.max_nodes = 1;
+  p.window_ms = 1000;
+  CircuitBreaker b(p);
+  EXPECT_TRUE(b.admit("n1", 0, 10).admitted);
+  EXPECT_TRUE(b.tripped());
+  EXPECT_TRUE(b.counts("n1"));
+  EXPECT_FALSE(b.counts("n2"));
+  b.tick(5000);
+  EXPECT_FALSE(b.counts("n1"));
+}
+
+}  // namespace
+}  // namespace gpufleet::sentinel
