@@ -3,6 +3,7 @@
 // host-step model that stands in for a real host in the integration tests.
 #include <gtest/gtest.h>
 
+#include "core/errors.h"
 #include "core/json.h"
 #include "core/yaml.h"
 #include "hostpkg/controller/record_store.h"
@@ -153,8 +154,8 @@ failures:
                                "restartServices", {"a.service"}};
   EXPECT_FALSE(sim::run_host_step(restart, &b, host).reboot);
   EXPECT_EQ(host.read(sim::kHostStepRestarts).value_or(""), "restartServices a.service\n");
-  EXPECT_THROW(sim::parse_host_step(core::parse_yaml("{effects: {reboot: {}}}"), "t", "hostStep"),
-               core::InvalidInput);
+  core::Value bad = core::parse_yaml("{effects: {reboot: {}}}");
+  EXPECT_THROW(sim::parse_host_step(bad, "t", "hostStep"), core::InvalidInput);
 }
 
 }  // namespace

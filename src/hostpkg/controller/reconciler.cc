@@ -465,6 +465,8 @@ HostPkgReconciler::Drive HostPkgReconciler::drive_node(Pass& p, const std::strin
           if (!is(e, kube::Reason::NotFound)) throw;
         }
       }
+      log::info("hostpkg: node done",
+                {{"set", set_name}, {"node", node_name}, {"batch", rec.batch}});
       record_event(*p.object, kube::EventType::Normal, "NodeDone",
                    node_name + ": " + std::to_string(p.set.packages.size()) +
                        " package(s) at target " + p.desired.target);
