@@ -19,9 +19,8 @@ const controller::Registration kHostpkg({
             {"hostpkg.topology-key", "label whose values are budget domains (rack, NVLink)"},
             {"hostpkg.max-unavailable-per-domain", "nodes out at once per topology domain"},
         },
-    .setup = [](controller::Manager& m, const controller::Context& ctx) {
-      hostpkg::setup_hostpkg(m, ctx);
-    },
+    .setup = [](controller::Manager& m,
+                const controller::Context& ctx) { hostpkg::setup_hostpkg(m, ctx); },
 });
 
 }  // namespace

@@ -77,7 +77,8 @@ bool history_has(const HostModel& host, const std::string& key, const std::strin
   std::size_t start = 0;
   while (start < text->size()) {
     auto nl = text->find('\n', start);
-    std::string line = text->substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+    std::string line =
+        text->substr(start, nl == std::string::npos ? std::string::npos : nl - start);
     auto sp = line.rfind(' ');
     if (sp != std::string::npos && line.substr(0, sp) == key) {
       if (line.substr(sp + 1) == status) found = true;
@@ -100,8 +101,8 @@ HostStepBehaviour parse_host_step(const core::Value& v, const std::string& sourc
                                   const std::string& path) {
   FieldReader r(v, source, path);
   HostStepBehaviour b;
-  static const std::vector<std::string> kStages = {"apply",     "upgrade",   "uninstall",
-                                                   "config",    "interrupt", "post-interrupt"};
+  static const std::vector<std::string> kStages = {"apply",  "upgrade",   "uninstall",
+                                                   "config", "interrupt", "post-interrupt"};
   if (const core::Value* eff = r.get("effects")) {
     if (!eff->is_map())
       core::fail_field(source, r.field("effects"), "is not a map", "map stage names to effects");
@@ -120,9 +121,9 @@ HostStepBehaviour parse_host_step(const core::Value& v, const std::string& sourc
     for (std::size_t i = 0; i < fl->size(); ++i) {
       FieldReader f((*fl)[i], source, r.field("failures") + "[" + std::to_string(i) + "]");
       HostStepFailure hf;
-      hf.stage = f.one_of("stage", "",
-                          {"", "apply", "upgrade", "uninstall", "config", "interrupt",
-                           "post-interrupt"});
+      hf.stage =
+          f.one_of("stage", "",
+                   {"", "apply", "upgrade", "uninstall", "config", "interrupt", "post-interrupt"});
       hf.nodes = f.string("nodes", "");
       hf.status = f.one_of("status", "failed", {"failed", "check-failed", "timed-out"});
       hf.times = static_cast<int>(f.integer("times", 0, 0, 1000, "0 (always) .. 1000"));
@@ -197,8 +198,8 @@ HostStepOutcome run_host_step(const HostStepRequest& req, const HostStepBehaviou
         if (!f.nodes.empty() && !core::glob_match(f.nodes, req.node)) continue;
         if (f.times > 0 && tries >= f.times) continue;
         status = f.status;
-        message = f.message.empty() ? req.stage + " of " + req.package + " " + req.version +
-                                          " " + f.status + " (simulated)"
+        message = f.message.empty() ? req.stage + " of " + req.package + " " + req.version + " " +
+                                          f.status + " (simulated)"
                                     : f.message;
         break;
       }
@@ -218,7 +219,8 @@ HostStepOutcome run_host_step(const HostStepRequest& req, const HostStepBehaviou
       } else if (behaviour != nullptr) {
         if (auto it = behaviour->effects.find(req.stage); it != behaviour->effects.end()) {
           const HostEffect& e = it->second;
-          for (const auto& [k, v] : e.sysctls) host.set_sysctl(k, replace_version(v, req.version), true);
+          for (const auto& [k, v] : e.sysctls)
+            host.set_sysctl(k, replace_version(v, req.version), true);
           for (const auto& [path, content] : e.files) {
             if (content)
               host.write_file(path, replace_version(*content, req.version));

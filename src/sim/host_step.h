@@ -49,8 +49,8 @@ struct HostEffect {
 };
 
 struct HostStepFailure {
-  std::string stage;  // "" = any stage
-  std::string nodes;  // glob over node names; "" = every node
+  std::string stage;              // "" = any stage
+  std::string nodes;              // glob over node names; "" = every node
   std::string status = "failed";  // failed | check-failed | timed-out
   int times = 0;                  // failing attempts before success; 0 = always
   std::string message;

@@ -135,7 +135,8 @@ effects:
   apply: {sysctls: {vm.max_map_count: "1048576"}, files: {/etc/v: "{version}"}}
 failures:
   - {stage: config, nodes: "n2", status: check-failed, times: 1}
-)"), "test", "hostStep");
+)"),
+                                                  "test", "hostStep");
   sim::HostModel host;
   sim::HostStepRequest req{"n1", "p", "apply", "1.0.0", "p/apply/1.0.0//g0", "", {}};
   auto first = sim::run_host_step(req, &b, host);
@@ -150,8 +151,8 @@ failures:
   EXPECT_EQ(sim::run_host_step(cfg, &b, host).exit_code, 0) << "times: 1 fails only once";
   sim::HostStepRequest reboot{"n1", "s", "interrupt", "t", "*/interrupt/t//g2", "reboot", {}};
   EXPECT_TRUE(sim::run_host_step(reboot, &b, host).reboot);
-  sim::HostStepRequest restart{"n1", "s", "interrupt", "t", "*/interrupt/t//g3",
-                               "restartServices", {"a.service"}};
+  sim::HostStepRequest restart{
+      "n1", "s", "interrupt", "t", "*/interrupt/t//g3", "restartServices", {"a.service"}};
   EXPECT_FALSE(sim::run_host_step(restart, &b, host).reboot);
   EXPECT_EQ(host.read(sim::kHostStepRestarts).value_or(""), "restartServices a.service\n");
   core::Value bad = core::parse_yaml("{effects: {reboot: {}}}");

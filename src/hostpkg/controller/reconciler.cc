@@ -11,10 +11,10 @@
 #include <charconv>
 #include <thread>
 
-#include "core/time.h"
 #include "core/errors.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "core/time.h"
 #include "hostpkg/controller/record_store.h"
 #include "hostpkg/controller/stage_pod.h"
 #include "hostpkg/rollout.h"
@@ -115,7 +115,8 @@ NodeScan scan_node(const kube::CompactObject& o) {
       }
     });
   }
-  if (auto u = root.get({"spec", "unschedulable"})) n.unschedulable = u->bool_value().value_or(false);
+  if (auto u = root.get({"spec", "unschedulable"}))
+    n.unschedulable = u->bool_value().value_or(false);
   if (auto taints = root.get({"spec", "taints"}); taints && taints->is_list()) {
     taints->for_each_element([&](kube::CompactView t) {
       if (t.get_string({"key"}) == kRuntimeRequiredTaint) n.runtime_taint = true;
@@ -160,8 +161,7 @@ Metrics register_metrics(core::metrics::Registry& r) {
   m.interrupts = &r.counter("gpufleet_hostpkg_interrupts_total",
                             "Interrupts delivered (reboots verified by boot ID).", {"set", "kind"});
   m.writes = &r.counter("gpufleet_hostpkg_api_writes_total",
-                        "Writes the hostpkg controller sent to the API server, by kind.",
-                        {"kind"});
+                        "Writes the hostpkg controller sent to the API server, by kind.", {"kind"});
   return m;
 }
 
@@ -194,8 +194,9 @@ class HostPkgReconciler : public controller::Reconciler {
   static controller::CacheOptions pod_cache_options() {
     controller::CacheOptions o;
     // Drains and protected-pod waits read only who runs where, labels and owners.
-    o.shape.prune = {"spec.containers",   "spec.initContainers",       "spec.volumes",
-                     "spec.tolerations",  "spec.affinity",             "status.containerStatuses",
+    o.shape.prune = {"spec.containers",   "spec.initContainers",
+                     "spec.volumes",      "spec.tolerations",
+                     "spec.affinity",     "status.containerStatuses",
                      "status.conditions", "status.initContainerStatuses"};
     return o;
   }
@@ -263,7 +264,7 @@ struct HostPkgReconciler::Pass {
   std::deque<NodeRecord> records;  // stable addresses for NodeInput::record
   std::vector<NodeInput> inputs;
   std::unordered_map<std::string, std::size_t> index;  // node -> inputs/nodes position
-  std::vector<std::string> node_messages;  // "node: why" for blocked / failed nodes
+  std::vector<std::string> node_messages;              // "node: why" for blocked / failed nodes
   std::int64_t drain_blocked = 0, protected_wait = 0;
   bool waiting = false;
 };
@@ -271,8 +272,8 @@ struct HostPkgReconciler::Pass {
 core::Value HostPkgReconciler::patch_node(const std::string& name, const core::Value& patch,
                                           const char* kind) {
   metrics_.writes->with({kind}).inc();
-  core::Value out = client_.patch(kube::resources::nodes(), "", name, kube::PatchType::Merge,
-                                  patch, {}, kFieldManager);
+  core::Value out = client_.patch(kube::resources::nodes(), "", name, kube::PatchType::Merge, patch,
+                                  {}, kFieldManager);
   written_.emplace_back(name, std::string(kube::resource_version_of(out)));
   return out;
 }
@@ -330,9 +331,9 @@ void HostPkgReconciler::start_node(Pass& p, const NodeStart& s) {
   // Record and cordon share in one write: a node is never out without a record saying why.
   core::Value base = kube::cordon_patch(*node, kOwner).value_or(core::Value::map());
   patch_node(s.node, record_patch(*node, p.set.name, rec, std::move(base)), "start");
-  log::info("hostpkg: node started",
-            {{"set", p.set.name}, {"node", s.node}, {"compartment", s.compartment},
-             {"batch", s.batch}});
+  log::info(
+      "hostpkg: node started",
+      {{"set", p.set.name}, {"node", s.node}, {"compartment", s.compartment}, {"batch", s.batch}});
 }
 
 void HostPkgReconciler::fail_node(Pass& p, const core::Value& node, NodeRecord rec,
@@ -416,8 +417,7 @@ HostPkgReconciler::Drive HostPkgReconciler::drive_node(Pass& p, const std::strin
           client_.evict(kube::namespace_of(*pod), kube::name_of(*pod));
         } catch (const kube::ApiError& e) {
           if (is(e, kube::Reason::NotFound)) continue;
-          if (!is(e, kube::Reason::EvictionBlocked) && !is(e, kube::Reason::TooManyRequests))
-            throw;
+          if (!is(e, kube::Reason::EvictionBlocked) && !is(e, kube::Reason::TooManyRequests)) throw;
           // Name the budget that said no (the API's message does not).
           std::string pdb_name = "a PodDisruptionBudget";
           for (const auto& b : pdbs_.list()) {
@@ -434,8 +434,7 @@ HostPkgReconciler::Drive HostPkgReconciler::drive_node(Pass& p, const std::strin
           p.node_messages.push_back(node_name + ": DrainBlocked: " + pdb_name +
                                     " forbids evicting " + kube::object_key(*pod));
           record_event(*p.object, kube::EventType::Warning, "DrainBlocked",
-                       node_name + ": " + pdb_name + " forbids evicting " +
-                           kube::object_key(*pod));
+                       node_name + ": " + pdb_name + " forbids evicting " + kube::object_key(*pod));
           break;
         }
       }
@@ -708,30 +707,32 @@ void HostPkgReconciler::write_status(Pass& p, const RolloutPlan* plan, const std
   core::Value conds = core::Value::list();
   if (const core::Value* c = obj.get({"status", "conditions"}); c && c->is_list()) conds = *c;
   auto set_cond = [&](std::string type, bool status, std::string reason, std::string msg) {
-    kube::Condition c{std::move(type), status ? "True" : "False", std::move(reason),
-                      msg.substr(0, 4000), generation, Clock::now()};
+    kube::Condition c{std::move(type),   status ? "True" : "False",
+                      std::move(reason), msg.substr(0, 4000),
+                      generation,        Clock::now()};
     kube::set_condition(conds, c);
   };
   bool complete = plan != nullptr && plan->complete && active == 0;
   bool is_blocked = blocked > 0 || phase == "Blocked" || phase == "Invalid";
   set_cond("Ready", complete && phase != "Invalid",
            complete ? "RolloutComplete" : (phase == "Invalid" ? "InvalidSpec" : phase),
-           complete ? "every selected node is at target " + (plan ? plan->target : "")
-                    : message);
+           complete ? "every selected node is at target " + (plan ? plan->target : "") : message);
   bool progressing = plan != nullptr && !stopped && !complete && phase != "Paused" &&
                      phase != "Disabled" && phase != "Invalid";
-  set_cond("Progressing", progressing, progressing ? "NodesUpdating" : (complete ? "Complete" : phase),
+  set_cond("Progressing", progressing,
+           progressing ? "NodesUpdating" : (complete ? "Complete" : phase),
            std::to_string(done) + "/" + std::to_string(nodes) + " nodes done, " +
                std::to_string(active) + " in progress");
   set_cond("Stopped", stopped, stopped ? "FailureThreshold" : "NotStopped",
            stopped ? stop_reason + "; failing nodes: " + join(failing, ", ") + "; raise " +
                          std::string(kResetAnnotation) + " to resume"
                    : "no compartment is stopped");
-  set_cond("Blocked", is_blocked, is_blocked ? (p.drain_blocked > 0 ? "DrainBlocked"
-                                                : p.protected_wait > 0 ? "ProtectedPods"
-                                                : phase == "Invalid"   ? "InvalidSpec"
-                                                                       : "NodesBlocked")
-                                             : "NotBlocked",
+  set_cond("Blocked", is_blocked,
+           is_blocked ? (p.drain_blocked > 0    ? "DrainBlocked"
+                         : p.protected_wait > 0 ? "ProtectedPods"
+                         : phase == "Invalid"   ? "InvalidSpec"
+                                                : "NodesBlocked")
+                      : "NotBlocked",
            is_blocked ? (msgs.empty() ? message : join(msgs, "; ", 5)) : "nothing is blocked");
   st["conditions"] = std::move(conds);
 
@@ -739,9 +740,10 @@ void HostPkgReconciler::write_status(Pass& p, const RolloutPlan* plan, const std
   const core::Value* old = obj.get({"status", "phase"});
   std::string old_phase = old != nullptr && old->is_string() ? old->as_string() : "";
   if (old_phase != phase) {
-    record_event(obj, phase == "Stopped" || phase == "Invalid" || phase == "Blocked"
-                          ? kube::EventType::Warning
-                          : kube::EventType::Normal,
+    record_event(obj,
+                 phase == "Stopped" || phase == "Invalid" || phase == "Blocked"
+                     ? kube::EventType::Warning
+                     : kube::EventType::Normal,
                  "Rollout" + phase, message.empty() ? "phase " + phase : message);
   }
   // Metrics: bounded by sets x 5 states.
@@ -848,8 +850,8 @@ Result HostPkgReconciler::reconcile_pass(const Request& req, std::stop_token sto
       if (rr.record) {
         p.records.push_back(std::move(*rr.record));
         in.record = &p.records.back();
-        ours_recorded = in.record->state == NodeState::InProgress ||
-                        in.record->state == NodeState::Failed;
+        ours_recorded =
+            in.record->state == NodeState::InProgress || in.record->state == NodeState::Failed;
         if (in.record->state == NodeState::InProgress) in_progress.push_back(n.name);
       } else {
         in.record_error = rr.error;
@@ -883,8 +885,7 @@ Result HostPkgReconciler::reconcile_pass(const Request& req, std::stop_token sto
   }
 
   std::int64_t epoch = 0;
-  if (auto e = parse_int(kube::annotation_of(obj, kResetAnnotation)); e && *e >= 0)
-    epoch = *e;
+  if (auto e = parse_int(kube::annotation_of(obj, kResetAnnotation)); e && *e >= 0) epoch = *e;
   RolloutInput ri;
   ri.set = &p.set;
   ri.policy = policy_ptr;
@@ -921,20 +922,21 @@ Result HostPkgReconciler::reconcile_pass(const Request& req, std::stop_token sto
 
   bool stopped = false;
   for (const auto& c : plan.compartments) stopped = stopped || c.stopped;
-  std::string phase = p.deleting       ? "Deleting"
-                      : plan.complete  ? "Complete"
-                      : stopped        ? "Stopped"
-                      : p.set.pause    ? "Paused"
-                      : (plan.blocked_count + plan.malformed_count + p.drain_blocked +
-                         p.protected_wait) > 0 && in_progress.empty() && plan.start.empty()
-                          ? "Blocked"
-                          : "Progressing";
+  std::string phase =
+      p.deleting      ? "Deleting"
+      : plan.complete ? "Complete"
+      : stopped       ? "Stopped"
+      : p.set.pause   ? "Paused"
+      : (plan.blocked_count + plan.malformed_count + p.drain_blocked + p.protected_wait) > 0 &&
+              in_progress.empty() && plan.start.empty()
+          ? "Blocked"
+          : "Progressing";
   std::string message;
   if (stopped) {
     for (const auto& c : plan.compartments) {
       if (c.stopped)
-        message = "compartment " + c.name + " stopped: " + c.stop_reason + "; failing nodes: " +
-                  join(c.failing_nodes, ", ");
+        message = "compartment " + c.name + " stopped: " + c.stop_reason +
+                  "; failing nodes: " + join(c.failing_nodes, ", ");
     }
   } else if (p.set.pause) {
     message = "spec.pause is true: started nodes finish, no new node starts";
@@ -1035,7 +1037,8 @@ void setup_hostpkg(controller::Manager& manager, const ControllerSettings& setti
   };
   controller::MapFunc stage_pod_to_set = [](const core::Value& pod) {
     std::string_view set = kube::label_of(pod, kSetLabel);
-    return set.empty() ? std::vector<Request>{} : std::vector<Request>{Request{"", std::string(set)}};
+    return set.empty() ? std::vector<Request>{}
+                       : std::vector<Request>{Request{"", std::string(set)}};
   };
   // A pod leaving a node being drained: the sets with a change in progress there.
   controller::Cache& nodes = rec->nodes();

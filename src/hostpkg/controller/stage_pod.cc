@@ -111,8 +111,8 @@ core::Value stage_pod(const HostPackageSet& set, const std::string& node, const 
   volumes.push_back(work);
 
   core::Value args = string_list({"pkg-step", "--package", package, "--version", step.version,
-                                  "--stage", stage, "--result", "/dev/termination-log",
-                                  "--timeout", seconds(step.timeout), "--change", step.change()});
+                                  "--stage", stage, "--result", "/dev/termination-log", "--timeout",
+                                  seconds(step.timeout), "--change", step.change()});
   if (!step.from_version.empty()) {
     args.push_back("--from-version");
     args.push_back(step.from_version);

@@ -70,7 +70,8 @@ std::string render_status(const std::vector<core::Value>& sets) {
     if (const core::Value* conds = s.get({"status", "conditions"}); conds && conds->is_list()) {
       for (const auto& c : conds->as_list()) {
         std::string type(c.get_string({"type"})), st(c.get_string({"status"}));
-        bool bad = (type == "Ready") ? st != "True" : (type == "Stopped" || type == "Blocked") && st == "True";
+        bool bad = (type == "Ready") ? st != "True"
+                                     : (type == "Stopped" || type == "Blocked") && st == "True";
         if (bad && type != "Ready")
           out += "  " + type + ": " + std::string(c.get_string({"reason"})) + ": " +
                  std::string(c.get_string({"message"})) + "\n";

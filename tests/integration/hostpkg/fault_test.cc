@@ -34,16 +34,20 @@ TEST(HostPkgFault, KillNineDuringRolloutKeepsInvariants) {
     nodes.push_back(env.node(i));
     boot[env.node(i)] = env.sim().boot_id_of(env.node(i));
   }
-  env.apply("apiVersion: gpufleet.io/v1alpha1\nkind: DeploymentPolicy\nmetadata: {name: fault}\n"
-            "spec:\n  default:\n    budget: {count: 3}\n    strategy: {fixed: {initialBatch: 3}}\n");
+  env.apply(
+      "apiVersion: gpufleet.io/v1alpha1\nkind: DeploymentPolicy\nmetadata: {name: fault}\n"
+      "spec:\n  default:\n    budget: {count: 3}\n    strategy: {fixed: {initialBatch: 3}}\n");
   std::string list = env.node_list(0, kNodes);
-  env.apply("apiVersion: gpufleet.io/v1alpha1\nkind: HostPackageSet\nmetadata: {name: fault}\n"
-            "spec:\n  nodeSelector:\n    matchExpressions:\n    - {key: kubernetes.io/hostname, "
-            "operator: In, values: " + list + "}\n  deploymentPolicy: fault\n  packages:\n"
-            "    k:\n      version: 1.0.0\n      image: example.com/k\n"
-            "      interrupt: {type: reboot}\n"
-            "    s:\n      version: 1.0.0\n      image: example.com/s\n      dependsOn: [k]\n"
-            "      interrupt: {type: restartServices, services: [x.service]}\n");
+  env.apply(
+      "apiVersion: gpufleet.io/v1alpha1\nkind: HostPackageSet\nmetadata: {name: fault}\n"
+      "spec:\n  nodeSelector:\n    matchExpressions:\n    - {key: kubernetes.io/hostname, "
+      "operator: In, values: " +
+      list +
+      "}\n  deploymentPolicy: fault\n  packages:\n"
+      "    k:\n      version: 1.0.0\n      image: example.com/k\n"
+      "      interrupt: {type: reboot}\n"
+      "    s:\n      version: 1.0.0\n      image: example.com/s\n      dependsOn: [k]\n"
+      "      interrupt: {type: restartServices, services: [x.service]}\n");
 
   // Sample the budget all along: nodes cordoned or holding an in-progress record.
   std::atomic<bool> stop{false};
@@ -76,8 +80,8 @@ TEST(HostPkgFault, KillNineDuringRolloutKeepsInvariants) {
   while (!complete() && std::chrono::steady_clock::now() < deadline) {
     int port = ct::free_port();
     ct::Child c({ct::gpufleet_bin(), "controller", "--controllers=hostpkg", "--kubeconfig",
-                 kc ? kc : "", "--metrics-addr", "127.0.0.1:" + std::to_string(port),
-                 "--set", "hostpkg.namespace=" + env.stage_namespace(), "--set",
+                 kc ? kc : "", "--metrics-addr", "127.0.0.1:" + std::to_string(port), "--set",
+                 "hostpkg.namespace=" + env.stage_namespace(), "--set",
                  "hostpkg.runner-image=example.com/gpufleet:test", "--set", "hostpkg.poll=300ms"},
                 "/tmp/hostpkg-fault-" + std::to_string(::getpid()) + ".log");
     if (kills < 8) {

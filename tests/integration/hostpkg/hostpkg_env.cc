@@ -63,8 +63,8 @@ HostPkgEnv::HostPkgEnv(int nodes, bool controller) {
   std::string k = kubectl() + " --kubeconfig '" + (kc ? kc : "") + "'";
   for (const char* crd : {"hostpackageset", "deploymentpolicy"}) {
     std::string file = std::string(GPUFLEET_SOURCE_DIR) + "/deploy/crds/" + crd + ".yaml";
-    if (std::system((k + " apply --server-side --force-conflicts -f " + file + " >/dev/null")
-                        .c_str()) != 0)
+    if (std::system(
+            (k + " apply --server-side --force-conflicts -f " + file + " >/dev/null").c_str()) != 0)
       throw std::runtime_error("cannot apply " + file);
   }
   for (const char* crd : {"hostpackagesets.gpufleet.io", "deploymentpolicies.gpufleet.io"}) {
@@ -80,7 +80,9 @@ HostPkgEnv::HostPkgEnv(int nodes, bool controller) {
   ns["metadata"]["name"] = ns_;
   client_->create(kube::resources::namespaces(), ns);
   eventually(
-      [&] { return client_->try_get(kube::resources::service_accounts(), ns_, "default").has_value(); },
+      [&] {
+        return client_->try_get(kube::resources::service_accounts(), ns_, "default").has_value();
+      },
       30s);
 
   std::string fleet = "apiVersion: gpufleet.io/v1alpha1\nkind: Fleet\nmetadata: {name: " + pool_ +

@@ -49,9 +49,10 @@ TEST(HostPkgLifecycle, ProtectedPodWaitedFor) {
       env.node(0) + "\n  containers: [{name: c, image: busybox:1.36}]\n");
   pod["metadata"]["namespace"] = ns;
   c.create(kube::resources::pods(), pod);
-  env.apply(set_yaml("protect", env.node_list(0, 1),
-                     "  protectedPods: {selector: {matchLabels: {app: training}}, waitTimeout: 1s}\n",
-                     "    p:\n      version: 1.0.0\n      image: example.com/p\n"));
+  env.apply(
+      set_yaml("protect", env.node_list(0, 1),
+               "  protectedPods: {selector: {matchLabels: {app: training}}, waitTimeout: 1s}\n",
+               "    p:\n      version: 1.0.0\n      image: example.com/p\n"));
   ASSERT_TRUE(HostPkgEnv::eventually(
       [&] {
         Cond b = condition(env.get_set("protect"), "Blocked");
@@ -122,7 +123,9 @@ TEST(HostPkgLifecycle, RuntimeRequiredTaintRemovedWhenDone) {
   env.apply(set_yaml("runtime", env.node_list(0, 1), "  runtimeRequired: true\n",
                      "    p:\n      version: 1.0.0\n      image: example.com/p\n"));
   ASSERT_TRUE(HostPkgEnv::eventually(
-      [&] { return !kube::node::has_taint(env.get_node(env.node(0)), "gpufleet.io/runtime-required"); },
+      [&] {
+        return !kube::node::has_taint(env.get_node(env.node(0)), "gpufleet.io/runtime-required");
+      },
       40s))
       << dump(env, "runtime");
   EXPECT_TRUE(kube::node::has_taint(env.get_node(env.node(1)), "gpufleet.io/runtime-required"));
@@ -175,6 +178,39 @@ TEST(HostPkgLifecycle, UpgradeDowngradeAndDeletion) {
   EXPECT_FALSE(rr.record->installed.contains("p"));
   EXPECT_TRUE(rr.record->installed.contains("q")) << "q cannot uninstall: kept on record";
   EXPECT_FALSE(kube::node::unschedulable(env.get_node(n)));
+}
+
+// priority + sequencing node: a later set starts on a node only once the earlier set is done
+// there, so the earlier set's package always runs first on every node.
+TEST(HostPkgLifecycle, PriorityGatesLaterSetPerNode) {
+  HostPkgEnv env(2);
+  auto early = [&](const std::string& extra) {
+    env.apply(set_yaml("early", env.node_list(0, 2), "  priority: 10\n" + extra,
+                       "    a:\n      version: 1.0.0\n      image: example.com/a\n"
+                       "      interrupt: {type: restartServices, services: [a.service]}\n"));
+  };
+  early("  pause: true\n");  // the earlier set exists but holds still
+  ASSERT_TRUE(HostPkgEnv::eventually([&] { return phase_is(env, "early", "Paused"); }, 20s));
+  env.apply(set_yaml("late", env.node_list(0, 2), "  priority: 20\n",
+                     "    b:\n      version: 1.0.0\n      image: example.com/b\n"));
+  std::this_thread::sleep_for(3s);
+  for (int i = 0; i < 2; ++i)
+    EXPECT_FALSE(read_record(env.get_node(env.node(i)), "late").record.has_value())
+        << "the later set started before the earlier one was done on " << env.node(i);
+  early("");
+  ASSERT_TRUE(HostPkgEnv::eventually(
+      [&] { return phase_is(env, "early", "Complete") && phase_is(env, "late", "Complete"); }, 50s))
+      << dump(env, "early") << "\n"
+      << dump(env, "late");
+  for (int i = 0; i < 2; ++i) {
+    std::string history = env.sim().host_read(env.node(i), sim::kHostStepHistory).value_or("");
+    auto a = history.find("a/apply/"), b = history.find("b/apply/");
+    ASSERT_NE(a, std::string::npos) << history;
+    ASSERT_NE(b, std::string::npos) << history;
+    EXPECT_LT(a, b) << "the later set ran first on " << env.node(i) << ": " << history;
+  }
+  env.remove_set("late");
+  env.remove_set("early");
 }
 
 }  // namespace

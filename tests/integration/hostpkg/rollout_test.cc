@@ -52,7 +52,8 @@ int count_lines(const std::optional<std::string>& text, const std::string& needl
 // Samples the fleet while a rollout runs: the most nodes cordoned at once.
 class CordonWatch {
  public:
-  CordonWatch(HostPkgEnv& env, std::vector<std::string> nodes) : env_(env), nodes_(std::move(nodes)) {
+  CordonWatch(HostPkgEnv& env, std::vector<std::string> nodes)
+      : env_(env), nodes_(std::move(nodes)) {
     thread_ = std::thread([this] {
       while (!stop_) {
         int n = 0;
@@ -102,8 +103,9 @@ TEST(HostPkgRollout, RebootOnceInBudgetInDependsOnOrder) {
                      "    base:\n      version: 2.1.0\n      image: example.com/base\n"
                      "      interrupt: {type: restartServices, services: [a.service]}\n"));
   ASSERT_TRUE(HostPkgEnv::eventually([&] { return phase_is(env, "kernel", "Complete"); }, 50s))
-      << core::to_json(env.get_set("kernel").get({"status"}) ? *env.get_set("kernel").get({"status"})
-                                                            : core::Value());
+      << core::to_json(env.get_set("kernel").get({"status"})
+                           ? *env.get_set("kernel").get({"status"})
+                           : core::Value());
   EXPECT_LE(watch.stop(), 2) << "more nodes out at once than the budget";
   core::Value set = env.get_set("kernel");
   EXPECT_EQ(set.get_string({"status", "progress"}), "4/4");
@@ -139,7 +141,8 @@ TEST(HostPkgRollout, ConfigOnlyChange) {
   std::vector<std::string> nodes = {env.node(0), env.node(1)};
   auto packages = [](const std::string& config) {
     return "    tuning:\n      version: 1.0.0\n      image: example.com/tuning\n"
-           "      interrupt: {type: reboot}\n" + config;
+           "      interrupt: {type: reboot}\n" +
+           config;
   };
   env.apply(set_yaml("cfg", env.node_list(0, 2), "", packages("")));
   ASSERT_TRUE(HostPkgEnv::eventually([&] { return phase_is(env, "cfg", "Complete"); }, 40s));
@@ -186,8 +189,8 @@ TEST(HostPkgRollout, ForeignCordonKeptAndSentinelHoldCounts) {
   env.apply(set_yaml("foreign", env.node_list(0, 5), "  deploymentPolicy: three\n",
                      "    p:\n      version: 1.0.0\n      image: example.com/p\n"));
   // Everything but the held nodes finishes.
-  ASSERT_TRUE(HostPkgEnv::eventually(
-      [&] { return status_int(env.get_set("foreign"), "done") == 3; }, 40s))
+  ASSERT_TRUE(
+      HostPkgEnv::eventually([&] { return status_int(env.get_set("foreign"), "done") == 3; }, 40s))
       << core::to_json(*env.get_set("foreign").get({"status"}));
   EXPECT_LE(watch.stop(), 3) << "the held nodes count against the budget";
   EXPECT_TRUE(kube::node::unschedulable(env.get_node(env.node(4)))) << "sentinel's cordon";
@@ -218,9 +221,7 @@ TEST(HostPkgRollout, PdbBlocksThenAllowsDrain) {
   pdb["metadata"]["namespace"] = ns;
   c.create(kube::resources::pod_disruption_budgets(), pdb);
   ASSERT_TRUE(HostPkgEnv::eventually(
-      [&] {
-        return kube::pod::phase(c.get(kube::resources::pods(), ns, "trainer")) == "Running";
-      },
+      [&] { return kube::pod::phase(c.get(kube::resources::pods(), ns, "trainer")) == "Running"; },
       20s));
   env.apply(set_yaml("drain", env.node_list(0, 1), "",
                      "    p:\n      version: 1.0.0\n      image: example.com/p\n"));
