@@ -16,3 +16,8 @@ done
 # The informer cache beside client-go on a fresh kube-local, 1,000 Nodes (docs/performance.md).
 echo "== cache vs client-go (scripts/bench-cache.sh 1000)"
 scripts/bench-cache.sh 1000
+# hostpkg at fleet scale: the 100-node side-by-side figure and the 5,000-node exponential run
+# (docs/performance.md, "hostpkg controller").
+echo "== hostpkg (scripts/bench-hostpkg.sh)"
+scripts/bench-hostpkg.sh 100 batches10
+scripts/bench-hostpkg.sh 5000 exponential

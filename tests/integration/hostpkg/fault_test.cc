@@ -3,7 +3,7 @@
 // invariants: the rollout completes, the budget was never exceeded (sampled from the Nodes all
 // along), every node was rebooted exactly once for the change (one interrupt in its host
 // history, boot ID changed), nothing is left cordoned. Scaled to fit ~90 s under ASan; the
-// 500-node / 20-kill version is scripts/bench-hostpkg.sh.
+// 500-node / 20-kill version with API server restarts is not written yet (docs/hostpkg.md).
 #include <gtest/gtest.h>
 #include <signal.h>
 
