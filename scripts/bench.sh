@@ -19,3 +19,9 @@ scripts/bench-cache.sh 1000
 # sentinel: fault -> cordon latency, quarantine rate, RSS, breaker storm (docs/sentinel.md).
 echo "== sentinel (scripts/bench-sentinel.sh build/release 5000 500 5)"
 scripts/bench-sentinel.sh build/release 5000 500 5
+
+# hostpkg at fleet scale: the 100-node side-by-side figure and the 5,000-node exponential run
+# (docs/performance.md, "hostpkg controller").
+echo "== hostpkg (scripts/bench-hostpkg.sh)"
+scripts/bench-hostpkg.sh 100 batches10
+scripts/bench-hostpkg.sh 5000 exponential

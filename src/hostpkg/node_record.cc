@@ -46,16 +46,17 @@ core::Value record_to_value(const NodeRecord& r) {
   v["epoch"] = r.epoch;
   v["bootID"] = r.boot_id;
   v["failure"] = r.failure;
+  if (r.started != 0) v["started"] = r.started;
   return v;
 }
 
 RecordRead record_from_value(const core::Value& v) noexcept {
   RecordRead out;
   try {
-    const core::Map& m =
-        strict_map(v, "record",
-                   {"format", "set", "generation", "installed", "pendingInterrupt", "pendingPost",
-                    "interrupted", "state", "rollout", "batch", "epoch", "bootID", "failure"});
+    const core::Map& m = strict_map(
+        v, "record",
+        {"format", "set", "generation", "installed", "pendingInterrupt", "pendingPost",
+         "interrupted", "state", "rollout", "batch", "epoch", "bootID", "failure", "started"});
     std::int64_t format = optional_int(m, "record", "format", 0, 0, 1000);
     if (format != NodeRecord::kFormat) {
       throw core::InvalidInput("record.format: " + std::to_string(format) +
@@ -114,6 +115,7 @@ RecordRead record_from_value(const core::Value& v) noexcept {
     r.epoch = optional_int(m, "record", "epoch", 0, 0, INT64_MAX / 2);
     r.boot_id = optional_string(m, "record", "bootID").value_or("");
     r.failure = optional_string(m, "record", "failure").value_or("");
+    r.started = optional_int(m, "record", "started", 0, 0, INT64_MAX / 2);
     out.record = std::move(r);
   } catch (const std::exception& e) {
     out.record.reset();

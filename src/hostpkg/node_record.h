@@ -55,6 +55,9 @@ struct NodeRecord {
   std::int64_t epoch = 0;   // reset epoch the node was started under
   std::string boot_id;      // boot ID before a reboot, to confirm the reboot happened
   std::string failure;      // Failed: "<package>/<stage>: <reason>"
+  // When the node was started in this change (Unix seconds; 0: unknown). The protected-pod
+  // wait is measured from it, so a restarted controller keeps the same deadline.
+  std::int64_t started = 0;
 
   friend bool operator==(const NodeRecord&, const NodeRecord&) = default;
 };

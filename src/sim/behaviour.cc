@@ -74,6 +74,9 @@ Behaviour parse_behaviour(const core::Value& v, const std::string& source,
   }
   b.output = r.string("output", "");
   b.nccl = r.boolean("nccl", false);
+  if (const core::Value* hs = r.get("hostStep")) {
+    b.host_step = parse_host_step(*hs, source, r.field("hostStep"));
+  }
   r.done();
   return b;
 }
@@ -233,6 +236,22 @@ BehaviourTable BehaviourTable::load_file(const std::string& path) {
   const std::string text = read_text_file(path);
   core::DocumentScope scope(path, text);
   return parse(core::parse_yaml(text, path), path);
+}
+
+const HostStepBehaviour* BehaviourTable::host_step(const core::Value& pod) const {
+  std::vector<std::string_view> images;
+  for (const char* list : {"initContainers", "containers"}) {
+    if (const core::Value* cs = pod.get({"spec", list}); cs != nullptr && cs->is_list()) {
+      for (const auto& c : cs->as_list()) images.push_back(c.get_string({"image"}));
+    }
+  }
+  for (const auto& b : items_) {
+    if (!b.host_step) continue;
+    bool hit = b.image.empty();
+    for (std::string_view i : images) hit = hit || core::glob_match(b.image, i);
+    if (hit) return &*b.host_step;
+  }
+  return nullptr;
 }
 
 PodPlan BehaviourTable::plan(const core::Value& pod) const {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/value.h"
+#include "sim/host_step.h"
 #include "sim/nccl_output.h"
 
 namespace gpufleet::sim {
@@ -42,6 +43,8 @@ struct Behaviour {
   std::string termination_message;
   std::string output;
   bool nccl = false;
+  // hostpkg stage pods: the package's effect on the host model and its failure modes.
+  std::optional<HostStepBehaviour> host_step;
 
   [[nodiscard]] bool targets_container() const {
     return !container.empty() || !init_container.empty();
@@ -103,6 +106,10 @@ class BehaviourTable {
   void set_back_off(BackOff b) { back_off_ = b; }
   // The plan for a v1 Pod object.
   [[nodiscard]] PodPlan plan(const core::Value& pod) const;
+  // For a hostpkg stage pod: the first behaviour with a hostStep whose image glob matches one
+  // of the pod's images, init containers included (the package image is an init container's),
+  // or null.
+  [[nodiscard]] const HostStepBehaviour* host_step(const core::Value& pod) const;
 
  private:
   // The per-container plans of `plan` (its pod-level fields already final).

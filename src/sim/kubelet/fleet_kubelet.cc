@@ -158,6 +158,13 @@ std::string FleetKubelet::kmsg_of(const std::string& node) const {
   return n == nullptr ? "" : n->kmsg().render();
 }
 
+std::optional<std::string> FleetKubelet::host_read(const std::string& node,
+                                                   const std::string& path) const {
+  std::lock_guard lock(mu_);
+  const NodeModel* n = model_.find(node);
+  return n == nullptr ? std::nullopt : n->host().read(path);
+}
+
 std::string FleetKubelet::boot_id_of(const std::string& node) const {
   std::lock_guard lock(mu_);
   const NodeModel* n = model_.find(node);
@@ -581,8 +588,26 @@ FleetKubelet::PodAction FleetKubelet::admit_pod_locked(const std::string& key,
     return act;
   }
   if (down) return act;  // picked up again when the node boots
-  const NodeModel* m = model_.find(std::string(pod.get_string({"spec", "nodeName"})));
-  PodRun run = make_pod_run(pod, table_.plan(pod), table_.back_off(), m->identity().internal_ip,
+  NodeModel* m = model_.find(std::string(pod.get_string({"spec", "nodeName"})));
+  PodPlan plan = table_.plan(pod);
+  // A hostpkg stage pod acts on the host model and reports the step runner's result.
+  if (auto step = host_step_request(pod)) {
+    const HostStepBehaviour* hs = table_.host_step(pod);
+    HostStepOutcome o = run_host_step(*step, hs, m->host());
+    for (auto& c : plan.containers) {
+      c.exit_codes = {o.exit_code};
+      c.termination_message = o.result_json;
+    }
+    if (o.reboot) {
+      SimEvent e;
+      e.at_s = sim_now() + plan.start_delay_s + plan.duration_s.value_or(1.0);
+      e.kind = EventKind::Reboot;
+      e.nodes = {step->node};
+      e.down_s = hs != nullptr ? hs->reboot_down_s : 5.0;
+      model_.schedule(std::move(e));
+    }
+  }
+  PodRun run = make_pod_run(pod, std::move(plan), table_.back_off(), m->identity().internal_ip,
                             next_pod_ip());
   if (const core::Value* conds = pod.get({"status", "conditions"}); conds && conds->is_list()) {
     for (const auto& c : conds->as_list()) {

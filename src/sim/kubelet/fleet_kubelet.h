@@ -66,6 +66,9 @@ class FleetKubelet {
   // A copy of one node's kernel log (tests), or "" when unknown.
   [[nodiscard]] std::string kmsg_of(const std::string& node) const;
   [[nodiscard]] std::string boot_id_of(const std::string& node) const;
+  // A file of one node's host model (hostpkg tests: sysctls, history, restarts), if present.
+  [[nodiscard]] std::optional<std::string> host_read(const std::string& node,
+                                                     const std::string& path) const;
 
  private:
   struct NodeState {

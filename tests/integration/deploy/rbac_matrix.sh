@@ -24,7 +24,7 @@ trap cleanup EXIT
 [[ -x "$helm" ]] || fail "helm not found at $helm (tools/helm-lint/build.sh builds it; or set HELM_BIN)"
 
 kubectl create namespace "$ns" >/dev/null
-"$helm" template gpufleet "$chart" -n "$ns" --kube-version 1.32.4 --show-only templates/rbac.yaml >"$work/rbac.yaml"
+"$helm" template gpufleet "$chart" -n "$ns" --kube-version 1.32.4 --show-only templates/rbac.yaml --show-only templates/hostpkg-rbac.yaml >"$work/rbac.yaml"
 kubectl apply -f "$work/rbac.yaml" >/dev/null
 
 # SubjectAccessReviews as the admin, for the ServiceAccount with its groups: exact, and they
@@ -98,6 +98,17 @@ expect no gpufleet-hostpkg delete pods
 expect no gpufleet-hostpkg patch nodehealths.gpufleet.io
 expect no gpufleet-hostpkg delete validationrequests.gpufleet.io
 expect no gpufleet-hostpkg get secrets "$ns"
+# Finalizer, PDB names for DrainBlocked; stage pods and their config files in the release
+# namespace only.
+expect yes gpufleet-hostpkg patch hostpackagesets.gpufleet.io
+expect yes gpufleet-hostpkg list poddisruptionbudgets.policy
+expect yes gpufleet-hostpkg create pods "$ns"
+expect yes gpufleet-hostpkg delete pods "$ns"
+expect yes gpufleet-hostpkg create configmaps "$ns"
+expect no gpufleet-hostpkg create pods kube-system
+expect no gpufleet-hostpkg delete pods default
+expect no gpufleet-hostpkg delete nodes
+expect no gpufleet-hostpkg patch deploymentpolicies.gpufleet.io
 
 # Leader election: each controller its own Lease, in the release namespace only.
 for c in certify sentinel hostpkg; do

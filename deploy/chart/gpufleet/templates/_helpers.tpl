@@ -76,6 +76,10 @@ Cluster-wide rules here; leader election Leases are a Role in the release namesp
 - apiGroups: [gpufleet.io]
   resources: [hostpackagesets, deploymentpolicies]
   verbs: [get, list, watch]
+# Its finalizer on a set (uninstall on deletion), and the set's status.
+- apiGroups: [gpufleet.io]
+  resources: [hostpackagesets]
+  verbs: [patch]
 - apiGroups: [gpufleet.io]
   resources: [hostpackagesets/status]
   verbs: [get, update, patch]
@@ -83,7 +87,8 @@ Cluster-wide rules here; leader election Leases are a Role in the release namesp
 - apiGroups: [gpufleet.io]
   resources: [validationrequests]
   verbs: [get, list, watch, create]
-# Rollout: cordon, drain, uncordon.
+# Rollout: cordon, drain, uncordon; per-node records are Node annotations
+# (hostpkg.gpufleet.io/record.<set>), written with resourceVersion preconditions.
 - apiGroups: [""]
   resources: [nodes]
   verbs: [get, list, watch, patch]
@@ -93,6 +98,10 @@ Cluster-wide rules here; leader election Leases are a Role in the release namesp
 - apiGroups: [""]
   resources: [pods/eviction]
   verbs: [create]
+# DrainBlocked names the PodDisruptionBudget that refused an eviction.
+- apiGroups: [policy]
+  resources: [poddisruptionbudgets]
+  verbs: [get, list, watch]
 - apiGroups: [events.k8s.io]
   resources: [events]
   verbs: [create, patch]

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# hostpkg at fleet scale (docs/performance.md, "hostpkg controller"): a fresh kube-local, a
+# simulated fleet of NODES nodes, the hostpkg controller as the chart runs it (one process,
+# MALLOC_ARENA_MAX=1), and the example sysctl package's stages (apply, config, restart,
+# post-interrupt; 200 ms each in the simulator) rolled out with POLICY:
+#   exponential  budget 10%, exponential batches from 10, growth 2 (the 5,000-node figure)
+#   batches10    budget 10, fixed batches of 10 (the 100-node side-by-side figure)
+# Prints: wall time, controller CPU seconds (total and per rolled node), peak RSS, API writes
+# per node and package (the controller's own counter), and the overhead from a batch's last
+# node done to the next batch's first start (from the controller's log).
+# Usage: scripts/bench-hostpkg.sh NODES [exponential|batches10]
+# Env: GPUFLEET_BIN (default build/release/bin/gpufleet), KUBE_LOCAL_BIN (build/bin/kube-local).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+nodes="${1:?usage: bench-hostpkg.sh NODES [exponential|batches10]}"
+policy="${2:-exponential}"
+gpufleet="${GPUFLEET_BIN:-build/release/bin/gpufleet}"
+kube_local="${KUBE_LOCAL_BIN:-build/bin/kube-local}"
+work="$(mktemp -d)"
+kc="$work/kube/admin.kubeconfig"
+k() { "$kube_local" kubectl --kubeconfig "$kc" "$@"; }
+cleanup() {
+  [[ -n "${ctl:-}" ]] && kill "$ctl" 2>/dev/null || true
+  "$gpufleet" sim stop --state-dir "$work/sim" >/dev/null 2>&1 || true
+  "$kube_local" down --data-dir "$work/kube" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+"$kube_local" up --data-dir "$work/kube" --detach >/dev/null
+k apply --server-side -f deploy/crds/hostpackageset.yaml -f deploy/crds/deploymentpolicy.yaml >/dev/null
+k wait --for=condition=Established --timeout=60s crd/hostpackagesets.gpufleet.io >/dev/null
+k create namespace hostpkg-bench >/dev/null
+cat >"$work/fleet.yaml" <<YAML
+apiVersion: gpufleet.io/v1alpha1
+kind: Fleet
+metadata: {name: bench}
+spec:
+  seed: 1
+  pools:
+  - {name: b, count: $nodes, namePattern: "b-{index:05}", gpu: {product: h100}}
+YAML
+cat >"$work/behaviours.yaml" <<'YAML'
+apiVersion: gpufleet.io/v1alpha1
+kind: BehaviourTable
+behaviours:
+- name: sysctl-package
+  match: {image: "bench.example/*"}
+  startDelay: 0s
+  duration: 200ms
+  hostStep:
+    effects:
+      apply: {files: {/etc/sysctl.d/60-sysctl-90-gpu.conf: "vm.max_map_count = 1048576\n"}}
+      config: {sysctls: {vm.max_map_count: "1048576"}}
+YAML
+"$gpufleet" sim --fleet "$work/fleet.yaml" --behaviours "$work/behaviours.yaml" \
+  --kubeconfig "$kc" --state-dir "$work/sim" --status-report 10m --detach >/dev/null
+for _ in $(seq 600); do
+  n=$(k get nodes --no-headers 2>/dev/null | wc -l)
+  ((n >= nodes)) && break
+  sleep 1
+done
+
+MALLOC_ARENA_MAX=1 "$gpufleet" controller --controllers=hostpkg --kubeconfig "$kc" \
+  --metrics-addr 127.0.0.1:18190 --set hostpkg.namespace=hostpkg-bench \
+  --set hostpkg.runner-image=bench.example/gpufleet:bench >"$work/controller.log" 2>&1 &
+ctl=$!
+for _ in $(seq 300); do curl -sf http://127.0.0.1:18190/readyz >/dev/null && break; sleep 0.5; done
+cpu() { awk '{print ($14 + $15) / 100}' "/proc/$ctl/stat"; }
+idle_rss=$(awk '/VmRSS/ {print $2}' "/proc/$ctl/status")
+cpu0=$(cpu)
+
+if [[ $policy == exponential ]]; then
+  strategy='{exponential: {initialBatch: 10, growthFactor: 2}}'; budget='{percent: 10}'
+else
+  strategy='{fixed: {initialBatch: 10}}'; budget='{count: 10}'
+fi
+k apply --server-side -f - >/dev/null <<YAML
+apiVersion: gpufleet.io/v1alpha1
+kind: DeploymentPolicy
+metadata: {name: bench}
+spec:
+  default: {budget: $budget, strategy: $strategy}
+---
+apiVersion: gpufleet.io/v1alpha1
+kind: HostPackageSet
+metadata: {name: bench-sysctl}
+spec:
+  deploymentPolicy: bench
+  packages:
+    sysctl:
+      version: 1.0.0
+      image: bench.example/sysctl
+      configMap: {90-gpu.conf: "vm.max_map_count = 1048576\n"}
+      configInterrupts: {"*.conf": {type: restartServices, services: [systemd-sysctl.service]}}
+      interrupt: {type: restartServices, services: [systemd-sysctl.service]}
+YAML
+start=$(date +%s.%N)
+until [[ "$(k get hostpackageset bench-sysctl -o jsonpath='{.status.phase}')" == Complete ]]; do
+  sleep 1
+done
+end=$(date +%s.%N)
+cpu1=$(cpu)
+peak_rss=$(awk '/VmHWM/ {print $2}' "/proc/$ctl/status")
+writes=$(curl -s http://127.0.0.1:18190/metrics | awk '/^gpufleet_hostpkg_api_writes_total/ {s += $2} END {print s}')
+# Overhead per batch: first start of batch b+1 minus last done of batch b (controller log).
+overhead=$(awk '
+  function ts(line,  t) { match(line, /time=[^ ]+/); t = substr(line, RSTART + 5, RLENGTH - 5);
+    split(t, a, /[T:Z]/); return a[2] * 3600 + a[3] * 60 + a[4] }
+  /hostpkg: node started/ { match($0, /batch=[0-9]+/); b = substr($0, RSTART + 6, RLENGTH - 6) + 0;
+    t = ts($0); if (!(b in first) || t < first[b]) first[b] = t }
+  /hostpkg: node done/ { match($0, /batch=[0-9]+/); b = substr($0, RSTART + 6, RLENGTH - 6) + 0;
+    t = ts($0); if (!(b in last) || t > last[b]) last[b] = t }
+  END { n = 0; m = 0; for (b in last) if ((b + 1) in first) { d = first[b + 1] - last[b];
+    if (d > m) m = d; s += d; n++ } if (n) printf "%.3f mean, %.3f max over %d batches", s / n, m, n;
+    else print "n/a (one batch)" }' "$work/controller.log")
+awk -v n="$nodes" -v p="$policy" -v s="$start" -v e="$end" -v c0="$cpu0" -v c1="$cpu1" \
+  -v idle="$idle_rss" -v peak="$peak_rss" -v w="$writes" -v o="$overhead" 'BEGIN {
+  printf "hostpkg bench: %d nodes, %s\n", n, p
+  printf "  wall %.1f s, controller CPU %.2f s (%.4f s per node)\n", e - s, c1 - c0, (c1 - c0) / n
+  printf "  RSS idle %.1f MB, peak %.1f MB\n", idle / 1024, peak / 1024
+  printf "  API writes %d (%.1f per node and package)\n", w, w / n
+  printf "  batch overhead (last done -> next first start): %s s\n", o }'

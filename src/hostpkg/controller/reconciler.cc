@@ -1,0 +1,1078 @@
+#include "hostpkg/controller/reconciler.h"
+
+#include <algorithm>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <charconv>
+#include <thread>
+
+#include "core/errors.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "core/time.h"
+#include "hostpkg/controller/record_store.h"
+#include "hostpkg/controller/stage_pod.h"
+#include "hostpkg/rollout.h"
+#include "hostpkg/stage_plan.h"
+#include "kube/api/conditions.h"
+#include "kube/api/cordon.h"
+#include "kube/api/meta.h"
+#include "kube/api/objects.h"
+#include "kube/api/selector.h"
+#include "kube/errors.h"
+
+namespace gpufleet::hostpkg {
+namespace {
+
+namespace log = core::log;
+using Clock = std::chrono::system_clock;
+using controller::Request;
+using controller::Result;
+
+const kube::ResourceId& sets_resource() {
+  static const kube::ResourceId r{"gpufleet.io", "v1alpha1", "hostpackagesets", false};
+  return r;
+}
+const kube::ResourceId& policies_resource() {
+  static const kube::ResourceId r{"gpufleet.io", "v1alpha1", "deploymentpolicies", false};
+  return r;
+}
+
+std::int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(Clock::now().time_since_epoch()).count();
+}
+
+bool is(const kube::ApiError& e, kube::Reason r) { return e.is(r); }
+
+std::optional<std::int64_t> parse_int(std::string_view s) {
+  std::int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+// resourceVersions are opaque, but etcd-backed ones are increasing integers: a cache entry at
+// or past the version we wrote has seen our write.
+bool seen(std::string_view cached, std::string_view written) {
+  if (cached == written) return true;
+  auto c = parse_int(cached), w = parse_int(written);
+  return c && w && *c >= *w;
+}
+
+std::string join(const std::vector<std::string>& v, std::string_view sep, std::size_t max = 20) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size() && i < max; ++i) {
+    if (i > 0) out += sep;
+    out += v[i];
+  }
+  if (v.size() > max) out += std::string(sep) + "... (" + std::to_string(v.size()) + " in all)";
+  return out;
+}
+
+// What one pass knows about one Node, read from the compact cache without building a Value.
+struct NodeScan {
+  std::string name;
+  Labels labels;
+  bool ready = false;
+  bool unschedulable = false;
+  std::vector<std::string> owners;  // gpufleet cordon owners
+  std::string boot_id;
+  std::string created;
+  bool runtime_taint = false;
+  std::map<std::string, std::string, std::less<>> records;  // set -> annotation text
+};
+
+NodeScan scan_node(const kube::CompactObject& o) {
+  NodeScan n;
+  kube::CompactView root = o.root();
+  n.name = std::string(o.name());
+  n.created = std::string(root.get_string({"metadata", "creationTimestamp"}));
+  if (auto labels = root.get({"metadata", "labels"}); labels && labels->is_map()) {
+    labels->for_each_entry([&](std::string_view k, kube::CompactView v) {
+      if (auto s = v.string()) n.labels.emplace(std::string(k), std::string(*s));
+    });
+  }
+  if (auto ann = root.get({"metadata", "annotations"}); ann && ann->is_map()) {
+    ann->for_each_entry([&](std::string_view k, kube::CompactView v) {
+      auto s = v.string();
+      if (!s) return;
+      if (k == kube::kCordonOwnersAnnotation) {
+        std::string_view rest = *s;
+        while (!rest.empty()) {
+          auto comma = rest.find(',');
+          std::string_view part = rest.substr(0, comma);
+          if (!part.empty()) n.owners.emplace_back(part);
+          if (comma == std::string_view::npos) break;
+          rest.remove_prefix(comma + 1);
+        }
+      } else if (k.starts_with(kRecordPrefix)) {
+        n.records.emplace(std::string(k.substr(kRecordPrefix.size())), std::string(*s));
+      }
+    });
+  }
+  if (auto u = root.get({"spec", "unschedulable"}))
+    n.unschedulable = u->bool_value().value_or(false);
+  if (auto taints = root.get({"spec", "taints"}); taints && taints->is_list()) {
+    taints->for_each_element([&](kube::CompactView t) {
+      if (t.get_string({"key"}) == kRuntimeRequiredTaint) n.runtime_taint = true;
+    });
+  }
+  if (auto conds = root.get({"status", "conditions"}); conds && conds->is_list()) {
+    conds->for_each_element([&](kube::CompactView c) {
+      if (c.get_string({"type"}) == "Ready") n.ready = c.get_string({"status"}) == "True";
+    });
+  }
+  n.boot_id = std::string(root.get_string({"status", "nodeInfo", "bootID"}));
+  return n;
+}
+
+bool owned(const NodeScan& n) {
+  return std::find(n.owners.begin(), n.owners.end(), kOwner) != n.owners.end();
+}
+
+// The state of a record text without a full parse, for other sets' records (hot path).
+bool text_in_state(std::string_view text, std::string_view state) {
+  std::string needle = "\"state\":\"" + std::string(state) + "\"";
+  return text.find(needle) != std::string_view::npos;
+}
+
+struct Metrics {
+  core::metrics::Gauge* nodes = nullptr;
+  core::metrics::Gauge* stopped = nullptr;
+  core::metrics::Counter* steps = nullptr;
+  core::metrics::Counter* interrupts = nullptr;
+  core::metrics::Counter* writes = nullptr;
+};
+
+Metrics register_metrics(core::metrics::Registry& r) {
+  Metrics m;
+  m.nodes = &r.gauge("gpufleet_hostpkg_nodes",
+                     "Nodes selected by a HostPackageSet, by rollout state.", {"set", "state"});
+  m.stopped = &r.gauge("gpufleet_hostpkg_rollout_stopped",
+                       "1 while a compartment of the set's rollout is stopped (reset resumes it).",
+                       {"set"});
+  m.steps = &r.counter("gpufleet_hostpkg_stage_results_total",
+                       "Stage pods finished, by stage and result.", {"set", "stage", "result"});
+  m.interrupts = &r.counter("gpufleet_hostpkg_interrupts_total",
+                            "Interrupts delivered (reboots verified by boot ID).", {"set", "kind"});
+  m.writes = &r.counter("gpufleet_hostpkg_api_writes_total",
+                        "Writes the hostpkg controller sent to the API server, by kind.", {"kind"});
+  return m;
+}
+
+class HostPkgReconciler : public controller::Reconciler {
+ public:
+  HostPkgReconciler(controller::Manager& m, ControllerSettings settings)
+      : client_(m.client()),
+        settings_(std::move(settings)),
+        sets_(m.cache(sets_resource(), full_cache_options())),
+        policies_(m.cache(policies_resource(), full_cache_options())),
+        nodes_(m.cache(kube::resources::nodes())),
+        pods_(m.cache(kube::resources::pods(), pod_cache_options())),
+        stage_pods_(m.cache(kube::resources::pods(), stage_pod_cache_options(settings_))),
+        pdbs_(m.cache(kube::resources::pod_disruption_budgets())),
+        events_(m.event_recorder("hostpkg")),
+        status_(m.client(), sets_resource(), "HostPackageSet", std::string(kFieldManager)),
+        metrics_(register_metrics(*m.options().registry)) {
+    pods_.add_index("node", [](const core::Value& p) {
+      std::string_view n = kube::pod::node_name(p);
+      return n.empty() ? std::vector<std::string>{} : std::vector<std::string>{std::string(n)};
+    });
+  }
+
+  // Sets and policies are few and read whole: kept as Values.
+  static controller::CacheOptions full_cache_options() {
+    controller::CacheOptions o;
+    o.compact = false;
+    return o;
+  }
+  static controller::CacheOptions pod_cache_options() {
+    controller::CacheOptions o;
+    // Drains and protected-pod waits read only who runs where, labels and owners.
+    o.shape.prune = {"spec.containers",   "spec.initContainers",
+                     "spec.volumes",      "spec.tolerations",
+                     "spec.affinity",     "status.containerStatuses",
+                     "status.conditions", "status.initContainerStatuses"};
+    return o;
+  }
+  static controller::CacheOptions stage_pod_cache_options(const ControllerSettings& s) {
+    controller::CacheOptions o;
+    o.namespace_ = s.namespace_;
+    o.label_selector = std::string(kSetLabel);
+    return o;
+  }
+
+  controller::Cache& sets() { return sets_; }
+  controller::Cache& nodes() { return nodes_; }
+
+  Result reconcile(const Request& req, std::stop_token stop) override {
+    written_.clear();
+    try {
+      Result r = reconcile_pass(req, stop);
+      wait_for_cache();
+      return r;
+    } catch (...) {
+      wait_for_cache();
+      throw;
+    }
+  }
+  Result reconcile_pass(const Request& req, std::stop_token stop);
+
+ private:
+  struct Pass;
+  enum class Drive { Waiting, Done, Failed };
+  Drive drive_node(Pass& p, const std::string& node_name, std::stop_token stop);
+  void start_node(Pass& p, const NodeStart& s);
+  core::Value patch_node(const std::string& name, const core::Value& patch, const char* kind);
+  void wait_for_cache();
+  void fail_node(Pass& p, const core::Value& node, NodeRecord rec, const std::string& why);
+  bool ensure_finalizer(const core::Value& set, bool present);
+  void write_status(Pass& p, const RolloutPlan* plan, const std::string& phase,
+                    const std::string& message);
+  void taints(Pass& p);
+  void record_event(const core::Value& set, kube::EventType type, std::string_view reason,
+                    std::string_view note) {
+    events_.record(set, type, reason, "Rollout", note);
+  }
+
+  kube::Client& client_;
+  ControllerSettings settings_;
+  controller::Cache& sets_;
+  controller::Cache& policies_;
+  controller::Cache& nodes_;
+  controller::Cache& pods_;
+  controller::Cache& stage_pods_;
+  controller::Cache& pdbs_;
+  kube::EventRecorder& events_;
+  controller::StatusWriter status_;
+  Metrics metrics_;
+  std::vector<std::pair<std::string, std::string>> written_;  // this pass's Node writes
+};
+
+// Everything one reconcile of one set works from.
+struct HostPkgReconciler::Pass {
+  kube::ObjectPtr object;
+  HostPackageSet set;
+  DesiredState desired;
+  bool deleting = false;
+  std::vector<NodeScan> nodes;
+  std::deque<NodeRecord> records;  // stable addresses for NodeInput::record
+  std::vector<NodeInput> inputs;
+  std::unordered_map<std::string, std::size_t> index;  // node -> inputs/nodes position
+  std::vector<std::string> node_messages;              // "node: why" for blocked / failed nodes
+  std::int64_t drain_blocked = 0, protected_wait = 0;
+  bool waiting = false;
+};
+
+core::Value HostPkgReconciler::patch_node(const std::string& name, const core::Value& patch,
+                                          const char* kind) {
+  metrics_.writes->with({kind}).inc();
+  core::Value out = client_.patch(kube::resources::nodes(), "", name, kube::PatchType::Merge, patch,
+                                  {}, kFieldManager);
+  written_.emplace_back(name, std::string(kube::resource_version_of(out)));
+  return out;
+}
+
+// The next pass plans from the cache: it must have seen this pass's Node writes, or a node
+// started here would look free there and a budget could be exceeded. Watch latency is
+// milliseconds; the wait is bounded.
+void HostPkgReconciler::wait_for_cache() {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (const auto& [name, rv] : written_) {
+    while (std::chrono::steady_clock::now() < deadline) {
+      kube::CompactPtr n = nodes_.get_compact(name);
+      if (n == nullptr || seen(n->resource_version(), rv)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  written_.clear();
+}
+
+bool HostPkgReconciler::ensure_finalizer(const core::Value& set, bool present) {
+  const core::Value* fins = set.get({"metadata", "finalizers"});
+  core::Value list = core::Value::list();
+  bool has = false;
+  if (fins != nullptr && fins->is_list()) {
+    for (const auto& f : fins->as_list()) {
+      if (f.is_string() && f.as_string() == kFinalizer) {
+        has = true;
+        if (!present) continue;
+      }
+      list.push_back(f);
+    }
+  }
+  if (has == present) return false;
+  if (present) list.push_back(std::string(kFinalizer));
+  core::Value patch;
+  patch["metadata"]["finalizers"] = std::move(list);
+  patch["metadata"]["resourceVersion"] = std::string(kube::resource_version_of(set));
+  metrics_.writes->with({"finalizer"}).inc();
+  client_.patch(sets_resource(), "", kube::name_of(set), kube::PatchType::Merge, patch, {},
+                kFieldManager);
+  return true;
+}
+
+void HostPkgReconciler::start_node(Pass& p, const NodeStart& s) {
+  kube::ObjectPtr node = nodes_.get(s.node);
+  if (node == nullptr) return;
+  RecordRead rr = read_record(*node, p.set.name);
+  NodeRecord rec = rr.record.value_or(NodeRecord{});
+  rec.state = NodeState::InProgress;
+  rec.rollout = s.rollout;
+  rec.batch = s.batch;
+  rec.epoch = s.epoch;
+  rec.failure.clear();
+  rec.started = unix_now();
+  // Record and cordon share in one write: a node is never out without a record saying why.
+  core::Value base = kube::cordon_patch(*node, kOwner).value_or(core::Value::map());
+  patch_node(s.node, record_patch(*node, p.set.name, rec, std::move(base)), "start");
+  log::info(
+      "hostpkg: node started",
+      {{"set", p.set.name}, {"node", s.node}, {"compartment", s.compartment}, {"batch", s.batch}});
+}
+
+void HostPkgReconciler::fail_node(Pass& p, const core::Value& node, NodeRecord rec,
+                                  const std::string& why) {
+  rec.state = NodeState::Failed;
+  rec.failure = why.substr(0, 1000);
+  patch_node(std::string(kube::name_of(node)), record_patch(node, p.set.name, rec), "record");
+  record_event(*p.object, kube::EventType::Warning, "NodeFailed",
+               std::string(kube::name_of(node)) + ": " + rec.failure +
+                   " (the node stays cordoned; fix it, then raise " +
+                   std::string(kResetAnnotation) + " to retry)");
+}
+
+HostPkgReconciler::Drive HostPkgReconciler::drive_node(Pass& p, const std::string& node_name,
+                                                       std::stop_token stop) {
+  kube::ObjectPtr cached = nodes_.get(node_name);
+  if (cached == nullptr) return Drive::Done;  // the Node is gone; its record went with it
+  core::Value node = *cached;
+  const std::string& set_name = p.set.name;
+  // A handful of transitions per pass; each write returns the new Node, so no waiting on the
+  // cache between them.
+  for (int round = 0; round < 12 && !stop.stop_requested(); ++round) {
+    RecordRead rr = read_record(node, set_name);
+    if (!rr.record || rr.record->state != NodeState::InProgress) return Drive::Done;
+    NodeRecord rec = *rr.record;
+
+    // 1. Cordon (re-cordon if a person uncordoned it between our steps).
+    kube::CordonState cs = kube::cordon_state(node);
+    if (!cs.unschedulable) {
+      core::Value patch;
+      if (auto cp = kube::cordon_patch(node, kOwner)) {
+        patch = std::move(*cp);
+      } else {
+        patch["spec"]["unschedulable"] = true;
+        patch["metadata"]["resourceVersion"] = std::string(kube::resource_version_of(node));
+      }
+      node = patch_node(node_name, patch, "cordon");
+      continue;
+    }
+
+    // 2. Protected pods: wait for them to finish; past the deadline, say which.
+    std::vector<kube::ObjectPtr> on_node = pods_.by_index("node", node_name);
+    if (p.set.has_protected_pods) {
+      std::vector<std::string> running;
+      for (const auto& pod : on_node) {
+        if (kube::pod::terminal(*pod)) continue;
+        Labels labels;
+        if (const core::Value* l = pod->get({"metadata", "labels"}); l && l->is_map()) {
+          for (const auto& [k, v] : l->as_map())
+            if (v.is_string()) labels.emplace(k, v.as_string());
+        }
+        if (p.set.protected_pods.matches(labels)) running.push_back(kube::object_key(*pod));
+      }
+      if (!running.empty()) {
+        std::int64_t waited = rec.started > 0 ? unix_now() - rec.started : 0;
+        if (waited >= p.set.protected_pod_wait.count()) {
+          ++p.protected_wait;
+          p.node_messages.push_back(node_name + ": ProtectedPods: still running after " +
+                                    std::to_string(waited) + "s: " + join(running, ", ", 5));
+        }
+        return Drive::Waiting;
+      }
+    }
+
+    // 3. Drain by eviction; the API server enforces PodDisruptionBudgets.
+    std::vector<kube::ObjectPtr> to_evict;
+    for (const auto& pod : on_node) {
+      if (kube::pod::terminal(*pod) || kube::pod::owned_by_daemon_set(*pod) ||
+          kube::pod::mirror(*pod))
+        continue;
+      if (kube::namespace_of(*pod) == settings_.namespace_ &&
+          !kube::label_of(*pod, kSetLabel).empty())
+        continue;  // our own stage pods
+      to_evict.push_back(pod);
+    }
+    if (!to_evict.empty()) {
+      for (const auto& pod : to_evict) {
+        if (pod->get({"metadata", "deletionTimestamp"}) != nullptr) continue;
+        try {
+          metrics_.writes->with({"eviction"}).inc();
+          client_.evict(kube::namespace_of(*pod), kube::name_of(*pod));
+        } catch (const kube::ApiError& e) {
+          if (is(e, kube::Reason::NotFound)) continue;
+          if (!is(e, kube::Reason::EvictionBlocked) && !is(e, kube::Reason::TooManyRequests)) throw;
+          // Name the budget that said no (the API's message does not).
+          std::string pdb_name = "a PodDisruptionBudget";
+          for (const auto& b : pdbs_.list()) {
+            if (kube::namespace_of(*b) != kube::namespace_of(*pod)) continue;
+            const core::Value* sel = b->get({"spec", "selector"});
+            const core::Value* labels = pod->get({"metadata", "labels"});
+            static const core::Value kNoLabels = core::Value::map();
+            if (sel != nullptr && kube::selector_matches(*sel, labels ? *labels : kNoLabels)) {
+              pdb_name = "PodDisruptionBudget " + kube::object_key(*b);
+              break;
+            }
+          }
+          ++p.drain_blocked;
+          p.node_messages.push_back(node_name + ": DrainBlocked: " + pdb_name +
+                                    " forbids evicting " + kube::object_key(*pod));
+          record_event(*p.object, kube::EventType::Warning, "DrainBlocked",
+                       node_name + ": " + pdb_name + " forbids evicting " + kube::object_key(*pod));
+          break;
+        }
+      }
+      return Drive::Waiting;
+    }
+
+    // 4. The next step of the node's plan.
+    NodePlan plan = plan_node(p.desired, rec);
+    if (!plan.blocked.empty()) {
+      fail_node(p, node, rec, "blocked: " + join(plan.blocked, "; "));
+      return Drive::Failed;
+    }
+    if (plan.steps.empty()) {
+      mark_node_done(rec, p.desired);
+      rec.started = 0;
+      core::Value base = kube::uncordon_patch(node, kOwner).value_or(core::Value::map());
+      node = patch_node(node_name, record_patch(node, set_name, rec, std::move(base)), "done");
+      // The node's stage pods have served their purpose.
+      for (const auto& sp : stage_pods_.list()) {
+        if (kube::label_of(*sp, kSetLabel) != set_name ||
+            kube::annotation_of(*sp, kNodeAnnotation) != node_name)
+          continue;
+        try {
+          metrics_.writes->with({"pod-delete"}).inc();
+          client_.remove(kube::resources::pods(), settings_.namespace_, kube::name_of(*sp));
+        } catch (const kube::ApiError& e) {
+          if (!is(e, kube::Reason::NotFound)) throw;
+        }
+      }
+      log::info("hostpkg: node done",
+                {{"set", set_name}, {"node", node_name}, {"batch", rec.batch}});
+      record_event(*p.object, kube::EventType::Normal, "NodeDone",
+                   node_name + ": " + std::to_string(p.set.packages.size()) +
+                       " package(s) at target " + p.desired.target);
+      return Drive::Done;
+    }
+    const PlannedStep& step = plan.steps.front();
+    const std::string stage(stage_name(step.stage));
+    const bool reboot =
+        step.stage == Stage::Interrupt && step.interrupt.kind == InterruptKind::Reboot;
+    const std::string boot(node.get_string({"status", "nodeInfo", "bootID"}));
+    if (reboot) {
+      if (rec.boot_id.empty()) {
+        // Remember the boot before asking for the reboot: after a restart, a changed boot ID
+        // is the proof it happened, and the reboot is never asked for twice.
+        rec.boot_id = boot.empty() ? "unknown" : boot;
+        node = patch_node(node_name, record_patch(node, set_name, rec), "record");
+        continue;
+      }
+      if (boot != rec.boot_id && !boot.empty() && kube::node::ready(node)) {
+        record_step_done(rec, p.desired, step);
+        rec.boot_id.clear();
+        node = patch_node(node_name, record_patch(node, set_name, rec), "record");
+        metrics_.interrupts->with({set_name, "reboot"}).inc();
+        metrics_.steps->with({set_name, stage, "succeeded"}).inc();
+        continue;
+      }
+    }
+    const std::string pod_name = stage_pod_name(set_name, node_name, step);
+    kube::ObjectPtr pod = stage_pods_.get(kube::object_key(settings_.namespace_, pod_name));
+    if (pod == nullptr) {
+      StagePodOptions o{settings_.namespace_, settings_.runner_image, ""};
+      if (step.stage == Stage::Config) {
+        const Package* pkg = p.set.find(step.package);
+        if (pkg != nullptr) {
+          core::Value cm = config_map(p.set, *pkg, step.config_hash, settings_.namespace_);
+          o.config_map = std::string(cm.get_string({"metadata", "name"}));
+          try {
+            metrics_.writes->with({"configmap"}).inc();
+            client_.create(kube::resources::config_maps(), cm, kFieldManager);
+          } catch (const kube::ApiError& e) {
+            if (!is(e, kube::Reason::AlreadyExists)) throw;
+          }
+        }
+      }
+      try {
+        metrics_.writes->with({"pod-create"}).inc();
+        client_.create(kube::resources::pods(), stage_pod(p.set, node_name, step, o),
+                       kFieldManager);
+      } catch (const kube::ApiError& e) {
+        if (!is(e, kube::Reason::AlreadyExists)) throw;  // created before a restart
+      }
+      return Drive::Waiting;
+    }
+    std::optional<StageOutcome> out = stage_outcome(*pod);
+    auto created = kube::parse_rfc3339(pod->get_string({"metadata", "creationTimestamp"}));
+    bool overdue = created && Clock::now() > *created + step.timeout + std::chrono::minutes(3);
+    if (reboot) {
+      // The runner asks for the reboot and the pod dies with the node: only the boot ID says
+      // whether it happened. A step the runner itself reported failed is a failure.
+      bool runner_failed = out && !out->ok && out->status != "pod-failed";
+      if (runner_failed || overdue) {
+        fail_node(p, node, rec,
+                  "interrupt/reboot: " + (runner_failed ? out->message
+                                                        : std::string("boot ID still ") + boot +
+                                                              " after the interrupt timeout"));
+        metrics_.steps->with({set_name, stage, "failed"}).inc();
+        return Drive::Failed;
+      }
+      return Drive::Waiting;
+    }
+    if (!out) {
+      if (overdue) {
+        fail_node(p, node, rec,
+                  step.package + "/" + stage + ": stage pod " + pod_name +
+                      " did not finish within its timeout");
+        return Drive::Failed;
+      }
+      return Drive::Waiting;
+    }
+    metrics_.steps->with({set_name, stage, out->status}).inc();
+    if (!out->ok) {
+      fail_node(p, node, rec,
+                (step.package.empty() ? std::string("interrupt") : step.package) + "/" + stage +
+                    ": " + out->status + ": " + out->message);
+      return Drive::Failed;
+    }
+    if (step.stage == Stage::Interrupt) {
+      metrics_.interrupts->with({set_name, std::string(interrupt_name(step.interrupt.kind))}).inc();
+    }
+    record_step_done(rec, p.desired, step);
+    node = patch_node(node_name, record_patch(node, set_name, rec), "record");
+  }
+  return Drive::Waiting;
+}
+
+void HostPkgReconciler::taints(Pass& p) {
+  if (!p.set.runtime_required || p.deleting) return;
+  // Other runtime-required sets: the taint goes only when all of them are done on the node.
+  struct Other {
+    HostPackageSet set;
+    std::string target;
+  };
+  std::vector<Other> others;
+  for (const auto& o : sets_.list()) {
+    if (kube::name_of(*o) == p.set.name) continue;
+    try {
+      HostPackageSet s = parse_host_package_set(*o);
+      if (!s.runtime_required || s.disable) continue;
+      std::string target = digest(s).target;
+      others.push_back({std::move(s), std::move(target)});
+    } catch (const std::exception&) {
+      // An invalid set reports itself; it holds no node back.
+    }
+  }
+  auto created = kube::parse_rfc3339(p.object->get_string({"metadata", "creationTimestamp"}));
+  for (const NodeScan& n : p.nodes) {
+    if (!p.set.node_selector.matches(n.labels)) continue;
+    auto rit = n.records.find(p.set.name);
+    bool done_here = rit != n.records.end() && text_in_state(rit->second, "Done") &&
+                     rit->second.find(p.desired.target) != std::string::npos;
+    if (n.runtime_taint && done_here) {
+      bool all_done = true;
+      for (const Other& o : others) {
+        if (!o.set.node_selector.matches(n.labels)) continue;
+        auto it = n.records.find(o.set.name);
+        all_done = all_done && it != n.records.end() && text_in_state(it->second, "Done") &&
+                   it->second.find(o.target) != std::string::npos;
+      }
+      if (!all_done) continue;
+      kube::ObjectPtr node = nodes_.get(n.name);
+      if (node == nullptr) continue;
+      core::Value kept = core::Value::list();
+      if (const core::Value* t = node->get({"spec", "taints"}); t && t->is_list()) {
+        for (const auto& taint : t->as_list())
+          if (taint.get_string({"key"}) != kRuntimeRequiredTaint) kept.push_back(taint);
+      }
+      core::Value patch;
+      patch["spec"]["taints"] = std::move(kept);
+      patch["metadata"]["resourceVersion"] = std::string(kube::resource_version_of(*node));
+      patch_node(n.name, patch, "taint");
+      record_event(*p.object, kube::EventType::Normal, "RuntimeReady",
+                   n.name + ": every runtime-required set is done; taint " +
+                       std::string(kRuntimeRequiredTaint) + " removed");
+    } else if (p.set.auto_taint_new_nodes && !n.runtime_taint && rit == n.records.end() &&
+               created) {
+      // A node that joined after the set and has never been touched by it.
+      auto joined = kube::parse_rfc3339(n.created);
+      if (!joined || *joined <= *created) continue;
+      kube::ObjectPtr node = nodes_.get(n.name);
+      if (node == nullptr) continue;
+      core::Value taints = core::Value::list();
+      if (const core::Value* t = node->get({"spec", "taints"}); t && t->is_list()) taints = *t;
+      core::Value taint;
+      taint["key"] = std::string(kRuntimeRequiredTaint);
+      taint["effect"] = "NoSchedule";
+      taints.push_back(std::move(taint));
+      core::Value patch;
+      patch["spec"]["taints"] = std::move(taints);
+      patch["metadata"]["resourceVersion"] = std::string(kube::resource_version_of(*node));
+      patch_node(n.name, patch, "taint");
+    }
+  }
+}
+
+void HostPkgReconciler::write_status(Pass& p, const RolloutPlan* plan, const std::string& phase,
+                                     const std::string& message) {
+  const core::Value& obj = *p.object;
+  core::Value st = core::Value::map();
+  std::int64_t generation = 0;
+  if (const core::Value* g = obj.get({"metadata", "generation"}); g && g->is_int())
+    generation = g->as_int();
+  st["observedGeneration"] = generation;
+  st["phase"] = phase;
+  st["message"] = message.substr(0, 1000);
+  std::int64_t nodes = 0, done = 0, active = 0, failed = 0, pending = 0, blocked = 0;
+  bool stopped = false;
+  std::vector<std::string> failing;
+  std::string stop_reason;
+  if (plan != nullptr) {
+    st["target"] = plan->target;
+    core::Value comps = core::Value::list();
+    for (const CompartmentStatus& c : plan->compartments) {
+      nodes += c.nodes;
+      done += c.done;
+      active += c.in_progress;
+      failed += c.failed;
+      pending += c.pending;
+      blocked += c.blocked;
+      core::Value cv;
+      cv["name"] = c.name;
+      cv["nodes"] = c.nodes;
+      cv["done"] = c.done;
+      cv["inProgress"] = c.in_progress;
+      cv["failed"] = c.failed;
+      cv["pending"] = c.pending;
+      cv["blocked"] = c.blocked;
+      cv["budget"] = c.budget;
+      cv["batch"] = c.batch;
+      cv["batchSize"] = c.batch_size;
+      cv["stopped"] = c.stopped;
+      if (c.stopped) {
+        stopped = true;
+        stop_reason = c.name + ": " + c.stop_reason;
+        cv["stopReason"] = c.stop_reason.substr(0, 1000);
+        core::Value fl = core::Value::list();
+        for (const auto& f : c.failing_nodes) {
+          fl.push_back(f);
+          failing.push_back(f);
+        }
+        cv["failingNodes"] = std::move(fl);
+      }
+      comps.push_back(std::move(cv));
+    }
+    st["compartments"] = std::move(comps);
+    blocked += plan->malformed_count + p.drain_blocked + p.protected_wait;
+  }
+  st["nodes"] = nodes;
+  st["done"] = done;
+  st["inProgress"] = active;
+  st["failed"] = failed;
+  st["pending"] = pending;
+  st["blocked"] = blocked;
+  st["malformed"] = plan != nullptr ? plan->malformed_count : 0;
+  st["progress"] = std::to_string(done) + "/" + std::to_string(nodes);
+  std::int64_t epoch = 0;
+  if (auto e = parse_int(kube::annotation_of(obj, kResetAnnotation))) epoch = *e;
+  st["resetEpoch"] = epoch;
+  std::vector<std::string> msgs = p.node_messages;
+  if (plan != nullptr) {
+    for (const auto& m : plan->malformed) msgs.push_back(m);
+    for (const auto& m : plan->blocked) msgs.push_back(m);
+  }
+  if (msgs.size() > 20) msgs.resize(20);
+  core::Value nm = core::Value::list();
+  for (auto& m : msgs) nm.push_back(m.substr(0, 1000));
+  st["nodeMessages"] = std::move(nm);
+
+  // Conditions, with Kubernetes semantics (transition time moves only on a status change).
+  core::Value conds = core::Value::list();
+  if (const core::Value* c = obj.get({"status", "conditions"}); c && c->is_list()) conds = *c;
+  auto set_cond = [&](std::string type, bool status, std::string reason, std::string msg) {
+    kube::Condition c{std::move(type),   status ? "True" : "False",
+                      std::move(reason), msg.substr(0, 4000),
+                      generation,        Clock::now()};
+    kube::set_condition(conds, c);
+  };
+  bool complete = plan != nullptr && plan->complete && active == 0;
+  bool is_blocked = blocked > 0 || phase == "Blocked" || phase == "Invalid";
+  set_cond("Ready", complete && phase != "Invalid",
+           complete ? "RolloutComplete" : (phase == "Invalid" ? "InvalidSpec" : phase),
+           complete ? "every selected node is at target " + (plan ? plan->target : "") : message);
+  bool progressing = plan != nullptr && !stopped && !complete && phase != "Paused" &&
+                     phase != "Disabled" && phase != "Invalid";
+  set_cond("Progressing", progressing,
+           progressing ? "NodesUpdating" : (complete ? "Complete" : phase),
+           std::to_string(done) + "/" + std::to_string(nodes) + " nodes done, " +
+               std::to_string(active) + " in progress");
+  set_cond("Stopped", stopped, stopped ? "FailureThreshold" : "NotStopped",
+           stopped ? stop_reason + "; failing nodes: " + join(failing, ", ") + "; raise " +
+                         std::string(kResetAnnotation) + " to resume"
+                   : "no compartment is stopped");
+  set_cond("Blocked", is_blocked,
+           is_blocked ? (p.drain_blocked > 0    ? "DrainBlocked"
+                         : p.protected_wait > 0 ? "ProtectedPods"
+                         : phase == "Invalid"   ? "InvalidSpec"
+                                                : "NodesBlocked")
+                      : "NotBlocked",
+           is_blocked ? (msgs.empty() ? message : join(msgs, "; ", 5)) : "nothing is blocked");
+  st["conditions"] = std::move(conds);
+
+  // Events on transitions the status shows for the first time.
+  const core::Value* old = obj.get({"status", "phase"});
+  std::string old_phase = old != nullptr && old->is_string() ? old->as_string() : "";
+  if (old_phase != phase) {
+    record_event(obj,
+                 phase == "Stopped" || phase == "Invalid" || phase == "Blocked"
+                     ? kube::EventType::Warning
+                     : kube::EventType::Normal,
+                 "Rollout" + phase, message.empty() ? "phase " + phase : message);
+  }
+  // Metrics: bounded by sets x 5 states.
+  const std::string& sn = p.set.name.empty() ? std::string(kube::name_of(obj)) : p.set.name;
+  metrics_.nodes->with({sn, "done"}).set(static_cast<double>(done));
+  metrics_.nodes->with({sn, "in_progress"}).set(static_cast<double>(active));
+  metrics_.nodes->with({sn, "failed"}).set(static_cast<double>(failed));
+  metrics_.nodes->with({sn, "pending"}).set(static_cast<double>(pending));
+  metrics_.nodes->with({sn, "blocked"}).set(static_cast<double>(blocked));
+  metrics_.stopped->with({sn}).set(stopped ? 1 : 0);
+
+  const core::Value* cur = obj.find("status");
+  core::Value compare = st;
+  if (cur != nullptr && *cur == compare) return;
+  metrics_.writes->with({"status"}).inc();
+  status_.apply("", kube::name_of(obj), st);
+}
+
+Result HostPkgReconciler::reconcile_pass(const Request& req, std::stop_token stop) {
+  Pass p;
+  p.object = sets_.get(req.key());
+  if (p.object == nullptr) return {};
+  const core::Value& obj = *p.object;
+  p.deleting = obj.get({"metadata", "deletionTimestamp"}) != nullptr;
+  try {
+    p.set = parse_host_package_set(obj);
+  } catch (const core::InvalidInput& e) {
+    p.set.name = req.name;
+    if (p.deleting) {
+      ensure_finalizer(obj, false);  // nothing we can plan from: keep the records, let it go
+      return {};
+    }
+    write_status(p, nullptr, "Invalid", e.what());
+    return {};
+  }
+  if (!p.deleting && ensure_finalizer(obj, true)) return {};  // back through the watch
+  if (p.deleting) {
+    // Deletion: the same rollout with no packages, which plans the uninstall of whatever
+    // supports it and keeps the records of what does not.
+    p.set.packages.clear();
+    p.set.pause = false;
+    p.set.disable = false;
+  }
+  if (p.set.disable) {
+    write_status(p, nullptr, "Disabled", "spec.disable is true: the set is ignored");
+    return {};
+  }
+  DeploymentPolicy policy;
+  const DeploymentPolicy* policy_ptr = nullptr;
+  if (!p.set.deployment_policy.empty()) {
+    kube::ObjectPtr pol = policies_.get(p.set.deployment_policy);
+    if (pol == nullptr) {
+      write_status(p, nullptr, "Blocked",
+                   "DeploymentPolicy " + p.set.deployment_policy +
+                       " not found; create it or clear spec.deploymentPolicy");
+      return {};
+    }
+    try {
+      policy = parse_deployment_policy(*pol);
+      policy_ptr = &policy;
+    } catch (const core::InvalidInput& e) {
+      write_status(p, nullptr, "Blocked",
+                   "DeploymentPolicy " + p.set.deployment_policy + ": " + e.what());
+      return {};
+    }
+  }
+  p.desired = digest(p.set);
+
+  // Earlier sets (lower priority numbers) gate this one, per node or for all nodes.
+  struct Earlier {
+    HostPackageSet set;
+    std::string target;
+  };
+  std::vector<Earlier> earlier;
+  if (!p.deleting) {
+    for (const auto& o : sets_.list()) {
+      if (kube::name_of(*o) == p.set.name) continue;
+      try {
+        HostPackageSet s = parse_host_package_set(*o);
+        if (s.disable || s.priority >= p.set.priority) continue;
+        std::string target = digest(s).target;
+        earlier.push_back({std::move(s), std::move(target)});
+      } catch (const std::exception&) {
+      }
+    }
+  }
+
+  // One scan of the Nodes.
+  nodes_.for_each_compact([&](const kube::CompactObject& o) { p.nodes.push_back(scan_node(o)); });
+  std::unordered_set<std::string> outside, gated;
+  bool gated_all = false;
+  p.inputs.reserve(p.nodes.size());
+  std::vector<std::string> in_progress;
+  for (std::size_t i = 0; i < p.nodes.size(); ++i) {
+    const NodeScan& n = p.nodes[i];
+    NodeInput in;
+    in.facts.name = n.name;
+    in.facts.labels = n.labels;
+    in.facts.ready = n.ready;
+    in.facts.unschedulable = n.unschedulable;
+    bool ours_recorded = false;
+    if (auto it = n.records.find(p.set.name); it != n.records.end()) {
+      RecordRead rr = parse_record_text(p.set.name, it->second);
+      if (rr.record) {
+        p.records.push_back(std::move(*rr.record));
+        in.record = &p.records.back();
+        ours_recorded =
+            in.record->state == NodeState::InProgress || in.record->state == NodeState::Failed;
+        if (in.record->state == NodeState::InProgress) in_progress.push_back(n.name);
+      } else {
+        in.record_error = rr.error;
+      }
+    }
+    // hostpkg's cordon share belongs to this set only where this set's record holds the node.
+    in.facts.cordon_ours = owned(n) && ours_recorded;
+    bool other_holds = false;
+    for (const auto& [set, text] : n.records) {
+      if (set != p.set.name &&
+          (text_in_state(text, "InProgress") || (owned(n) && text_in_state(text, "Failed"))))
+        other_holds = true;
+    }
+    for (const auto& o : n.owners) {
+      if (o != kOwner) other_holds = true;  // sentinel's quarantine and the like
+    }
+    if (other_holds) outside.insert(n.name);
+    for (const Earlier& e : earlier) {
+      if (!e.set.node_selector.matches(n.labels)) continue;
+      auto it = n.records.find(e.set.name);
+      bool done = it != n.records.end() && text_in_state(it->second, "Done") &&
+                  it->second.find(e.target) != std::string::npos;
+      if (!done) {
+        gated.insert(n.name);
+        if (e.set.sequencing == Sequencing::All || p.set.sequencing == Sequencing::All)
+          gated_all = true;
+      }
+    }
+    p.index.emplace(n.name, p.inputs.size());
+    p.inputs.push_back(std::move(in));
+  }
+
+  std::int64_t epoch = 0;
+  if (auto e = parse_int(kube::annotation_of(obj, kResetAnnotation)); e && *e >= 0) epoch = *e;
+  RolloutInput ri;
+  ri.set = &p.set;
+  ri.policy = policy_ptr;
+  ri.cluster = settings_.has_cluster_budget ? &settings_.cluster : nullptr;
+  ri.nodes = p.inputs;
+  ri.outside = &outside;
+  ri.reset_epoch = epoch;
+  ri.gated = &gated;
+  ri.gated_all = gated_all;
+  RolloutPlan plan = plan_rollout(ri);
+
+  // Drive the nodes already in progress, then start the new ones.
+  bool waiting = false;
+  for (const std::string& n : in_progress) {
+    if (stop.stop_requested()) return {};
+    try {
+      waiting = drive_node(p, n, stop) == Drive::Waiting || waiting;
+    } catch (const kube::ApiError& e) {
+      if (!is(e, kube::Reason::Conflict)) throw;
+      waiting = true;  // the Node changed under us: re-read it next pass
+    }
+  }
+  for (const NodeStart& s : plan.start) {
+    if (stop.stop_requested()) return {};
+    try {
+      start_node(p, s);
+      waiting = true;
+    } catch (const kube::ApiError& e) {
+      if (!is(e, kube::Reason::Conflict)) throw;
+      waiting = true;
+    }
+  }
+  taints(p);
+
+  bool stopped = false;
+  for (const auto& c : plan.compartments) stopped = stopped || c.stopped;
+  std::string phase =
+      p.deleting      ? "Deleting"
+      : plan.complete ? "Complete"
+      : stopped       ? "Stopped"
+      : p.set.pause   ? "Paused"
+      : (plan.blocked_count + plan.malformed_count + p.drain_blocked + p.protected_wait) > 0 &&
+              in_progress.empty() && plan.start.empty()
+          ? "Blocked"
+          : "Progressing";
+  std::string message;
+  if (stopped) {
+    for (const auto& c : plan.compartments) {
+      if (c.stopped)
+        message = "compartment " + c.name + " stopped: " + c.stop_reason +
+                  "; failing nodes: " + join(c.failing_nodes, ", ");
+    }
+  } else if (p.set.pause) {
+    message = "spec.pause is true: started nodes finish, no new node starts";
+  } else if (plan.waiting_on_cluster_budget > 0) {
+    message = std::to_string(plan.waiting_on_cluster_budget) +
+              " node(s) wait for the cluster disruption budget";
+  }
+  if (p.deleting && plan.complete && in_progress.empty()) {
+    // Everything that supports uninstall is uninstalled; records stay on the Nodes.
+    ensure_finalizer(obj, false);
+    for (const char* state : {"done", "in_progress", "failed", "pending", "blocked"}) {
+      metrics_.nodes->with({p.set.name, state}).set(0);
+    }
+    metrics_.stopped->with({p.set.name}).set(0);
+    return {};
+  }
+  write_status(p, &plan, phase, message);
+  if (waiting || !plan.start.empty()) return Result{settings_.poll, false};
+  return {};
+}
+
+}  // namespace
+
+ControllerSettings settings_from(const controller::Context& context) {
+  ControllerSettings s;
+  // In a pod, the stage pods go to the controller's own namespace.
+  if (std::ifstream f("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); f) {
+    std::string ns;
+    std::getline(f, ns);
+    if (!ns.empty()) s.namespace_ = ns;
+  }
+  s.namespace_ = context.setting("hostpkg.namespace", s.namespace_);
+  s.runner_image = context.setting("hostpkg.runner-image", s.runner_image);
+  std::string poll = context.setting("hostpkg.poll", "2s");
+  auto d = core::try_parse_duration(poll);
+  if (!d || d->count() <= 0)
+    throw core::InvalidInput("--set hostpkg.poll=" + poll +
+                             " is not a positive duration (e.g. 2s, 500ms)");
+  s.poll = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+  std::string max = context.setting("hostpkg.max-unavailable", "");
+  std::string topo = context.setting("hostpkg.topology-key", "");
+  std::string per = context.setting("hostpkg.max-unavailable-per-domain", "");
+  if (!max.empty() || !topo.empty() || !per.empty()) {
+    core::Value v = core::Value::map();
+    if (!topo.empty()) v["topologyKey"] = topo;
+    if (!per.empty()) {
+      auto n = parse_int(per);
+      if (!n)
+        throw core::InvalidInput("--set hostpkg.max-unavailable-per-domain=" + per +
+                                 " is not a whole number of nodes");
+      v["maxUnavailablePerDomain"] = *n;
+    }
+    if (!max.empty()) {
+      bool pct = max.ends_with('%');
+      auto n = parse_int(pct ? max.substr(0, max.size() - 1) : max);
+      if (!n)
+        throw core::InvalidInput("--set hostpkg.max-unavailable=" + max +
+                                 " is neither a node count (5) nor a percentage (10%)");
+      v["maxUnavailable"][pct ? "percent" : "count"] = *n;
+    }
+    s.cluster = parse_cluster_budget(v, "--set hostpkg.*");
+    s.has_cluster_budget = true;
+  }
+  return s;
+}
+
+void setup_hostpkg(controller::Manager& manager, const controller::Context& context) {
+  setup_hostpkg(manager, settings_from(context));
+}
+
+void setup_hostpkg(controller::Manager& manager, const ControllerSettings& settings) {
+  auto rec = std::make_shared<HostPkgReconciler>(manager, settings);
+  controller::Cache& sets = rec->sets();
+  // A Node event concerns every set selecting the node, and every set whose record is on it
+  // (a node that left a set's selector mid-change still needs finishing).
+  controller::MapFunc node_to_sets = [&sets](const core::Value& node) {
+    std::vector<Request> out;
+    const core::Value* labels = node.get({"metadata", "labels"});
+    static const core::Value kNone = core::Value::map();
+    const core::Value* ann = node.get({"metadata", "annotations"});
+    for (const auto& s : sets.list()) {
+      std::string name(kube::name_of(*s));
+      const core::Value* sel = s->get({"spec", "nodeSelector"});
+      bool match = sel == nullptr || kube::selector_matches(*sel, labels ? *labels : kNone);
+      if (!match && ann != nullptr && ann->is_map())
+        match = ann->find(record_annotation(name)) != nullptr;
+      if (match) out.push_back(Request{"", name});
+    }
+    return out;
+  };
+  controller::MapFunc policy_to_sets = [&sets](const core::Value& policy) {
+    std::vector<Request> out;
+    for (const auto& s : sets.list()) {
+      if (s->get_string({"spec", "deploymentPolicy"}) == kube::name_of(policy))
+        out.push_back(Request{"", std::string(kube::name_of(*s))});
+    }
+    return out;
+  };
+  controller::MapFunc stage_pod_to_set = [](const core::Value& pod) {
+    std::string_view set = kube::label_of(pod, kSetLabel);
+    return set.empty() ? std::vector<Request>{}
+                       : std::vector<Request>{Request{"", std::string(set)}};
+  };
+  // A pod leaving a node being drained: the sets with a change in progress there.
+  controller::Cache& nodes = rec->nodes();
+  controller::MapFunc pod_to_sets = [&nodes](const core::Value& pod) {
+    std::vector<Request> out;
+    std::string_view node = kube::pod::node_name(pod);
+    if (node.empty()) return out;
+    kube::CompactPtr n = nodes.get_compact(std::string(node));
+    if (n == nullptr) return out;
+    if (auto ann = n->root().get({"metadata", "annotations"}); ann && ann->is_map()) {
+      ann->for_each_entry([&](std::string_view k, kube::CompactView v) {
+        auto s = v.string();
+        if (k.starts_with(kRecordPrefix) && s && text_in_state(*s, "InProgress"))
+          out.push_back(Request{"", std::string(k.substr(kRecordPrefix.size()))});
+      });
+    }
+    return out;
+  };
+  controller::SourceOptions set_source;
+  set_source.cache.compact = false;
+  controller::SourceOptions stage_source;
+  stage_source.cache.namespace_ = settings.namespace_;
+  stage_source.cache.label_selector = std::string(kSetLabel);
+  controller::SourceOptions pod_source;
+  pod_source.cache = HostPkgReconciler::pod_cache_options();
+  manager.controller("hostpkg")
+      .for_resource(sets_resource(), "HostPackageSet", set_source)
+      .watches(kube::resources::nodes(), node_to_sets)
+      .watches(policies_resource(), policy_to_sets, set_source)
+      .watches(kube::resources::pods(), stage_pod_to_set, stage_source)
+      .watches(kube::resources::pods(), pod_to_sets, pod_source)
+      // One worker: sets share the cluster budget, so their passes must not interleave.
+      .max_concurrent_reconciles(1)
+      .complete(rec);
+}
+
+}  // namespace gpufleet::hostpkg

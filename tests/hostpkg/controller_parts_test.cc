@@ -1,0 +1,163 @@
+// The Kubernetes-shaped parts of the hostpkg controller that need no cluster: the per-node
+// record annotation, stage pod manifests and outcomes, the status view, and the simulator's
+// host-step model that stands in for a real host in the integration tests.
+#include <gtest/gtest.h>
+
+#include "core/errors.h"
+#include "core/json.h"
+#include "core/yaml.h"
+#include "hostpkg/controller/record_store.h"
+#include "hostpkg/controller/stage_pod.h"
+#include "hostpkg/controller/status_view.h"
+#include "hostpkg/stage_plan.h"
+#include "sim/host_step.h"
+
+namespace gpufleet::hostpkg {
+namespace {
+
+core::Value node_with(const std::string& annotation_value) {
+  core::Value n;
+  n["metadata"]["name"] = "n1";
+  n["metadata"]["resourceVersion"] = "42";
+  if (!annotation_value.empty())
+    n["metadata"]["annotations"]["hostpkg.gpufleet.io/record.s1"] = annotation_value;
+  return n;
+}
+
+TEST(RecordStore, RoundTripsWithPreconditionAndBumpsGeneration) {
+  NodeRecord r;
+  r.set = "s1";
+  r.generation = 4;
+  r.state = NodeState::InProgress;
+  r.started = 1700000000;
+  core::Value patch = record_patch(node_with(""), "s1", r);
+  EXPECT_EQ(patch.get_string({"metadata", "resourceVersion"}), "42");
+  std::string text(patch.get_string({"metadata", "annotations", "hostpkg.gpufleet.io/record.s1"}));
+  RecordRead back = read_record(node_with(text), "s1");
+  ASSERT_TRUE(back.record) << back.error;
+  EXPECT_EQ(back.record->generation, 5);
+  EXPECT_EQ(back.record->started, 1700000000);
+  EXPECT_EQ(back.record->state, NodeState::InProgress);
+  EXPECT_FALSE(read_record(node_with(""), "s1").record.has_value());
+  EXPECT_TRUE(read_record(node_with(""), "s1").error.empty());
+}
+
+TEST(RecordStore, MalformedRecordIsReportedNamingTheAnnotation) {
+  RecordRead r = read_record(node_with("{not json"), "s1");
+  EXPECT_FALSE(r.record);
+  EXPECT_NE(r.error.find("hostpkg.gpufleet.io/record.s1"), std::string::npos) << r.error;
+  RecordRead w = read_record(node_with(R"({"format":1,"set":"other"})"), "s1");
+  EXPECT_FALSE(w.record);
+  EXPECT_NE(w.error.find("record.set is \"other\""), std::string::npos) << w.error;
+}
+
+TEST(StagePod, PinnedToleratesEverythingAndNamedByStepKey) {
+  HostPackageSet set = parse_host_package_set(core::parse_yaml(R"(
+apiVersion: gpufleet.io/v1alpha1
+kind: HostPackageSet
+metadata: {name: s1}
+spec:
+  packages:
+    p: {version: 1.0.0, image: r.example/p, env: {A: "1"}, interrupt: {type: reboot}}
+)"));
+  DesiredState d = digest(set);
+  NodePlan plan = plan_node(d, NodeRecord{});
+  ASSERT_GE(plan.steps.size(), 2u);
+  StagePodOptions o{"ns1", "runner:1", ""};
+  core::Value pod = stage_pod(set, "n1", plan.steps[0], o);
+  EXPECT_EQ(pod.get_string({"spec", "nodeName"}), "n1");
+  EXPECT_EQ(pod.get_string({"metadata", "name"}), stage_pod_name("s1", "n1", plan.steps[0]));
+  EXPECT_EQ(pod.get_string({"spec", "restartPolicy"}), "Never");
+  EXPECT_EQ((*pod.get({"spec", "tolerations"}))[0].get_string({"operator"}), "Exists");
+  EXPECT_EQ((*pod.get({"spec", "initContainers"}))[0].get_string({"image"}), "r.example/p:1.0.0");
+  std::string args = core::to_json(*pod.get({"spec", "containers"}));
+  EXPECT_NE(args.find("\"--env\",\"A=1\""), std::string::npos) << args;
+  EXPECT_NE(stage_pod_name("s1", "n1", plan.steps[0]), stage_pod_name("s1", "n2", plan.steps[0]));
+  // The interrupt pod enters the host's namespaces and carries the interrupt.
+  core::Value ip = stage_pod(set, "n1", plan.steps[1], o);
+  EXPECT_EQ(ip.get_string({"metadata", "labels", "hostpkg.gpufleet.io/stage"}), "interrupt");
+  EXPECT_TRUE(ip.get({"spec", "hostPID"})->as_bool());
+}
+
+TEST(StagePod, OutcomeFromTerminationMessage) {
+  auto pod = [](const std::string& phase, const std::string& message) {
+    core::Value p;
+    p["metadata"]["name"] = "hp-1";
+    p["status"]["phase"] = phase;
+    core::Value c;
+    c["name"] = "step";
+    c["state"]["terminated"]["exitCode"] = 1;
+    c["state"]["terminated"]["message"] = message;
+    p["status"]["containerStatuses"].push_back(c);
+    return p;
+  };
+  EXPECT_FALSE(stage_outcome(pod("Running", "")).has_value());
+  auto ok = stage_outcome(pod("Succeeded", R"({"status":"skipped","message":"done"})"));
+  ASSERT_TRUE(ok);
+  EXPECT_TRUE(ok->ok);
+  auto bad = stage_outcome(pod("Failed", R"({"status":"check-failed","message":"value 1"})"));
+  EXPECT_FALSE(bad->ok);
+  EXPECT_EQ(bad->status, "check-failed");
+  auto raw = stage_outcome(pod("Failed", "exec format error"));
+  EXPECT_EQ(raw->status, "pod-failed");
+  EXPECT_NE(raw->message.find("exec format error"), std::string::npos);
+}
+
+TEST(StatusView, TableAndBarsPerCompartment) {
+  EXPECT_EQ(progress_bar(5, 10, 10), "[#####-----]");
+  EXPECT_EQ(progress_bar(0, 0, 4), "[----]");
+  core::Value s = core::parse_yaml(R"(
+metadata: {name: gpu-sysctl}
+status:
+  phase: Stopped
+  progress: 3/8
+  inProgress: 1
+  failed: 1
+  target: abc
+  compartments:
+  - {name: canary, nodes: 2, done: 2, budget: 1, batch: 2, batchSize: 1}
+  - {name: default, nodes: 6, done: 1, inProgress: 1, failed: 1, budget: 2, batch: 1, batchSize: 2, stopped: true, stopReason: "1 consecutive failed batches"}
+  conditions:
+  - {type: Stopped, status: "True", reason: FailureThreshold, message: "failing nodes: n3"}
+)");
+  std::string out = render_status({s});
+  EXPECT_NE(out.find("gpu-sysctl  Stopped  3/8"), std::string::npos) << out;
+  EXPECT_NE(out.find("canary   [####################] 2/2"), std::string::npos) << out;
+  EXPECT_NE(out.find("STOPPED: 1 consecutive failed batches"), std::string::npos) << out;
+  EXPECT_NE(out.find("Stopped: FailureThreshold: failing nodes: n3"), std::string::npos) << out;
+  core::Value doc = status_document({s});
+  EXPECT_EQ((*doc.get({"hostPackageSets"}))[0].get_string({"status", "progress"}), "3/8");
+}
+
+TEST(SimHostStep, EffectsFailuresIdempotenceAndInterrupts) {
+  sim::HostStepBehaviour b = sim::parse_host_step(core::parse_yaml(R"(
+effects:
+  apply: {sysctls: {vm.max_map_count: "1048576"}, files: {/etc/v: "{version}"}}
+failures:
+  - {stage: config, nodes: "n2", status: check-failed, times: 1}
+)"),
+                                                  "test", "hostStep");
+  sim::HostModel host;
+  sim::HostStepRequest req{"n1", "p", "apply", "1.0.0", "p/apply/1.0.0//g0", "", {}};
+  auto first = sim::run_host_step(req, &b, host);
+  EXPECT_EQ(first.exit_code, 0);
+  EXPECT_EQ(core::parse_json(first.result_json).get_string({"status"}), "succeeded");
+  EXPECT_EQ(host.read("/etc/v").value_or(""), "1.0.0");
+  EXPECT_EQ(host.read("/proc/sys/vm/max_map_count").value_or(""), "1048576\n");
+  auto again = sim::run_host_step(req, &b, host);
+  EXPECT_EQ(core::parse_json(again.result_json).get_string({"status"}), "skipped");
+  sim::HostStepRequest cfg{"n2", "p", "config", "1.0.0", "p/config/1.0.0/h/g1", "", {}};
+  EXPECT_EQ(sim::run_host_step(cfg, &b, host).exit_code, 1);
+  EXPECT_EQ(sim::run_host_step(cfg, &b, host).exit_code, 0) << "times: 1 fails only once";
+  sim::HostStepRequest reboot{"n1", "s", "interrupt", "t", "*/interrupt/t//g2", "reboot", {}};
+  EXPECT_TRUE(sim::run_host_step(reboot, &b, host).reboot);
+  sim::HostStepRequest restart{
+      "n1", "s", "interrupt", "t", "*/interrupt/t//g3", "restartServices", {"a.service"}};
+  EXPECT_FALSE(sim::run_host_step(restart, &b, host).reboot);
+  EXPECT_EQ(host.read(sim::kHostStepRestarts).value_or(""), "restartServices a.service\n");
+  core::Value bad = core::parse_yaml("{effects: {reboot: {}}}");
+  EXPECT_THROW(sim::parse_host_step(bad, "t", "hostStep"), core::InvalidInput);
+}
+
+}  // namespace
+}  // namespace gpufleet::hostpkg

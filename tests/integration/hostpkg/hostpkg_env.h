@@ -1,0 +1,61 @@
+// The hostpkg controller against kube-local ($KUBECONFIG) and a simulated fleet: the CRDs are
+// applied, a FleetKubelet runs the nodes (stage pods act on its host model, see
+// src/sim/host_step.h), and the controller runs in-process on a Manager. Each test takes its
+// own nodes by name, so tests never see each other's sets.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "controller/manager.h"
+#include "core/value.h"
+#include "kube/client.h"
+#include "sim/kubelet/fleet_kubelet.h"
+
+namespace gpufleet::hostpkg::testing {
+
+class HostPkgEnv {
+ public:
+  // Starts the fleet (`nodes` nodes) and, unless `controller` is false, the controller.
+  HostPkgEnv(int nodes, bool controller = true);
+  ~HostPkgEnv();
+
+  kube::Client& client() { return *client_; }
+  sim::FleetKubelet& sim() { return *sim_; }
+  const std::string& stage_namespace() const { return ns_; }
+  std::string node(int i) const;  // the i-th node's name
+  // Node names i..j-1 as a YAML flow list.
+  std::string node_list(int from, int to) const;
+
+  void start_controller();
+  void stop_controller();
+
+  void apply(const std::string& yaml);  // create or update (by server-side apply)
+  core::Value get_set(const std::string& name);
+  core::Value get_node(const std::string& name);
+  void remove_set(const std::string& name);
+
+  static bool eventually(const std::function<bool()>& check, std::chrono::milliseconds timeout);
+
+ private:
+  std::unique_ptr<kube::Client> client_;
+  std::unique_ptr<sim::FleetKubelet> sim_;
+  std::unique_ptr<controller::Manager> manager_;
+  std::stop_source stop_;
+  std::thread thread_;
+  std::string pool_;
+  std::string ns_;
+};
+
+// The condition `type` of an object's status: status, reason and message ("" when absent).
+struct Cond {
+  std::string status, reason, message;
+};
+Cond condition(const core::Value& obj, const std::string& type);
+std::int64_t status_int(const core::Value& set, const std::string& field);
+
+}  // namespace gpufleet::hostpkg::testing
