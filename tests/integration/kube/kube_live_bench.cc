@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "core/json.h"
-#include "kube/informer.h"
 #include "kube/api/objects.h"
 #include "kube/api/trim.h"
+#include "kube/informer.h"
 
 using namespace gpufleet;
 using namespace std::chrono_literals;
@@ -160,17 +160,16 @@ void measure_watch_latency(kube::Client& client, const kube::ResourceId& resourc
     o.transform = [keep](core::Value& v) { v = keep.apply(std::move(v)); };
   }
   kube::Informer inf(client, o);
-  inf.add_handlers(
-      {{},
-       [&](const core::Value& old_obj, const core::Value& new_obj) {
-         std::string_view sent = kube::annotation_of(new_obj, "gpufleet.io/bench-sent");
-         if (sent.empty() || sent == kube::annotation_of(old_obj, "gpufleet.io/bench-sent")) return;
-         auto now = Steady::now().time_since_epoch().count();
-         double ms = static_cast<double>(now - std::stoll(std::string(sent))) / 1e6;
-         std::lock_guard lock(mu);
-         latencies_ms.push_back(ms);
-       },
-       {}});
+  kube::EventHandlers handlers;
+  handlers.on_update = [&](const core::Value& old_obj, const core::Value& new_obj) {
+    std::string_view sent = kube::annotation_of(new_obj, "gpufleet.io/bench-sent");
+    if (sent.empty() || sent == kube::annotation_of(old_obj, "gpufleet.io/bench-sent")) return;
+    auto now = Steady::now().time_since_epoch().count();
+    double ms = static_cast<double>(now - std::stoll(std::string(sent))) / 1e6;
+    std::lock_guard lock(mu);
+    latencies_ms.push_back(ms);
+  };
+  inf.add_handlers(std::move(handlers));
   inf.start();
   if (!inf.wait_for_sync(300s)) return;
   const int total = rate * seconds;
