@@ -110,9 +110,13 @@ void FleetKubelet::start() {
   mo.shutdown_grace = std::chrono::seconds(5);
   manager_ = std::make_unique<controller::Manager>(client_, mo);
 
-  // Nodes: this fleet's only (its label), compact as every controller caches Nodes.
+  // Nodes: this fleet's only (its label), and only their metadata (~0.5 KB, kept as trees): a
+  // reconcile needs to know whether the Node exists, and full Nodes (~10 KB each) would
+  // cross the watch and be decoded for nothing.
   controller::SourceOptions nodes;
   nodes.cache.label_selector = std::string(kFleetLabel) + "=" + model_.spec().name;
+  nodes.cache.shape.metadata_only = true;
+  nodes.cache.compact = false;
   node_cache_ = &manager_->cache(kube::resources::nodes(), nodes.cache);
   node_sync_ = &manager_->controller("sim-nodes")
                     .for_resource(kube::resources::nodes(), "Node", nodes)
@@ -383,7 +387,7 @@ void FleetKubelet::mark_node_locked(const std::string& name) {
 
 controller::Result FleetKubelet::sync_node(const std::string& name) {
   // Read the cache before the lock: it is what the watch has shown so far.
-  bool in_cache = node_cache_ != nullptr && node_cache_->get_compact(name) != nullptr;
+  bool in_cache = node_cache_ != nullptr && node_cache_->get(name) != nullptr;
   bool remove = false, do_register = false, report = false, renew = false;
   {
     std::lock_guard lock(mu_);
@@ -403,14 +407,19 @@ controller::Result FleetKubelet::sync_node(const std::string& name) {
       do_register = !st.registered;
       report = st.registered && (st.status_dirty || now >= st.status_due);
       if (report) st.status_dirty = false;  // set again if the report fails
-      renew = !model_.is_down(name) && (do_register || now >= st.lease_due);
+      renew = !model_.is_down(name) && now >= st.lease_due;
     }
   }
   if (remove) {
     process_delete(name);
     return {};
   }
-  if (do_register && !register_node(name)) return {};
+  if (do_register) {
+    // The first Lease and status come on the next pass, after the nodes already queued: a
+    // fleet registers all its Nodes first, as before the runtime (figures in performance.md).
+    if (!register_node(name)) return {};
+    return {.requeue_after = std::chrono::milliseconds(1)};
+  }
   if (report) {
     bool ok = false;
     try {
@@ -467,6 +476,7 @@ bool FleetKubelet::register_node(const std::string& name) {
   it->second.seen = false;
   it->second.status_dirty = false;
   it->second.status_due = Clock::now() + options_.status_report;
+  it->second.lease_due = Clock::now();  // the first heartbeat on the next pass
   it->second.reported_labels = core::to_json(labels_now);
   ++registered_;
   return true;
