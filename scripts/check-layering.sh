@@ -20,7 +20,7 @@ declare -A allowed=(
   [sentinel]="core cel kube/api kube controller agent"
   [hostpkg]="core cel kube/api kube controller agent"
   [sim]="core cel kube/api"
-  [sim/kubelet]="core cel kube/api kube agent sim"
+  [sim/kubelet]="core cel kube/api kube controller agent sim"
   [cli]="core cel kube/api kube controller agent recipe certify sentinel hostpkg sim sim/kubelet"
 )
 

@@ -8,9 +8,14 @@
 #include "core/errors.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "kube/errors.h"
 
 namespace gpufleet::agent {
 namespace {
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
@@ -103,6 +108,7 @@ std::uint64_t Agent::record(std::string_view kind, const core::Value& payload) {
   BatchEmitter e;
   e.emit(kind, payload);
   auto id = journal_.append(e.items[0].first, e.items[0].second);
+  note_appended(id, 1);
   std::lock_guard lock(stats_mu_);
   ++stats_.emitted;
   stats_.journal = journal_.stats();
@@ -117,6 +123,7 @@ Clock::time_point Agent::tick(Clock::time_point now) {
       try {
         m.monitor->poll(out);
       } catch (const std::exception& e) {
+        if (options_.metrics != nullptr) options_.metrics->monitor_errors.inc();
         std::lock_guard lock(stats_mu_);
         ++stats_.monitor_errors;
         core::log::warn("agent: monitor failed",
@@ -126,7 +133,7 @@ Clock::time_point Agent::tick(Clock::time_point now) {
         std::vector<NewRecord> batch;
         batch.reserve(out.items.size());
         for (const auto& [k, p] : out.items) batch.push_back({k, p});
-        journal_.append_batch(batch);
+        note_appended(journal_.append_batch(batch), batch.size());
         std::lock_guard lock(stats_mu_);
         stats_.emitted += batch.size();
       }
@@ -146,15 +153,38 @@ void Agent::deliver(Clock::time_point now) {
   if (now < retry_at_) return;
   auto pending = journal_.pending(options_.delivery_batch);
   if (pending.empty()) return;
+  AgentMetrics* m = options_.metrics;
+  const auto started = Clock::now();
+  bool rejected = false;
   try {
-    std::size_t n = std::min(sink_.deliver(identity(), pending), pending.size());
-    if (n > 0) journal_.ack(pending[n - 1].id);
+    std::size_t n = 0;
+    try {
+      n = std::min(sink_.deliver(identity(), pending), pending.size());
+    } catch (const kube::ApiError& e) {
+      // The server answered and refused (Forbidden by the identity policy, Invalid): unlike an
+      // outage, waiting does not help; someone must look. Conflicts and throttling are not that.
+      rejected = e.code() >= 400 && e.code() < 500 && e.code() != 409 && !kube::is_retryable(e);
+      throw;
+    }
+    if (m != nullptr) m->delivery_duration.observe(seconds_since(started));
+    if (n > 0) {
+      journal_.ack(pending[n - 1].id);
+      note_acked(pending[n - 1].id);
+    }
     if (backoff_.count() > 0)
       core::log::info("agent: delivery resumed", {{"node", identity().node_name}});
     backoff_ = std::chrono::milliseconds(0);
+    if (m != nullptr) {
+      m->delivered_ok.inc();
+      m->delivered.inc(static_cast<double>(n));
+    }
     std::lock_guard lock(stats_mu_);
     stats_.delivered += n;
   } catch (const std::exception& e) {
+    if (m != nullptr) {
+      m->delivery_duration.observe(seconds_since(started));
+      (rejected ? m->rejected : m->unavailable).inc();
+    }
     // Logged on the first failure of a streak only: an API outage must not flood the log of
     // 5,000 simulated agents.
     if (backoff_.count() == 0)
@@ -165,6 +195,27 @@ void Agent::deliver(Clock::time_point now) {
     retry_at_ = now + backoff_;
     std::lock_guard lock(stats_mu_);
     ++stats_.delivery_failures;
+    if (rejected) ++stats_.rejected;
+  }
+}
+
+void Agent::note_appended(std::uint64_t last_id, std::size_t n) {
+  if (n == 0) return;
+  if (options_.metrics != nullptr) options_.metrics->appended.inc(static_cast<double>(n));
+  const auto now = Clock::now();
+  for (std::uint64_t id = last_id + 1 - n; id <= last_id; ++id) {
+    if (appended_at_.size() >= kLatencySamples) break;  // sampled: the rest go untimed
+    appended_at_.emplace_back(id, now);
+  }
+}
+
+void Agent::note_acked(std::uint64_t acked_id) {
+  const auto now = Clock::now();
+  while (!appended_at_.empty() && appended_at_.front().first <= acked_id) {
+    if (options_.metrics != nullptr)
+      options_.metrics->record_latency.observe(
+          std::chrono::duration<double>(now - appended_at_.front().second).count());
+    appended_at_.pop_front();
   }
 }
 

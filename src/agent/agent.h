@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "agent/journal.h"
+#include "agent/metrics.h"
 #include "agent/plugin.h"
 
 namespace gpufleet::agent {
@@ -46,12 +48,15 @@ struct AgentOptions {
   std::size_t delivery_batch = 128;
   std::chrono::milliseconds retry_min{250};
   std::chrono::milliseconds retry_max{30000};
+  // Process-wide counters (metrics.h), shared by every agent of the process; nullptr: none.
+  AgentMetrics* metrics = nullptr;
 };
 
 struct AgentStats {
   std::uint64_t emitted = 0;
   std::uint64_t delivered = 0;
   std::uint64_t delivery_failures = 0;
+  std::uint64_t rejected = 0;  // failures where the API server refused the write (4xx)
   std::uint64_t monitor_errors = 0;
   JournalStats journal;
 };
@@ -82,6 +87,9 @@ class Agent {
  private:
   struct Running;
   void deliver(Clock::time_point now);
+  // Counts `n` records appended up to `last_id` and remembers when (latency samples).
+  void note_appended(std::uint64_t last_id, std::size_t n);
+  void note_acked(std::uint64_t acked_id);
 
   AgentOptions options_;
   Sink& sink_;
@@ -89,6 +97,8 @@ class Agent {
   std::vector<Running> monitors_;
   Clock::time_point retry_at_{};
   std::chrono::milliseconds backoff_{0};
+  // (record id, when journalled) of up to kLatencySamples undelivered records, oldest first.
+  std::deque<std::pair<std::uint64_t, Clock::time_point>> appended_at_;
   mutable std::mutex stats_mu_;  // stats() may be read from another thread
   AgentStats stats_;
 };

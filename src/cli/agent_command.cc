@@ -12,10 +12,12 @@
 #include <thread>
 
 #include "agent/agent.h"
+#include "agent/metrics.h"
 #include "agent/nodehealth.h"
 #include "cli/command.h"
 #include "core/duration.h"
 #include "core/errors.h"
+#include "core/http_server.h"
 #include "core/log.h"
 #include "kube/client.h"
 #include "kube/config.h"
@@ -25,6 +27,36 @@ namespace {
 
 std::atomic<bool> g_agent_stop{false};
 extern "C" void on_agent_signal(int) { g_agent_stop.store(true); }
+
+// Loopback: the agent's metrics are for a node-local scraper (or a port-forward), and in
+// production the pod is on the host network namespace only if the chart says so.
+constexpr const char* kDefaultAgentMetrics = "127.0.0.1:9464";
+
+// /metrics (AgentMetrics, aggregated over nodes), /healthz, /readyz (at least one agent).
+// The default address may be taken (two agents on one machine, tests): that is logged and
+// the agent runs without metrics; an address given explicitly must bind.
+std::unique_ptr<core::HttpServer> serve_metrics(const std::string& address,
+                                                const agent::AgentPool& pool) {
+  if (address.empty()) return nullptr;
+  core::BindAddress bind = core::parse_bind_address(address);
+  core::HttpServerOptions so;
+  so.address = bind.address;
+  so.port = bind.port;
+  so.readyz = [&pool] {
+    return pool.size() > 0 ? core::HealthStatus::healthy()
+                           : core::HealthStatus::unhealthy("no node agents yet");
+  };
+  try {
+    auto server = std::make_unique<core::HttpServer>(std::move(so));
+    core::log::info("agent: serving metrics and health", {{"url", server->url()}});
+    return server;
+  } catch (const std::exception& e) {
+    if (address != kDefaultAgentMetrics) throw;
+    core::log::error("agent: cannot serve metrics on the default address; running without",
+                     {{"address", address}, {"error", e.what()}});
+    return nullptr;
+  }
+}
 
 struct AgentFlags {
   std::string node;
@@ -37,13 +69,16 @@ struct AgentFlags {
   bool fsync = true;
   std::string run_for;
   std::string kubeconfig;
+  std::string metrics_address = kDefaultAgentMetrics;
   bool list_plugins = false;
 };
 
 agent::AgentOptions options_for(const AgentFlags& f, const std::string& node,
                                 const std::filesystem::path& host_root,
-                                const std::filesystem::path& state_dir) {
+                                const std::filesystem::path& state_dir,
+                                agent::AgentMetrics& metrics) {
   agent::AgentOptions o;
+  o.metrics = &metrics;
   o.node.identity.node_name = node;
   o.node.host_root = host_root;
   o.node.state_dir = state_dir;
@@ -109,6 +144,7 @@ void run_agent(const AgentFlags& f) {
   }
   kube::Client client(kube::load_default_config(f.kubeconfig));
   agent::NodeHealthSink sink(client);
+  agent::AgentMetrics metrics;
   agent::AgentPool pool(f.threads);
   std::set<std::string> running;
   auto add_sim_nodes = [&] {
@@ -117,12 +153,12 @@ void run_agent(const AgentFlags& f) {
       if (!running.insert(node).second) continue;
       const auto host = dir / "nodes" / node;
       pool.add(std::make_unique<agent::Agent>(
-          options_for(f, node, host, host / "var/lib/gpufleet/agent"), sink));
+          options_for(f, node, host, host / "var/lib/gpufleet/agent", metrics), sink));
     }
   };
   if (f.sim_state_dir.empty()) {
-    pool.add(
-        std::make_unique<agent::Agent>(options_for(f, f.node, f.host_root, f.state_dir), sink));
+    pool.add(std::make_unique<agent::Agent>(
+        options_for(f, f.node, f.host_root, f.state_dir, metrics), sink));
   } else {
     if (!std::filesystem::is_directory(std::filesystem::path(f.sim_state_dir) / "nodes"))
       throw core::InvalidInput("--sim-state-dir " + f.sim_state_dir +
@@ -130,14 +166,21 @@ void run_agent(const AgentFlags& f) {
                                f.sim_state_dir + "` first");
     add_sim_nodes();
   }
+  metrics.observe(pool);
+  auto server = serve_metrics(f.metrics_address, pool);
   core::log::info("agent: started", {{"nodes", pool.size()}, {"threads", f.threads}});
   std::signal(SIGINT, on_agent_signal);
   std::signal(SIGTERM, on_agent_signal);
   const auto start = std::chrono::steady_clock::now();
   auto last_report = start;
+  auto last_observe = start;
   while (!g_agent_stop.load()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     auto now = std::chrono::steady_clock::now();
+    if (now - last_observe >= std::chrono::seconds(2)) {
+      metrics.observe(pool);
+      last_observe = now;
+    }
     if (run_for && now - start >= *run_for) break;
     if (now - last_report >= std::chrono::seconds(30)) {
       if (!f.sim_state_dir.empty()) add_sim_nodes();
@@ -145,6 +188,7 @@ void run_agent(const AgentFlags& f) {
       last_report = now;
     }
   }
+  if (server) server->stop();
   pool.stop();
   print_summary(pool);
 }
@@ -173,6 +217,9 @@ void setup_agent(CLI::App& root) {
                   "stop after this long (e.g. 30s); default: until SIGTERM");
   cmd->add_option("--kubeconfig", flags->kubeconfig,
                   "kubeconfig (default: $KUBECONFIG, ~/.kube/config, then in-cluster)");
+  cmd->add_option("--metrics-address", flags->metrics_address,
+                  "host:port for /metrics, /healthz, /readyz (loopback; \"\" = none)")
+      ->capture_default_str();
   cmd->add_flag("--list-plugins", flags->list_plugins,
                 "print the registered monitors and host steps");
   cmd->callback([flags] { run_agent(*flags); });

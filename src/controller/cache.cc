@@ -12,6 +12,7 @@ kube::InformerOptions informer_options(const kube::ResourceId& r, const CacheOpt
   io.resource = r;
   io.namespace_ = o.namespace_;
   io.label_selector = o.label_selector;
+  io.field_selector = o.field_selector;
   io.shape = o.shape;
   io.compact = o.compact;
   return io;
@@ -61,7 +62,7 @@ void Cache::stop() { informer_.stop(); }
 std::string Cache::sharing_key(const kube::ResourceId& r, const CacheOptions& in) {
   CacheOptions o = normalised(in);
   std::string k = r.api_version() + "/" + r.resource + "|" + o.namespace_ + "|" + o.label_selector +
-                  "|" + (o.shape.metadata_only ? "meta" : "full") +
+                  "|" + o.field_selector + "|" + (o.shape.metadata_only ? "meta" : "full") +
                   (o.compact ? "|compact" : "|plain");
   for (const auto& p : o.shape.prune) k += "|" + p;
   return k;

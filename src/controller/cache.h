@@ -1,7 +1,7 @@
 // A cache shared by every controller of a Manager that watches the same (resource,
-// namespace, label selector, shape): one list+watch and one copy of the objects however many
-// controllers read them. Reconcilers read from it (never from the API server in the hot
-// path); writes go to the API server and come back through the watch.
+// namespace, label and field selectors, shape): one list+watch and one copy of the objects however
+// many controllers read them. Reconcilers read from it (never from the API server in the hot path);
+// writes go to the API server and come back through the watch.
 #pragma once
 
 #include <functional>
@@ -16,6 +16,7 @@ namespace gpufleet::controller {
 struct CacheOptions {
   std::string namespace_;  // "" = all namespaces
   std::string label_selector;
+  std::string field_selector;  // e.g. "spec.nodeName!=" for pods bound to a node
   // What is cached (see kube::ObjectShape). metadata.managedFields is always pruned:
   // controllers write with server-side apply and never need to read it.
   kube::ObjectShape shape;

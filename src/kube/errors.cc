@@ -45,8 +45,21 @@ std::optional<Reason> parse_reason(std::string_view s) {
   return std::nullopt;
 }
 
+// The text between `open` + quote and the next quote after `pos`; advances `pos` past it.
+std::optional<std::string> quoted_after(std::string_view s, std::string_view open, char quote,
+                                        std::size_t& pos) {
+  auto at = s.find(open, pos);
+  if (at == std::string_view::npos) return std::nullopt;
+  auto begin = at + open.size();
+  auto end = s.find(quote, begin);
+  if (end == std::string_view::npos) return std::nullopt;
+  pos = end + 1;
+  return std::string(s.substr(begin, end - begin));
+}
+
 std::string describe(int code, Reason reason, const std::string& message, const RequestInfo& req,
-                     const std::vector<StatusCause>& causes) {
+                     const std::vector<StatusCause>& causes,
+                     const std::optional<AdmissionDenial>& admission) {
   std::string out = "cannot " + (req.verb.empty() ? std::string("access") : req.verb) + " ";
   out += req.resource.empty() ? std::string("resource") : req.resource;
   if (!req.namespace_.empty() || !req.name.empty()) {
@@ -57,6 +70,21 @@ std::string describe(int code, Reason reason, const std::string& message, const 
   out += ": ";
   out += reason_name(reason);
   out += " (HTTP " + std::to_string(code) + ")";
+  if (admission) {
+    // The server's message repeats "<resource> \"name\" is forbidden: ..." around the
+    // policy's words; say who refused and what it said, once.
+    if (admission->kind == "webhook") {
+      out += ": denied by admission webhook '" + admission->name + "'";
+    } else {
+      out += ": denied by " + admission->kind + " '" + admission->name + "'";
+      if (!admission->binding.empty()) out += " (binding '" + admission->binding + "')";
+    }
+    out += ": " + admission->message;
+    out +=
+        " (RBAC allowed the request; an admission rule refused its content: change the request, "
+        "or the policy if the rule is wrong; a Role/ClusterRole binding will not help)";
+    return out;
+  }
   if (!message.empty()) out += ": " + message;
   for (const auto& c : causes) {
     // The message usually already includes the first cause; list the rest field by field.
@@ -85,6 +113,49 @@ std::optional<int> parse_seconds(std::string_view s) {
 
 }  // namespace
 
+std::optional<AdmissionDenial> parse_admission_denial(std::string_view message) {
+  // The API server's wording (k8s.io/apiserver admission/plugin/policy/validating and
+  // admission/plugin/webhook/errors), stable since v1.26 / v1.9.
+  std::size_t pos = 0;
+  if (auto name = quoted_after(message, "ValidatingAdmissionPolicy '", '\'', pos)) {
+    AdmissionDenial d{"ValidatingAdmissionPolicy", *name, "", ""};
+    std::size_t after_name = pos;
+    if (auto binding = quoted_after(message, " with binding '", '\'', pos);
+        binding && message.find(" with binding '", after_name) == after_name) {
+      d.binding = *binding;
+    } else {
+      pos = after_name;
+    }
+    constexpr std::string_view kDenied = "denied request: ";
+    auto at = message.find(kDenied, pos);
+    if (at == std::string_view::npos) return std::nullopt;
+    d.message = std::string(message.substr(at + kDenied.size()));
+    return d;
+  }
+  pos = 0;
+  if (auto name = quoted_after(message, "admission webhook \"", '"', pos)) {
+    constexpr std::string_view kDenied = " denied the request: ";
+    if (message.substr(pos, kDenied.size()) != kDenied) return std::nullopt;
+    return AdmissionDenial{"webhook", *name, "", std::string(message.substr(pos + kDenied.size()))};
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// Admission denials come back as 403 Forbidden or 422 Invalid (the policy's `reason`). The
+// Status details carry the policy's words as a cause; the message wraps them.
+std::optional<AdmissionDenial> admission_of(int code, const std::string& message,
+                                            const std::vector<StatusCause>& causes) {
+  if (code != 403 && code != 422) return std::nullopt;
+  for (const auto& c : causes) {
+    if (auto d = parse_admission_denial(c.message)) return d;
+  }
+  return parse_admission_denial(message);
+}
+
+}  // namespace
+
 std::string_view reason_name(Reason r) noexcept {
   for (const auto& s : kReasons) {
     if (s.reason == r) return s.name;
@@ -95,7 +166,8 @@ std::string_view reason_name(Reason r) noexcept {
 ApiError::ApiError(int code, Reason reason, std::string message, RequestInfo request,
                    std::vector<StatusCause> causes, std::optional<int> retry_after_seconds,
                    std::string details_kind, std::string details_name)
-    : std::runtime_error(describe(code, reason, message, request, causes)),
+    : std::runtime_error(
+          describe(code, reason, message, request, causes, admission_of(code, message, causes))),
       code_(code),
       reason_(reason),
       message_(std::move(message)),
@@ -103,7 +175,8 @@ ApiError::ApiError(int code, Reason reason, std::string message, RequestInfo req
       causes_(std::move(causes)),
       retry_after_(retry_after_seconds),
       details_kind_(std::move(details_kind)),
-      details_name_(std::move(details_name)) {}
+      details_name_(std::move(details_name)),
+      admission_(admission_of(code_, message_, causes_)) {}
 
 Reason reason_for_code(int http_code) noexcept {
   switch (http_code) {

@@ -46,6 +46,20 @@ struct StatusCause {
   std::string field;  // e.g. "spec.replicas"
 };
 
+// An admission control denial the server's message reports: a ValidatingAdmissionPolicy
+// ("ValidatingAdmissionPolicy 'P' with binding 'B' denied request: M") or a validating
+// webhook ("admission webhook \"W\" denied the request: M"). RBAC allowed such a request; a
+// rule about its content refused it, so the fix is in the request (or the policy), not a Role.
+struct AdmissionDenial {
+  std::string kind;     // "ValidatingAdmissionPolicy" or "webhook"
+  std::string name;     // the policy or webhook
+  std::string binding;  // the policy binding ("" for webhooks)
+  std::string message;  // the policy's own message
+};
+
+// Finds an admission denial in a Status message (nullopt when there is none).
+std::optional<AdmissionDenial> parse_admission_denial(std::string_view message);
+
 // What the request was, so that errors can say "cannot delete pods default/x".
 struct RequestInfo {
   std::string verb;        // get, list, create, update, patch, apply, delete, watch, evict
@@ -70,6 +84,10 @@ class ApiError : public std::runtime_error {
   [[nodiscard]] std::optional<int> retry_after_seconds() const noexcept { return retry_after_; }
   [[nodiscard]] const std::string& details_kind() const noexcept { return details_kind_; }
   [[nodiscard]] const std::string& details_name() const noexcept { return details_name_; }
+  // Set when admission control, not authorization, refused the request.
+  [[nodiscard]] const std::optional<AdmissionDenial>& admission_denial() const noexcept {
+    return admission_;
+  }
 
   [[nodiscard]] bool is(Reason r) const noexcept { return reason_ == r; }
 
@@ -82,6 +100,7 @@ class ApiError : public std::runtime_error {
   std::optional<int> retry_after_;
   std::string details_kind_;
   std::string details_name_;
+  std::optional<AdmissionDenial> admission_;
 };
 
 // No HTTP answer: connection refused, TLS failure, timeout, stream cut. `request_sent` says

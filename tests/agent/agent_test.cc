@@ -5,12 +5,16 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <thread>
 
+#include "agent/metrics.h"
 #include "agent/nodehealth.h"
 #include "core/errors.h"
 #include "core/json.h"
+#include "kube/errors.h"
 
 namespace gpufleet::agent {
 namespace {
@@ -52,6 +56,10 @@ class MemorySink final : public Sink {
     std::lock_guard lock(mu);
     ++calls;
     if (outage) throw std::runtime_error("connection refused");
+    if (deny) {
+      throw kube::ApiError(403, kube::Reason::Forbidden, "denied by policy",
+                           {"patch", "nodehealths.gpufleet.io", "", node.node_name});
+    }
     for (const auto& r : records) order[node.node_name].push_back(r.id);
     fold_records(status[node.node_name], records);
     if (lose_reply) {
@@ -63,6 +71,7 @@ class MemorySink final : public Sink {
   std::mutex mu;
   bool outage = false;
   bool lose_reply = false;
+  bool deny = false;  // the API server refuses the write (an admission denial)
   int calls = 0;
   std::map<std::string, core::Value> status;
   std::map<std::string, std::vector<std::uint64_t>> order;
@@ -217,6 +226,64 @@ TEST(AgentPool, ManyNodesOnTwoThreads) {
     EXPECT_EQ(e->get_string({"state"}), node == "node-7" ? "Fatal" : "Healthy") << node;
     EXPECT_EQ(st.get_string({"bootID"}), "boot-1-" + node);
   }
+}
+
+// The process-wide counters: appended, delivered, rejected vs unavailable deliveries, latency,
+// and the backlog gauges aggregated over nodes (no label per node).
+TEST(AgentMetrics, CountsDeliveriesByResultAndAggregatesBacklogOverNodes) {
+  TempDir tmp;
+  core::metrics::Registry registry;
+  AgentMetrics m(registry);
+  MemorySink sink;
+  sink.deny = true;
+  AgentPool pool(1);
+  std::vector<Agent*> agents;
+  for (const char* node : {"n1", "n2", "n3"}) {
+    auto o = options_for(make_host(tmp.path(), node), node);
+    o.metrics = &m;
+    agents.push_back(&pool.add(std::make_unique<Agent>(o, sink)));
+  }
+  // Each agent journals its boot (1) and the port (2) and is refused.
+  auto wait_for = [](const std::function<bool()>& f) {
+    for (int i = 0; i < 500 && !f(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return f();
+  };
+  ASSERT_TRUE(wait_for([&] {
+    for (Agent* a : agents)
+      if (a->stats().rejected == 0) return false;
+    return true;
+  }));
+  EXPECT_EQ(m.appended.value(), 6);
+  EXPECT_EQ(m.delivered.value(), 0);
+  EXPECT_EQ(m.unavailable.value(), 0);
+  m.observe(pool);
+  EXPECT_EQ(m.backlog.value(), 6);
+  EXPECT_EQ(m.backlog_max.value(), 2);
+  EXPECT_EQ(m.nodes_with_backlog.value(), 3);
+  EXPECT_EQ(m.nodes.value(), 3);
+  EXPECT_GT(m.journal_bytes.value(), 0);
+  EXPECT_GE(m.rejected.value(), 3);
+  {
+    std::lock_guard lock(sink.mu);
+    sink.deny = false;
+    sink.outage = true;  // an outage is "unavailable", not "rejected"
+  }
+  ASSERT_TRUE(wait_for([&] { return m.unavailable.value() >= 1; }));
+  {
+    std::lock_guard lock(sink.mu);
+    sink.outage = false;
+  }
+  ASSERT_TRUE(wait_for([&] { return m.delivered.value() == 6; }));
+  EXPECT_GE(m.delivered_ok.value(), 3);
+  EXPECT_EQ(m.record_latency.count(), 6u);  // every record timed from append to ack
+  EXPECT_GE(m.delivery_duration.count(), 4u);
+  pool.stop();
+  m.observe(pool);
+  EXPECT_EQ(m.backlog.value(), 0);
+  EXPECT_EQ(m.nodes_with_backlog.value(), 0);
+  // Bounded: no series names a node.
+  EXPECT_EQ(registry.render().find("n1"), std::string::npos);
 }
 
 TEST(FoldRecords, RejectsMalformedHealthRecordsVisibly) {

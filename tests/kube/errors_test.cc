@@ -3,10 +3,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 namespace gpufleet::kube {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Bodies as kube-apiserver v1.32 sends them.
 TEST(StatusError, NotFound) {
@@ -32,6 +36,74 @@ TEST(StatusError, ForbiddenNamesVerbAndResource) {
   EXPECT_THAT(e.what(), HasSubstr("system:serviceaccount:ro:reader"));
   EXPECT_THAT(e.what(), HasSubstr("RBAC"));
   EXPECT_FALSE(is_retryable(e));
+}
+
+std::string testdata(const std::string& name) {
+  std::ifstream in(std::string(GPUFLEET_SOURCE_DIR) + "/tests/kube/testdata/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Captured from kube-apiserver v1.32.4 (kube-local): a ValidatingAdmissionPolicy with
+// `reason: Forbidden` refusing a ServiceAccount the admin's RBAC allows.
+TEST(StatusError, AdmissionPolicyDenialNamesThePolicyNotRbac) {
+  std::string body = testdata("status-vap-denied-403.json");
+  ASSERT_FALSE(body.empty());
+  ApiError e = decode_status_error(403, body, {"create", "serviceaccounts", "default", "intruder"});
+  EXPECT_TRUE(e.is(Reason::Forbidden));
+  ASSERT_TRUE(e.admission_denial().has_value());
+  EXPECT_EQ(e.admission_denial()->kind, "ValidatingAdmissionPolicy");
+  EXPECT_EQ(e.admission_denial()->name, "demo-forbidden-reason");
+  EXPECT_EQ(e.admission_denial()->binding, "demo-forbidden-reason-binding");
+  EXPECT_EQ(e.admission_denial()->message, "service account intruder must be named gpufleet-*");
+  EXPECT_STREQ(e.what(),
+               "cannot create serviceaccounts default/intruder: Forbidden (HTTP 403): denied by "
+               "ValidatingAdmissionPolicy 'demo-forbidden-reason' (binding "
+               "'demo-forbidden-reason-binding'): service account intruder must be named "
+               "gpufleet-* (RBAC allowed the request; an admission rule refused its content: "
+               "change the request, or the policy if the rule is wrong; a Role/ClusterRole "
+               "binding will not help)");
+  EXPECT_THAT(e.what(), Not(HasSubstr("lack RBAC permission")));
+  // The server's own words stay available.
+  EXPECT_THAT(e.server_message(), HasSubstr("serviceaccounts \"intruder\" is forbidden"));
+}
+
+// Captured likewise: without `reason` the server answers 422 Invalid.
+TEST(StatusError, AdmissionPolicyDenialAs422) {
+  std::string body = testdata("status-vap-denied-422.json");
+  ASSERT_FALSE(body.empty());
+  ApiError e = decode_status_error(422, body, {"create", "configmaps", "default", "gpu-settings"});
+  EXPECT_TRUE(e.is(Reason::Invalid));
+  ASSERT_TRUE(e.admission_denial().has_value());
+  EXPECT_EQ(e.admission_denial()->name, "demo-no-forbidden-label");
+  EXPECT_THAT(e.what(), HasSubstr("denied by ValidatingAdmissionPolicy 'demo-no-forbidden-label' "
+                                  "(binding 'demo-no-forbidden-label-binding'): configmap "
+                                  "gpu-settings may not carry the label forbidden"));
+}
+
+TEST(StatusError, AdmissionDenialParsing) {
+  auto d = parse_admission_denial(
+      "pods \"x\" is forbidden: ValidatingAdmissionPolicy 'p' denied request: no: really");
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->name, "p");
+  EXPECT_EQ(d->binding, "");
+  EXPECT_EQ(d->message, "no: really");
+  d = parse_admission_denial(
+      "admission webhook \"check.example.com\" denied the request: image not signed");
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->kind, "webhook");
+  EXPECT_EQ(d->name, "check.example.com");
+  EXPECT_EQ(d->message, "image not signed");
+  EXPECT_FALSE(parse_admission_denial("nodes is forbidden: User \"u\" cannot list").has_value());
+  EXPECT_FALSE(parse_admission_denial("ValidatingAdmissionPolicy 'p' is broken").has_value());
+  // An RBAC denial carries none.
+  ApiError rbac = decode_status_error(
+      403,
+      R"({"kind":"Status","message":"nodes is forbidden: User \"u\" cannot list","reason":"Forbidden","code":403})",
+      {"list", "nodes", "", ""});
+  EXPECT_FALSE(rbac.admission_denial().has_value());
+  EXPECT_THAT(rbac.what(), HasSubstr("RBAC permission"));
 }
 
 TEST(StatusError, InvalidWithCauses) {

@@ -34,7 +34,47 @@ std::string now_micros() {
 
 bool is_not_found(const kube::ApiError& e) { return e.is(kube::Reason::NotFound); }
 
+std::chrono::milliseconds until(Clock::time_point t) {
+  // Rounded up, and at least 1 ms: requeue_after 0 would mean "done".
+  auto d = std::chrono::ceil<std::chrono::milliseconds>(t - Clock::now());
+  return std::max(d, std::chrono::milliseconds(1));
+}
+
 }  // namespace
+
+// The two Reconcilers only forward to the kubelet (which owns the model both share) and
+// count failed API requests for status(); the Controller logs them and retries with backoff.
+class FleetKubelet::NodeSync : public controller::Reconciler {
+ public:
+  explicit NodeSync(FleetKubelet& k) : k_(k) {}
+  controller::Result reconcile(const controller::Request& r, std::stop_token) override {
+    try {
+      return k_.sync_node(r.name);
+    } catch (const std::exception&) {
+      ++k_.api_errors_;
+      throw;
+    }
+  }
+
+ private:
+  FleetKubelet& k_;
+};
+
+class FleetKubelet::PodSync : public controller::Reconciler {
+ public:
+  explicit PodSync(FleetKubelet& k) : k_(k) {}
+  controller::Result reconcile(const controller::Request& r, std::stop_token) override {
+    try {
+      return k_.sync_pod(r.key());
+    } catch (const std::exception&) {
+      ++k_.api_errors_;
+      throw;
+    }
+  }
+
+ private:
+  FleetKubelet& k_;
+};
 
 FleetKubelet::FleetKubelet(kube::Client& client, FleetSpec fleet, BehaviourTable behaviours,
                            KubeletOptions options)
@@ -62,30 +102,47 @@ double FleetKubelet::sim_now() const {
 }
 
 void FleetKubelet::start() {
+  if (manager_) return;
   started_ = Clock::now();
+  controller::ManagerOptions mo;
+  mo.name = "gpufleet-sim";
+  mo.metrics_address = "";  // `gpufleet sim --listen` serves the default registry
+  mo.shutdown_grace = std::chrono::seconds(5);
+  manager_ = std::make_unique<controller::Manager>(client_, mo);
+
+  // Nodes: this fleet's only (its label), and only their metadata (~0.5 KB, kept as trees): a
+  // reconcile needs to know whether the Node exists, and full Nodes (~10 KB each) would
+  // cross the watch and be decoded for nothing.
+  controller::SourceOptions nodes;
+  nodes.cache.label_selector = std::string(kFleetLabel) + "=" + model_.spec().name;
+  nodes.cache.shape.metadata_only = true;
+  nodes.cache.compact = false;
+  node_cache_ = &manager_->cache(kube::resources::nodes(), nodes.cache);
+  node_sync_ = &manager_->controller("sim-nodes")
+                    .for_resource(kube::resources::nodes(), "Node", nodes)
+                    .max_concurrent_reconciles(std::max(1, options_.workers))
+                    .complete(std::make_shared<NodeSync>(*this));
+  // Pods: every pod bound to a node (those of other nodes cost one lookup each); kept as
+  // trees since every reconcile reads the whole pod.
+  controller::SourceOptions pods;
+  pods.cache.field_selector = "spec.nodeName!=";
+  pods.cache.compact = false;
+  pod_cache_ = &manager_->cache(kube::resources::pods(), pods.cache);
+  pod_sync_ = &manager_->controller("sim-pods")
+                   .for_resource(kube::resources::pods(), "Pod", pods)
+                   .max_concurrent_reconciles(std::max(1, options_.workers))
+                   .complete(std::make_shared<PodSync>(*this));
   {
     std::lock_guard lock(mu_);
-    for (const auto& n : model_.node_names()) queue_.add("n:" + n);
+    for (const auto& n : model_.node_names()) node_sync_->enqueue({"", n});
   }
-  kube::InformerOptions io;
-  io.resource = kube::resources::pods();
-  io.field_selector = "spec.nodeName!=";
-  io.shape.prune = {"metadata.managedFields"};
-  pods_ = std::make_unique<kube::Informer>(client_, io);
-  kube::EventHandlers h;
-  h.on_add = [this](const core::Value& pod) { queue_.add("p:" + kube::object_key(pod)); };
-  h.on_update = [this](const core::Value&, const core::Value& pod) {
-    queue_.add("p:" + kube::object_key(pod));
-  };
-  h.on_delete = [this](const core::Value& pod, bool) {
-    std::lock_guard lock(mu_);
-    runs_.erase(kube::object_key(pod));
-  };
-  pods_->add_handlers(std::move(h));
-  pods_->start();
-  for (int i = 0; i < std::max(1, options_.workers); ++i) {
-    workers_.emplace_back([this] { worker_loop(); });
-  }
+  manager_thread_ = std::thread([this] {
+    try {
+      manager_->run(manager_stop_.get_token());
+    } catch (const std::exception& e) {
+      log::error("simulated kubelet runtime failed", {{"error", e.what()}});
+    }
+  });
   ticker_ = std::thread([this] { tick_loop(); });
   if (!options_.state_dir.empty()) signals_ = std::thread([this] { signal_loop(); });
   log::info("simulated fleet starting",
@@ -111,12 +168,9 @@ void FleetKubelet::stop(bool remove_nodes) {
   if (!was) {
     if (ticker_.joinable()) ticker_.join();
     if (signals_.joinable()) signals_.join();
-    if (pods_) pods_->stop();
-    queue_.shut_down();
-    for (auto& w : workers_) {
-      if (w.joinable()) w.join();
-    }
-    workers_.clear();
+    // Drains the controllers (keys already due finish), then stops the caches.
+    manager_stop_.request_stop();
+    if (manager_thread_.joinable()) manager_thread_.join();
   }
   if (!remove_nodes) return;
   std::vector<std::string> names;
@@ -296,21 +350,22 @@ void FleetKubelet::handle_events(const std::vector<AppliedEvent>& events) {
     }
     log::info("simulated event", {{"node", ev.node}, {"what", ev.what}, {"at", ev.at_s}});
     auto requeue_pods = [&](const std::string& node) {
+      if (pod_sync_ == nullptr) return;
       for (const auto& [key, run] : runs_) {
-        if (run.node == node) queue_.add("p:" + key);
+        if (run.node == node) pod_sync_->enqueue(controller::Request::from_key(key));
       }
     };
     switch (ev.kind) {
       case EventKind::Scale:
         for (const auto& n : ev.added) {
           nodes_[n].ready_transition = now;
-          queue_.add("n:" + n);
+          mark_node_locked(n);
         }
         for (const auto& n : ev.removed) {
           for (auto it = runs_.begin(); it != runs_.end();) {
             it = it->second.node == n ? runs_.erase(it) : std::next(it);
           }
-          queue_.add("d:" + n);
+          mark_node_locked(n);  // gone from the model: sync_node deletes it
         }
         break;
       case EventKind::Reboot: {
@@ -321,103 +376,133 @@ void FleetKubelet::handle_events(const std::vector<AppliedEvent>& events) {
           it->second.ready = !down;
           it->second.ready_transition = now;
         }
-        queue_.add("n:" + ev.node);
-        if (!down) queue_.add("l:" + ev.node);
+        if (!down) it->second.lease_due = Clock::now();  // heartbeats resume at once
+        mark_node_locked(ev.node);
         requeue_pods(ev.node);
         break;
       }
       case EventKind::Fault:
-      case EventKind::Host: queue_.add("n:" + ev.node); break;
+      case EventKind::Host: mark_node_locked(ev.node); break;
     }
   }
 }
 
-void FleetKubelet::worker_loop() {
-  while (auto key = queue_.get()) {
+void FleetKubelet::mark_node_locked(const std::string& name) {
+  if (auto it = nodes_.find(name); it != nodes_.end()) it->second.status_dirty = true;
+  if (node_sync_ != nullptr) node_sync_->enqueue({"", name});
+}
+
+controller::Result FleetKubelet::sync_node(const std::string& name) {
+  // Read the cache before the lock: it is what the watch has shown so far.
+  bool in_cache = node_cache_ != nullptr && node_cache_->get(name) != nullptr;
+  bool remove = false, do_register = false, report = false, renew = false;
+  {
+    std::lock_guard lock(mu_);
+    auto it = nodes_.find(name);
+    if (it == nodes_.end()) return {};
+    NodeState& st = it->second;
+    auto now = Clock::now();
+    if (model_.find(name) == nullptr) {
+      remove = true;  // scaled away
+    } else {
+      if (st.registered && in_cache) st.seen = true;
+      if (st.registered && st.seen && !in_cache) {
+        // Someone deleted the Node (the watch said so): register it again, as a kubelet does.
+        st.registered = false;
+        st.lease_exists = false;
+      }
+      do_register = !st.registered;
+      report = st.registered && (st.status_dirty || now >= st.status_due);
+      if (report) st.status_dirty = false;  // set again if the report fails
+      renew = !model_.is_down(name) && now >= st.lease_due;
+    }
+  }
+  if (remove) {
+    process_delete(name);
+    return {};
+  }
+  if (do_register) {
+    // The first Lease and status come on the next pass, after the nodes already queued: a
+    // fleet registers all its Nodes first, as before the runtime (figures in performance.md).
+    if (!register_node(name)) return {};
+    return {.requeue_after = std::chrono::milliseconds(1)};
+  }
+  if (report) {
     bool ok = false;
     try {
-      ok = process(*key);
-    } catch (const kube::ApiError& e) {
-      ++api_errors_;
-      log::warn("simulated kubelet request failed", {{"key", *key}, {"error", e.what()}});
-    } catch (const kube::TransportError& e) {
-      ++api_errors_;
-      log::warn("simulated kubelet request failed", {{"key", *key}, {"error", e.what()}});
-    } catch (const std::exception& e) {
-      ++api_errors_;
-      log::error("simulated kubelet error", {{"key", *key}, {"error", e.what()}});
+      ok = report_node_status(name);
+    } catch (...) {
+      std::lock_guard lock(mu_);
+      if (auto it = nodes_.find(name); it != nodes_.end()) it->second.status_dirty = true;
+      throw;
     }
-    if (ok) {
-      queue_.forget(*key);
-    } else if (!stopping_.load()) {
-      queue_.add_rate_limited(*key);
-    }
-    queue_.done(*key);
+    if (!ok) return {.requeue_after = std::chrono::milliseconds(1)};  // register again
   }
+  if (renew && !renew_lease(name)) return {.requeue = true};
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return {};
+  Clock::time_point next = it->second.status_due;
+  if (!model_.is_down(name)) next = std::min(next, it->second.lease_due);
+  return {.requeue_after = until(next)};
 }
 
-bool FleetKubelet::process(const std::string& key) {
-  std::string rest = key.substr(2);
-  switch (key[0]) {
-    case 'n': return process_node(rest);
-    case 'l': return process_lease(rest);
-    case 'p': return process_pod(rest);
-    case 'd': return process_delete(rest);
-    default: return true;
+// Creates the Node, or adopts one left by an earlier run. False when the node left the model
+// meanwhile.
+bool FleetKubelet::register_node(const std::string& name) {
+  core::Value object;
+  {
+    std::lock_guard lock(mu_);
+    const NodeModel* m = model_.find(name);
+    if (m == nullptr) return false;
+    object = node_object(model_.spec(), m->identity(), runtime_locked(name), now_seconds());
   }
+  std::string uid;
+  core::Value labels_now = *object.get({"metadata", "labels"});
+  try {
+    core::Value created = client_.create(kube::resources::nodes(), object, options_.field_manager);
+    uid = std::string(kube::uid_of(created));
+  } catch (const kube::ApiError& e) {
+    if (!e.is(kube::Reason::AlreadyExists)) throw;
+    // A node left by an earlier run: adopt it (its spec, taints included, stays as is).
+    core::Value existing = client_.get(kube::resources::nodes(), "", name);
+    uid = std::string(kube::uid_of(existing));
+    core::Value patch;
+    patch["metadata"]["labels"] = labels_now;
+    client_.patch(kube::resources::nodes(), "", name, kube::PatchType::Merge, patch);
+    core::Value status_patch;
+    status_patch["status"] = *object.find("status");
+    client_.patch(kube::resources::nodes(), "", name, kube::PatchType::StrategicMerge, status_patch,
+                  "status");
+  }
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end() || model_.find(name) == nullptr) return false;
+  it->second.uid = uid;
+  it->second.registered = true;
+  it->second.seen = false;
+  it->second.status_dirty = false;
+  it->second.status_due = Clock::now() + options_.status_report;
+  it->second.lease_due = Clock::now();  // the first heartbeat on the next pass
+  it->second.reported_labels = core::to_json(labels_now);
+  ++registered_;
+  return true;
 }
 
-bool FleetKubelet::process_node(const std::string& name) {
+// Patches the labels (when they changed) and the status. False when the Node is gone (it is
+// then registered again).
+bool FleetKubelet::report_node_status(const std::string& name) {
   core::Value object;
   core::Value labels;
-  bool registered = false;
   std::string now = now_seconds();
   {
     std::lock_guard lock(mu_);
     const NodeModel* m = model_.find(name);
     if (m == nullptr) return true;
     NodeRuntime rt = runtime_locked(name);
-    registered = nodes_[name].registered;
-    if (registered) {
-      object = node_status(model_.spec(), m->identity(), rt, now);
-      labels = node_labels(model_.spec(), m->identity(), rt);
-      if (core::to_json(labels) == nodes_[name].reported_labels) labels = core::Value();
-    } else {
-      object = node_object(model_.spec(), m->identity(), rt, now);
-    }
-  }
-  if (!registered) {
-    std::string uid;
-    core::Value labels_now = *object.get({"metadata", "labels"});
-    try {
-      core::Value created =
-          client_.create(kube::resources::nodes(), object, options_.field_manager);
-      uid = std::string(kube::uid_of(created));
-    } catch (const kube::ApiError& e) {
-      if (!e.is(kube::Reason::AlreadyExists)) throw;
-      // A node left by an earlier run: adopt it (its spec, taints included, stays as is).
-      core::Value existing = client_.get(kube::resources::nodes(), "", name);
-      uid = std::string(kube::uid_of(existing));
-      core::Value patch;
-      patch["metadata"]["labels"] = labels_now;
-      client_.patch(kube::resources::nodes(), "", name, kube::PatchType::Merge, patch);
-      core::Value status_patch;
-      status_patch["status"] = *object.find("status");
-      client_.patch(kube::resources::nodes(), "", name, kube::PatchType::StrategicMerge,
-                    status_patch, "status");
-    }
-    {
-      std::lock_guard lock(mu_);
-      auto it = nodes_.find(name);
-      if (it == nodes_.end() || model_.find(name) == nullptr) return true;
-      it->second.uid = uid;
-      it->second.registered = true;
-      it->second.reported_labels = core::to_json(labels_now);
-    }
-    ++registered_;
-    queue_.add("l:" + name);
-    queue_.add_after("n:" + name, options_.status_report);
-    return true;
+    object = node_status(model_.spec(), m->identity(), rt, now);
+    labels = node_labels(model_.spec(), m->identity(), rt);
+    if (core::to_json(labels) == nodes_[name].reported_labels) labels = core::Value();
   }
   try {
     if (!labels.is_null()) {
@@ -435,17 +520,21 @@ bool FleetKubelet::process_node(const std::string& name) {
     ++status_updates_;
   } catch (const kube::ApiError& e) {
     if (!is_not_found(e)) throw;
-    // Someone deleted the Node: register it again, as a kubelet does.
+    // Someone deleted the Node before the watch said so: register it again.
     std::lock_guard lock(mu_);
-    if (auto it = nodes_.find(name); it != nodes_.end()) it->second.registered = false;
-    queue_.add("n:" + name);
-    return true;
+    if (auto it = nodes_.find(name); it != nodes_.end()) {
+      it->second.registered = false;
+      it->second.lease_exists = false;
+    }
+    return false;
   }
-  queue_.add_after("n:" + name, options_.status_report);
+  std::lock_guard lock(mu_);
+  if (auto it = nodes_.find(name); it != nodes_.end())
+    it->second.status_due = Clock::now() + options_.status_report;
   return true;
 }
 
-bool FleetKubelet::process_lease(const std::string& name) {
+bool FleetKubelet::renew_lease(const std::string& name) {
   std::string uid;
   bool exists = false;
   {
@@ -495,17 +584,17 @@ bool FleetKubelet::process_lease(const std::string& name) {
       return false;  // deleted under us: create it on the retry
     }
   }
-  {
-    std::lock_guard lock(mu_);
-    if (auto it = nodes_.find(name); it != nodes_.end()) it->second.lease_exists = true;
-  }
   ++lease_renewals_;
   // Jitter of up to 4% keeps thousands of renewals from lining up.
   auto renew = options_.lease_renew;
   Rng rng(derive_seed(lease_renewals_.load(), name));
   auto jitter =
       std::chrono::milliseconds(static_cast<std::int64_t>(renew.count() * 0.04 * rng.unit()));
-  queue_.add_after("l:" + name, renew - jitter);
+  std::lock_guard lock(mu_);
+  if (auto it = nodes_.find(name); it != nodes_.end()) {
+    it->second.lease_exists = true;
+    it->second.lease_due = Clock::now() + renew - jitter;
+  }
   return true;
 }
 
@@ -724,13 +813,12 @@ FleetKubelet::PodAction FleetKubelet::decide_pod_locked(const std::string& key,
   return act;
 }
 
-bool FleetKubelet::process_pod(const std::string& key) {
-  if (!pods_) return true;
-  kube::ObjectPtr obj = pods_->store().get(key);
-  if (!obj) {
+controller::Result FleetKubelet::sync_pod(const std::string& key) {
+  kube::ObjectPtr obj = pod_cache_->get(key);
+  if (!obj) {  // deleted: forget its run
     std::lock_guard lock(mu_);
     runs_.erase(key);
-    return true;
+    return {};
   }
   const core::Value& pod = *obj;
   PodAction act;
@@ -750,7 +838,7 @@ bool FleetKubelet::process_pod(const std::string& key) {
       if (!is_not_found(e)) throw;
       std::lock_guard lock(mu_);
       runs_.erase(key);
-      return true;
+      return {};
     }
     std::lock_guard lock(mu_);
     if (auto it = runs_.find(key); it != runs_.end() && it->second.uid == uid) {
@@ -768,13 +856,11 @@ bool FleetKubelet::process_pod(const std::string& key) {
     }
     std::lock_guard lock(mu_);
     runs_.erase(key);
-    return true;
+    return {};
   }
-  if (act.requeue) {
-    auto wait = std::max(Clock::duration::zero(), *act.requeue - Clock::now());
-    queue_.add_after("p:" + key, wait + std::chrono::milliseconds(5));
-  }
-  return true;
+  // At the pod's next container transition (5 ms late rather than early).
+  if (act.requeue) return {.requeue_after = until(*act.requeue) + std::chrono::milliseconds(5)};
+  return {};
 }
 
 }  // namespace gpufleet::sim

@@ -13,15 +13,15 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "controller/manager.h"
 #include "core/value.h"
 #include "kube/client.h"
-#include "kube/informer.h"
-#include "kube/work_queue.h"
 #include "sim/behaviour.h"
 #include "sim/fleet_model.h"
 #include "sim/kubelet/pod_run.h"
@@ -36,7 +36,7 @@ struct KubeletOptions {
   std::chrono::milliseconds lease_renew{10000};     // kubelet default: a quarter of 40 s
   std::chrono::milliseconds status_report{300000};  // kubelet nodeStatusReportFrequency
   std::chrono::milliseconds tick{500};
-  int workers = 8;  // concurrent API requests
+  int workers = 8;  // concurrent reconciles of each controller (nodes, pods)
   std::string field_manager = "gpufleet-sim";
 };
 
@@ -71,29 +71,40 @@ class FleetKubelet {
                                                      const std::string& path) const;
 
  private:
+  class NodeSync;
+  class PodSync;
+  using Clock = std::chrono::steady_clock;
+
   struct NodeState {
     std::string uid;
     bool registered = false;
+    bool seen = false;  // the Node cache has held it since it was (re)registered
     bool ready = true;
     std::string ready_transition;
-    std::string reported_labels;  // JSON of the labels last patched
-    bool lease_exists = false;    // known to exist: renew by patch, else create first
+    std::string reported_labels;     // JSON of the labels last patched
+    bool lease_exists = false;       // known to exist: renew by patch, else create first
+    bool status_dirty = false;       // the model changed what its status says: report at once
+    Clock::time_point status_due{};  // the next periodic status report
+    Clock::time_point lease_due{};   // the next lease renewal
   };
 
   void tick_loop();
   void signal_loop();  // mirrors changed nodes' signal files under <state-dir>/nodes
-  void worker_loop();
-  bool process(const std::string& key);
-  bool process_node(const std::string& name);
-  bool process_lease(const std::string& name);
-  // Pods: process_pod reads the pod and sends what decide_pod_locked decided (the status,
+  // The "sim-nodes" reconcile: whatever of register / status report / lease renewal / delete
+  // (a node scaled away) is due for `name`, then requeue_after the next due time.
+  controller::Result sync_node(const std::string& name);
+  bool register_node(const std::string& name);
+  bool report_node_status(const std::string& name);
+  bool renew_lease(const std::string& name);
+  void mark_node_locked(const std::string& name);  // something to report: queue the node
+  // Pods: sync_pod reads the pod and sends what decide_pod_locked decided (the status,
   // then the grace-0 delete); the deciding is split by situation.
   struct PodAction {
     core::Value status;  // null: nothing to report
     bool final_delete = false;
     std::optional<std::chrono::steady_clock::time_point> requeue;
   };
-  bool process_pod(const std::string& key);
+  controller::Result sync_pod(const std::string& key);
   PodAction decide_pod_locked(const std::string& key, const core::Value& pod);
   PodAction admit_pod_locked(const std::string& key, const core::Value& pod, bool down);
   PodAction delete_pod_locked(PodRun& run, const core::Value& pod, bool down);
@@ -120,9 +131,14 @@ class FleetKubelet {
   std::unordered_map<std::string, PodRun> runs_;
   std::uint64_t pod_ips_ = 0;
 
-  kube::WorkQueue queue_;
-  std::unique_ptr<kube::Informer> pods_;
-  std::vector<std::thread> workers_;
+  // The runtime: set up in start(), run on manager_thread_ until stop().
+  std::unique_ptr<controller::Manager> manager_;
+  controller::Cache* node_cache_ = nullptr;
+  controller::Cache* pod_cache_ = nullptr;
+  controller::Controller* node_sync_ = nullptr;
+  controller::Controller* pod_sync_ = nullptr;
+  std::stop_source manager_stop_;
+  std::thread manager_thread_;
   std::thread ticker_;
   std::thread signals_;
   std::atomic<bool> stopping_{false};

@@ -53,16 +53,33 @@ check_all() {  # expected-mark-for-rebooted-node rebooted-node (returns 1 on the
     fi
   done
 }
+# /metrics of the running agent: aggregated over the nodes (no node label), every node
+# counted, every record delivered, nothing rejected. (The gauges refresh every 2 s.)
+check_metrics() {  # log
+  local url m
+  url="$(grep -o 'url=http://127.0.0.1:[0-9]*' "$1" | head -1 | cut -d= -f2)"
+  [[ -n "$url" ]] || fail "agent logged no metrics URL: $(head -5 "$1")"
+  curl -sf "$url/readyz" >/dev/null || fail "agent /readyz not ready"
+  sleep 2.5
+  m="$(curl -sf "$url/metrics")" || fail "agent /metrics unreachable at $url"
+  grep -qx "gpufleet_agent_nodes $nodes" <<<"$m" || fail "agent /metrics: want gpufleet_agent_nodes $nodes: $(grep '^gpufleet_agent_nodes ' <<<"$m")"
+  grep -qx 'gpufleet_agent_journal_backlog_records 0' <<<"$m" || fail "agent /metrics: backlog not drained: $(grep backlog <<<"$m")"
+  grep -qE '^gpufleet_agent_records_delivered_total [1-9]' <<<"$m" || fail "agent /metrics: nothing delivered"
+  grep -q 'gpufleet_agent_deliveries_total{result="rejected"} 0' <<<"$m" || fail "agent /metrics: rejected deliveries: $(grep rejected <<<"$m")"
+  ! grep -q 'h100-' <<<"$m" || fail "agent /metrics names a node (labels must be bounded)"
+}
 # Runs the agent until every NodeHealth is as expected (at most 90 s), then stops it with SIGTERM.
 run_agent_until() {  # log mark rebooted-node
   # Only kmsg-xid: it is silent on a clean simulated boot, so each journal holds exactly the
   # boot records this test counts (ib-port and gpu-nvml report every port and GPU once).
-  "$gpufleet" agent --sim-state-dir "$state" --monitors kmsg-xid --run-for 90s --fsync=false >"$1" 2>&1 &
+  "$gpufleet" agent --sim-state-dir "$state" --monitors kmsg-xid --run-for 90s --fsync=false \
+    --metrics-address 127.0.0.1:0 >"$1" 2>&1 &
   local pid=$! ok=0
   for _ in $(seq 1 90); do
     sleep 1
     if check_all "$2" "$3"; then ok=1; break; fi
   done
+  (( ok )) && check_metrics "$1"
   kill -TERM "$pid" 2>/dev/null || true
   wait "$pid" || fail "agent exited non-zero: $(tail -5 "$1")"
   (( ok )) || fail "$mismatch"

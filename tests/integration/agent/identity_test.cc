@@ -152,13 +152,19 @@ TEST(AgentIdentity, AgentOfNodeAIsDeniedNodeBAndAllowedItsOwn) {
 
   // The policy takes effect a moment after it is created: wait until B is denied.
   Agent impostor(agent_for(tmp.path(), node_b), sink);
-  std::string denial;
+  std::string denial, what;
   for (int i = 0; i < 100 && denial.empty(); ++i) {
     try {
       sink.deliver(impostor.identity(), std::vector<Record>{{1, "agent.boot", "{}"}});
       admin.remove(kNodeHealthResource, "", node_b);  // admitted before the policy was active
     } catch (const kube::ApiError& e) {
-      if (e.is(kube::Reason::Forbidden)) denial = e.server_message();
+      if (e.is(kube::Reason::Forbidden)) {
+        denial = e.server_message();
+        what = e.what();
+        // The client names the policy and its words, not RBAC.
+        ASSERT_TRUE(e.admission_denial().has_value()) << what;
+        EXPECT_EQ(e.admission_denial()->name, "gpufleet-agent-node-identity");
+      }
     }
     if (denial.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
@@ -168,6 +174,12 @@ TEST(AgentIdentity, AgentOfNodeAIsDeniedNodeBAndAllowedItsOwn) {
                         node_b + "'"),
             std::string::npos)
       << denial;
+  EXPECT_NE(what.find("denied by ValidatingAdmissionPolicy 'gpufleet-agent-node-identity' "
+                      "(binding 'gpufleet-agent-node-identity'): the agent on node '" +
+                      node_a + "'"),
+            std::string::npos)
+      << what;
+  EXPECT_EQ(what.find("lack RBAC permission"), std::string::npos) << what;
 
   // The impostor's records stay in its journal: denied is not delivered, nothing is lost.
   impostor.tick(Clock::now());
