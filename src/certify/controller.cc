@@ -471,7 +471,10 @@ void RunReconciler::step_category(Run& run, int index, std::stop_token stop) {
     } else {
       const core::Value* done = nullptr;
       std::string pod_name;
-      for (const auto& p : pods_.by_index(kJobLabel, jname)) {
+      // Owned here: the compact cache builds each object per call.
+      const std::vector<kube::ObjectPtr> job_pods =
+          pods_.by_index(kJobLabel, kube::object_key(run.ns, jname));
+      for (const auto& p : job_pods) {
         std::string_view idx = kube::annotation_of(*p, "batch.kubernetes.io/job-completion-index");
         const core::Value* cs = workload_status(*p);
         if ((idx.empty() || idx == "0") && cs != nullptr &&

@@ -102,12 +102,13 @@ core::Value build_job(const JobRequest& r) {
     spec["nodeName"] = r.nodes.front();  // one node: no scheduling decision to make
   } else {
     spec["subdomain"] = r.name;
+    // matchFields takes one name only: the hostname label names the node (kubelet sets it).
     core::Value term;
-    core::Value field;
-    field["key"] = "metadata.name";
-    field["operator"] = "In";
-    for (const auto& node : r.nodes) field["values"].push_back(node);
-    term["matchFields"].push_back(std::move(field));
+    core::Value expr;
+    expr["key"] = "kubernetes.io/hostname";
+    expr["operator"] = "In";
+    for (const auto& node : r.nodes) expr["values"].push_back(node);
+    term["matchExpressions"].push_back(std::move(expr));
     spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
         ["nodeSelectorTerms"]
             .push_back(std::move(term));
