@@ -417,17 +417,20 @@ TEST_F(CertifyIT, KilledControllerResumesWithoutRerunningRecordedGroups) {
   };
   informer.add_handlers(h);
   informer.start();
-  // training/llm-8b runs one job at a time: a row of groups to kill the controller between.
-  std::vector<int> nodes = {0, 1, 2, 3, 4, 5};
+  // A diagnose run: killed once round 1's results are recorded, the restarted controller
+  // must go on with round 2 and never start a round-1 group again.
+  sim_->inject(sim::parse_event(
+      core::parse_yaml("{node: " + node(3) + ", type: networkDegraded, factor: 0.5}"), "itest",
+      "event", false));
+  std::vector<int> nodes;
+  for (int i = 0; i < 16; ++i) nodes.push_back(i);
   create(resources::certifications(),
-         certification("resume", nodes, "[{name: training/llm-8b, scale: perNode}]"));
+         certification("resume", nodes, R"Y([{name: communication/nccl-all-reduce, scale: diagnose,
+            thresholds: {busBandwidthGBps: "value >= 300.0"}}])Y"));
   ASSERT_TRUE(eventually(
       [&] {
         auto st = read_category(*client_, ns(), "resume", 0);
-        if (!st) return false;
-        int done = 0;
-        for (const auto& g : st->groups) done += g.result ? 1 : 0;
-        return done >= 2;
+        return st && st->rounds >= 2;
       },
       60s));
   controller_->signal(SIGKILL);
@@ -437,10 +440,16 @@ TEST_F(CertifyIT, KilledControllerResumesWithoutRerunningRecordedGroups) {
   std::this_thread::sleep_for(1s);
   start_controller();
   core::Value done = finished(resources::certifications(), "resume", 90s);
-  EXPECT_EQ(done.get_string({"status", "phase"}), "Passed") << core::to_json(done);
+  EXPECT_EQ(failed_reasons(done),
+            (std::map<std::string, std::string>{{node(3), "ThresholdViolated"}}))
+      << core::to_json(done);
+  sim_->inject(sim::parse_event(core::parse_yaml("{node: " + node(3) + ", type: clear}"), "itest",
+                                "event", false));
+  auto st = read_category(*client_, ns(), "resume", 0);
+  ASSERT_TRUE(st.has_value());
   informer.stop();
   std::lock_guard l(mu);
-  EXPECT_EQ(jobs.size(), nodes.size());
+  EXPECT_EQ(jobs.size(), st->groups.size()) << "one Job per group test";
   for (const auto& [name, uids] : jobs) EXPECT_EQ(uids.size(), 1u) << name << " ran twice";
 }
 
