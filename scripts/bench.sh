@@ -16,3 +16,6 @@ done
 # The informer cache beside client-go on a fresh kube-local, 1,000 Nodes (docs/performance.md).
 echo "== cache vs client-go (scripts/bench-cache.sh 1000)"
 scripts/bench-cache.sh 1000
+# certify end to end: a diagnose Certification of 256 simulated nodes, 2 degraded (docs/performance.md).
+echo "== certify diagnose e2e (scripts/bench-certify-e2e.sh 256 2)"
+scripts/bench-certify-e2e.sh 256 2

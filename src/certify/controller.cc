@@ -34,6 +34,9 @@ std::string state_config_map(std::string_view run, int category) {
 std::string targets_config_map(std::string_view run) {
   return std::string(run) + "-certify-targets";
 }
+std::string storage_name(bool workload_run, std::string_view name) {
+  return workload_run ? "wlr-" + std::string(name) : std::string(name);
+}
 
 namespace {
 
@@ -250,6 +253,7 @@ GroupResult to_result(const Judgement& j) {
 struct RunReconciler::Run {
   kube::ObjectPtr obj;
   std::string ns, name, uid;
+  std::string store;  // names its ConfigMaps (storage_name)
   RunSpec spec;
   Selection targets;
   std::map<std::string, const NodeInfo*> info;
@@ -282,6 +286,7 @@ controller::Result RunReconciler::reconcile(const controller::Request& request,
   run.obj = obj;
   run.ns = request.namespace_;
   run.name = request.name;
+  run.store = storage_name(kind_.workload_run, request.name);
   run.uid = std::string(kube::uid_of(*obj));
   const core::Value* spec = obj->find("spec");
   try {
@@ -312,7 +317,7 @@ controller::Result RunReconciler::reconcile(const controller::Request& request,
 
   // The target set is chosen once, when the run starts, and kept: nodes cordoned or added
   // later do not move a run that is under way.
-  StoredMap targets = read_map(client_, run.ns, targets_config_map(run.name));
+  StoredMap targets = read_map(client_, run.ns, targets_config_map(run.store));
   if (targets.data.is_null()) {
     Targets t = run.spec.targets;
     if (run.tolerate_unschedulable) {
@@ -336,7 +341,7 @@ controller::Result RunReconciler::reconcile(const controller::Request& request,
                 [](const NodeInfo& a, const NodeInfo& b) { return a.name < b.name; });
     }
     if (sel.nodes.size() > 5000) sel.nodes.resize(5000);  // the documented bound
-    write_map(client_, kind_, *obj, targets_config_map(run.name), nodes_to_value(sel), "");
+    write_map(client_, kind_, *obj, targets_config_map(run.store), nodes_to_value(sel), "");
     targets.data = nodes_to_value(sel);
   }
   run.targets = nodes_from_value(targets.data);
@@ -344,7 +349,7 @@ controller::Result RunReconciler::reconcile(const controller::Request& request,
 
   for (std::size_t i = 0; i < run.spec.categories.size(); ++i) {
     if (stop.stop_requested()) return {};
-    StoredMap m = read_map(client_, run.ns, state_config_map(run.name, static_cast<int>(i)));
+    StoredMap m = read_map(client_, run.ns, state_config_map(run.store, static_cast<int>(i)));
     if (m.data.is_null()) {
       step_category(run, static_cast<int>(i), stop);
       break;
@@ -373,7 +378,7 @@ controller::Result RunReconciler::reconcile(const controller::Request& request,
 
 void RunReconciler::step_category(Run& run, int index, std::stop_token stop) {
   const CategoryPlan& plan = run.spec.categories[static_cast<std::size_t>(index)];
-  const std::string cm = state_config_map(run.name, index);
+  const std::string cm = state_config_map(run.store, index);
   bool fresh = static_cast<int>(run.states.size()) == index;
   if (fresh) {
     CategoryState st;
@@ -677,7 +682,7 @@ void RunReconciler::write_status(Run& run) {
     c["groupsDone"] = done;
     c["groupsFailed"] = bad;
     if (st.rounds > 0) c["rounds"] = st.rounds;
-    c["results"] = state_config_map(run.name, static_cast<int>(i));
+    c["results"] = state_config_map(run.store, static_cast<int>(i));
     if (!st.start_time.empty()) c["startTime"] = st.start_time;
     if (!st.completion_time.empty()) c["completionTime"] = st.completion_time;
     if (!st.message.empty()) c["message"] = cut(st.message, 1024);

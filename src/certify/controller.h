@@ -44,6 +44,9 @@ inline constexpr const char* kStateKey = "state.json";
 // "<run>-certify-<i>": category i's state and results; "<run>-certify-targets": the nodes.
 std::string state_config_map(std::string_view run, int category);
 std::string targets_config_map(std::string_view run);
+// What `run` is in those names: a Certification's name; "wlr-<name>" for a WorkloadRun (so
+// the two kinds never share ConfigMaps).
+std::string storage_name(bool workload_run, std::string_view name);
 
 struct RunKind {
   kube::ResourceId resource;

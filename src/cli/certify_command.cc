@@ -230,9 +230,10 @@ void run_report(const ReportFlags& f) {
   } else if (const core::Value* cats = r.obj.get({"spec", "categories"}); cats && cats->is_list()) {
     for (const auto& c : cats->as_list()) r.category_names.emplace_back(c.get_string({"name"}));
   }
-  r.targets = certify::read_targets(client, ns, f.name);
+  std::string store = certify::storage_name(f.kind == "workloadrun", f.name);
+  r.targets = certify::read_targets(client, ns, store);
   for (std::size_t i = 0; i < r.category_names.size(); ++i)
-    r.categories.push_back(certify::read_category(client, ns, f.name, static_cast<int>(i)));
+    r.categories.push_back(certify::read_category(client, ns, store, static_cast<int>(i)));
   if (f.output == "junit") return print_junit(r);
   core::Value j = report_json(r);
   if (f.output == "json") {

@@ -341,7 +341,7 @@ TEST_F(CertifyIT, WorkloadRunsJudgedByTheResultContractAndMissingMeasurementTime
   EXPECT_EQ(failed_reasons(hang),
             (std::map<std::string, std::string>{{node(14), "MeasurementTimeout"}}))
       << core::to_json(hang);
-  auto st = read_category(*client_, ns(), "wl-ok", 0);
+  auto st = read_category(*client_, ns(), storage_name(true, "wl-ok"), 0);
   ASSERT_TRUE(st.has_value());
   ASSERT_EQ(st->groups.size(), 1u);
   ASSERT_TRUE(st->groups[0].result.has_value());
@@ -435,6 +435,9 @@ TEST_F(CertifyIT, KilledControllerResumesWithoutRerunningRecordedGroups) {
       60s));
   controller_->signal(SIGKILL);
   controller_->wait(10s);
+  auto at_kill = read_category(*client_, ns(), "resume", 0);
+  ASSERT_TRUE(at_kill.has_value());
+  EXPECT_EQ(at_kill->phase, "Running") << "killed after the run ended: nothing was resumed";
   delete controller_;
   controller_ = nullptr;
   std::this_thread::sleep_for(1s);
