@@ -25,3 +25,7 @@ scripts/bench-sentinel.sh build/release 5000 500 5
 echo "== hostpkg (scripts/bench-hostpkg.sh)"
 scripts/bench-hostpkg.sh 100 batches10
 scripts/bench-hostpkg.sh 5000 exponential
+
+# certify end to end: a diagnose Certification of 256 simulated nodes, 2 degraded (docs/performance.md).
+echo "== certify diagnose e2e (scripts/bench-certify-e2e.sh 256 2)"
+scripts/bench-certify-e2e.sh 256 2

@@ -77,6 +77,8 @@ Behaviour parse_behaviour(const core::Value& v, const std::string& source,
   if (const core::Value* hs = r.get("hostStep")) {
     b.host_step = parse_host_step(*hs, source, r.field("hostStep"));
   }
+  b.dcgm = r.boolean("dcgm", false);
+  b.training = r.boolean("training", false);
   r.done();
   return b;
 }
@@ -157,6 +159,21 @@ BehaviourTable BehaviourTable::defaults() {
   hpc.name = "hpc-benchmarks";
   hpc.image = "*hpc-benchmarks*";
   t.items_.push_back(hpc);
+  // certify's diagnostics and training categories (data/certify): run-to-completion pods
+  // only, so a dcgm-exporter DaemonSet stays a service.
+  Behaviour dcgm;
+  dcgm.name = "dcgm-diag";
+  dcgm.image = "*cloud-native/dcgm:*";
+  dcgm.restart_policy = "Never";
+  dcgm.start_delay_s = 2.0;
+  dcgm.dcgm = true;
+  t.items_.push_back(dcgm);
+  Behaviour nemo = dcgm;
+  nemo.name = "nemo-training";
+  nemo.image = "*nvidia/nemo:*";
+  nemo.dcgm = false;
+  nemo.training = true;
+  t.items_.push_back(nemo);
   Behaviour service;
   service.name = "service";
   service.restart_policy = "Always";
@@ -311,7 +328,8 @@ PodPlan BehaviourTable::plan(const core::Value& pod) const {
       chosen->exit_codes.empty() ? std::vector<int>{chosen->exit_code} : chosen->exit_codes;
   plan.termination_message = chosen->termination_message;
   plan.output = chosen->output;
-  plan.nccl = chosen->nccl;
+  plan.nccl = chosen->nccl || chosen->dcgm || chosen->training;
+  plan.generator = chosen->dcgm ? "dcgm" : chosen->training ? "training" : "nccl";
 
   if (const std::string* d = annotation(kDurationAnnotation)) {
     if (*d == "forever") {
@@ -359,7 +377,10 @@ PodPlan BehaviourTable::plan(const core::Value& pod) const {
       }
     }
     try {
-      plan.nccl_config = parse_nccl_test_args(args);
+      if (plan.generator == "nccl")
+        plan.nccl_config = parse_nccl_test_args(args);
+      else
+        plan.generator_args = args;
     } catch (const core::InvalidInput& e) {
       plan.error = std::string("gpufleet sim: ") + e.what();
     }

@@ -45,6 +45,8 @@ struct Behaviour {
   bool nccl = false;
   // hostpkg stage pods: the package's effect on the host model and its failure modes.
   std::optional<HostStepBehaviour> host_step;
+  bool dcgm = false;      // dcgmi diag -r N -j from the node's fault model (dcgm_output.h)
+  bool training = false;  // synthetic trainer lines from the group (training_output.h)
 
   [[nodiscard]] bool targets_container() const {
     return !container.empty() || !init_container.empty();
@@ -80,7 +82,9 @@ struct PodPlan {
   int exit_code = 0;
   std::string termination_message;
   std::string output;
-  bool nccl = false;
+  bool nccl = false;                        // the output comes from a model: `generator` says which
+  std::string generator = "nccl";           // nccl | dcgm | training
+  std::vector<std::string> generator_args;  // dcgm, training: the container's command + args
   NcclTestConfig nccl_config;
   std::vector<std::string> nccl_hosts;  // empty: the pod's own node
   std::string error;                    // a bad annotation: the pod fails with this message

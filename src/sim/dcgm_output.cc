@@ -184,4 +184,14 @@ DcgmDiagResult run_dcgm_diag(const NodeModel& node, const DcgmDiagConfig& config
   return r;
 }
 
+std::string compact_json_output(const std::string& output) {
+  auto brace = output.find('{');
+  if (brace == std::string::npos) return output;
+  try {
+    return output.substr(0, brace) + core::to_json(core::parse_json(output.substr(brace))) + "\n";
+  } catch (const core::ParseError&) {
+    return output;  // not JSON after all: leave it for the reader to reject
+  }
+}
+
 }  // namespace gpufleet::sim

@@ -30,6 +30,11 @@ struct DcgmDiagResult {
   double seconds = 0;  // how long the run takes at this level
 };
 
+// The same JSON without the indentation (text before it kept): what the simulated kubelet
+// puts in the termination message, so that a level-4 report of 8 GPUs fits Kubernetes'
+// 4096 bytes there (the full text stays in the container log).
+std::string compact_json_output(const std::string& output);
+
 // Throws core::InvalidInput on a level outside 1..4 or a version other than 3 or 4.
 DcgmDiagResult run_dcgm_diag(const NodeModel& node, const DcgmDiagConfig& config);
 

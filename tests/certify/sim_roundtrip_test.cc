@@ -8,6 +8,7 @@
 #include "certify/nccl_parser.h"
 #include "certify/training_parser.h"
 #include "core/yaml.h"
+#include "sim/behaviour.h"
 #include "sim/dcgm_output.h"
 #include "sim/fault.h"
 #include "sim/fleet_spec.h"
@@ -134,6 +135,33 @@ TEST_F(SimRoundTrip, TrainingLinesFromTheModel) {
   Judgement j = judge_output(OutputKind::Training, died.output, died.exit_code, ThresholdSet{}, {});
   EXPECT_EQ(j.reason, Reason::WorkloadFailed);
   EXPECT_THAT(j.message, HasSubstr("line 2"));
+}
+
+// What the certify controller reads on the simulator is the termination message: the last
+// 4096 bytes of the output (sim::termination_tail). DCGM levels 1 and 2 fit (compacted);
+// levels 3 and 4 of 8 GPUs do not (10 and 13 KB as printed, still over 4 KB compacted: on a real
+// cluster the controller reads the pod log instead, which the simulator does not serve).
+TEST_F(SimRoundTrip, TerminationMessagesJudgeLikeTheFullOutput) {
+  auto healthy = node(0);
+  for (int level = 1; level <= 2; ++level) {
+    sim::DcgmDiagResult r = sim::run_dcgm_diag(healthy, {.level = level});
+    std::string tail = sim::termination_tail(sim::compact_json_output(r.output));
+    Judgement j = judge_output(OutputKind::Dcgm, tail, r.exit_code, ThresholdSet{}, {});
+    EXPECT_TRUE(j.passed) << "level " << level << " (" << r.output.size()
+                          << " bytes): " << j.message;
+  }
+  auto broken = node(1);
+  apply(broken, "{type: xid, gpu: 2, code: 79}");
+  sim::DcgmDiagResult bad = sim::run_dcgm_diag(broken, {.level = 2});
+  Judgement jb =
+      judge_output(OutputKind::Dcgm, sim::termination_tail(sim::compact_json_output(bad.output)),
+                   bad.exit_code, {}, {});
+  EXPECT_EQ(jb.reason, Reason::HardwareFailure) << jb.message;
+
+  sim::NcclTestResult n = sim::run_allreduce_test({member(healthy)}, sim::NcclTestConfig{});
+  Judgement jn = judge_output(OutputKind::Nccl, sim::termination_tail(n.output), n.exit_code,
+                              ThresholdSet::compile({{"busBandwidthGBps", "value >= 300"}}), {});
+  EXPECT_TRUE(jn.passed) << jn.message;
 }
 
 }  // namespace

@@ -52,6 +52,34 @@ spec:
   EXPECT_EQ(job.exit_code, 0);
 }
 
+// certify's catalog images run the DCGM and training models, but only as run-to-completion
+// pods: a dcgm-exporter DaemonSet stays a service.
+TEST(BehaviourTable, DefaultsRunDcgmDiagnosticsAndTrainingForCertify) {
+  BehaviourTable t = BehaviourTable::defaults();
+  PodPlan dcgm = t.plan(pod(R"(
+spec:
+  restartPolicy: Never
+  containers: [{name: workload, image: "nvcr.io/nvidia/cloud-native/dcgm:4.2.3-1-ubuntu22.04",
+                command: [dcgmi, diag, -r, "2", -j]}]
+)"));
+  EXPECT_EQ(dcgm.behaviour, "dcgm-diag");
+  EXPECT_TRUE(dcgm.nccl);
+  EXPECT_EQ(dcgm.generator, "dcgm");
+  EXPECT_EQ(dcgm.generator_args, (std::vector<std::string>{"dcgmi", "diag", "-r", "2", "-j"}));
+  PodPlan nemo = t.plan(pod(R"(
+spec:
+  restartPolicy: Never
+  containers: [{name: workload, image: "nvcr.io/nvidia/nemo:25.04",
+                command: [python3, pretrain.py, --model, llm-8b, --max-steps, "10"]}]
+)"));
+  EXPECT_EQ(nemo.behaviour, "nemo-training");
+  EXPECT_EQ(nemo.generator, "training");
+  PodPlan exporter = t.plan(
+      pod("spec: {containers: [{name: e, image: 'nvcr.io/nvidia/cloud-native/dcgm:4.2.3-1'}]}"));
+  EXPECT_EQ(exporter.behaviour, "service");
+  EXPECT_FALSE(exporter.nccl);
+}
+
 TEST(BehaviourTable, UserTableAndAnnotationsScriptPods) {
   BehaviourTable t = BehaviourTable::parse(core::parse_yaml(R"(
 apiVersion: gpufleet.io/v1alpha1

@@ -1,6 +1,7 @@
 #include "sim/kubelet/fleet_kubelet.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 
 #include "core/duration.h"
@@ -9,11 +10,47 @@
 #include "core/log.h"
 #include "sim/atomic_file.h"
 #include "sim/control_inbox.h"
+#include "sim/dcgm_output.h"
 #include "sim/nccl_output.h"
 #include "sim/rng.h"
+#include "sim/training_output.h"
 
 namespace gpufleet::sim {
 namespace {
+
+// `dcgmi diag -r N -j`: the level (default 3).
+DcgmDiagConfig dcgm_config(const std::vector<std::string>& args) {
+  DcgmDiagConfig c;
+  for (std::size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == "-r" || args[i] == "--run") {
+      int level = 0;
+      auto [p, ec] =
+          std::from_chars(args[i + 1].data(), args[i + 1].data() + args[i + 1].size(), level);
+      if (ec != std::errc() || p != args[i + 1].data() + args[i + 1].size())
+        throw core::InvalidInput("dcgmi diag -r " + args[i + 1] + ": not a level (use 1..4)");
+      c.level = level;
+    }
+  return c;
+}
+
+// The synthetic trainer's flags: --model, --max-steps, --log-interval.
+TrainingRunConfig training_config(const std::vector<std::string>& args) {
+  TrainingRunConfig c;
+  for (std::size_t i = 0; i + 1 < args.size(); ++i) {
+    const std::string& v = args[i + 1];
+    auto number = [&] {
+      int n = 0;
+      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+      if (ec != std::errc() || p != v.data() + v.size())
+        throw core::InvalidInput(args[i] + " " + v + ": not a number");
+      return n;
+    };
+    if (args[i] == "--model") c.model = v;
+    if (args[i] == "--max-steps") c.iterations = number();
+    if (args[i] == "--log-interval") c.log_interval = number();
+  }
+  return c;
+}
 
 namespace log = core::log;
 using Clock = std::chrono::steady_clock;
@@ -642,11 +679,27 @@ PodEnv FleetKubelet::pod_env_locked() {
     if (hosts.empty()) hosts.push_back(run.node);
     return hosts;
   };
-  env.nccl_duration = [this, hosts_of](const PodRun& run, const ContainerRun&) {
+  // Model-driven output: nccl-tests, DCGM diagnostics or a training run (plan.generator).
+  auto generate = [this,
+                   hosts_of](const PodRun& run) -> std::pair<double, std::pair<int, std::string>> {
+    if (run.plan.generator == "dcgm") {
+      const NodeModel* node = model_.find(run.node);
+      if (node == nullptr) throw core::InvalidInput("node " + run.node + " is not simulated");
+      DcgmDiagResult r = run_dcgm_diag(*node, dcgm_config(run.plan.generator_args));
+      return {r.seconds, {r.exit_code, compact_json_output(r.output)}};
+    }
+    TrainingRunConfig config = training_config(run.plan.generator_args);
+    config.seed = derive_seed(model_.spec().seed, run.uid);
+    TrainingRunResult r = run_training(model_.group(hosts_of(run)), config);
+    return {r.seconds, {r.exit_code, r.output}};
+  };
+  env.nccl_duration = [this, hosts_of, generate](const PodRun& run, const ContainerRun&) {
+    if (run.plan.generator != "nccl") return generate(run).first;
     return allreduce_test_seconds(estimate_allreduce(model_.group(hosts_of(run))),
                                   run.plan.nccl_config);
   };
-  env.nccl_result = [this, hosts_of](const PodRun& run, const ContainerRun&) {
+  env.nccl_result = [this, hosts_of, generate](const PodRun& run, const ContainerRun&) {
+    if (run.plan.generator != "nccl") return generate(run).second;
     NcclTestConfig config = run.plan.nccl_config;
     config.seed = derive_seed(model_.spec().seed, run.uid);
     NcclTestResult result = run_allreduce_test(model_.group(hosts_of(run)), config);

@@ -63,6 +63,18 @@ expect no gpufleet-certify delete pods
 expect no gpufleet-certify create validationrequests.gpufleet.io
 expect no gpufleet-certify update nodehealths.gpufleet.io
 expect no gpufleet-certify get secrets "$ns"
+expect yes gpufleet-certify create jobs.batch "$ns"
+expect yes gpufleet-certify delete jobs.batch "$ns"
+expect yes gpufleet-certify create services "$ns"
+expect yes gpufleet-certify update configmaps "$ns"
+expect yes gpufleet-certify get pods/log "$ns"
+expect yes gpufleet-certify patch certifications.gpufleet.io/status "$ns"
+expect yes gpufleet-certify patch workloadruns.gpufleet.io/status "$ns"
+expect no gpufleet-certify patch nodes/status
+expect no gpufleet-certify delete nodes
+expect no gpufleet-certify update validationrequests.gpufleet.io
+expect no gpufleet-certify create pods "$ns"
+expect no gpufleet-certify create daemonsets.apps "$ns"
 
 # sentinel: quarantines (cordon/taint), drains, asks for validation; reads NodeHealth only.
 expect yes gpufleet-sentinel patch nodes

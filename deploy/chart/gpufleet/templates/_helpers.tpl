@@ -32,9 +32,25 @@ Cluster-wide rules here; leader election Leases are a Role in the release namesp
 - apiGroups: [""]
   resources: [nodes]
   verbs: [get, list, watch]
+# Reads workload results: the termination message, else the log.
 - apiGroups: [""]
   resources: [pods]
   verbs: [get, list, watch]
+- apiGroups: [""]
+  resources: [pods/log]
+  verbs: [get]
+# Runs the workloads: one Job per group test (+ a headless Service for multi-node
+# rendezvous), deleted once its result is recorded.
+- apiGroups: [batch]
+  resources: [jobs]
+  verbs: [get, list, watch, create, delete]
+- apiGroups: [""]
+  resources: [services]
+  verbs: [get, create, delete]
+# Progress and per-node results of each run, in ConfigMaps the run owns.
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, create, update]
 - apiGroups: [events.k8s.io]
   resources: [events]
   verbs: [create, patch]

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# End-to-end wall time of a diagnose Certification on the simulator (docs/performance.md,
+# "certify: end to end"): a fresh kube-local (etcd, apiserver, controller-manager, scheduler),
+# NODES simulated HGX H100 nodes (`gpufleet sim`, --time-scale 40 so a 20 s nccl-tests run takes
+# half a second), K of them with half their network bandwidth, `gpufleet controller
+# --controllers=certify`, and one Certification: communication/nccl-all-reduce, scale diagnose,
+# busBandwidthGBps >= 300. Prints the wall time, rounds, tests and the nodes found.
+#   scripts/bench-certify-e2e.sh [NODES=256] [K=2]
+# Needs the gpufleet binary (BENCH_BUILD, default build/release) and kube-local (KUBE_LOCAL_BIN,
+# default build/bin/kube-local). Not part of `make test`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+nodes="${1:-256}"
+k="${2:-2}"
+build="${BENCH_BUILD:-build/release}"
+kube_local="${KUBE_LOCAL_BIN:-build/bin/kube-local}"
+gpufleet="$build/bin/gpufleet"
+for b in "$kube_local" "$gpufleet"; do
+  [[ -x "$b" ]] || { echo "bench-certify-e2e: $b not found (make build kube-local)" >&2; exit 1; }
+done
+kubectl() { "$kube_local" kubectl --kubeconfig "$dir/admin.kubeconfig" "$@"; }
+dir="$(mktemp -d /tmp/bench-certify.XXXXXX)"
+cleanup() {
+  [[ -n "${ctl:-}" ]] && kill "$ctl" 2>/dev/null || true
+  "$gpufleet" sim stop --state-dir "$dir/sim" >/dev/null 2>&1 || true
+  "$kube_local" down --data-dir "$dir" >/dev/null 2>&1 || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+"$kube_local" up --data-dir "$dir" --detach >/dev/null
+cat >"$dir/fleet.yaml" <<YAML
+apiVersion: gpufleet.io/v1alpha1
+kind: Fleet
+metadata: {name: bench}
+spec:
+  seed: 7
+  pools:
+  - name: h100
+    count: $nodes
+    namePattern: "h100-{index:04}"
+    gpu: {product: h100}
+YAML
+"$gpufleet" sim --fleet "$dir/fleet.yaml" --kubeconfig "$dir/admin.kubeconfig" \
+  --state-dir "$dir/sim" --time-scale 40 --detach >/dev/null
+for i in $(seq 1 "$k"); do
+  n=$(printf 'h100-%04d' $(((i * 97) % nodes)))
+  "$gpufleet" sim inject --state-dir "$dir/sim" --event "{node: $n, type: networkDegraded, factor: 0.5}" >/dev/null
+  echo "degraded: $n"
+done
+kubectl apply --server-side -f deploy/crds/ >/dev/null
+kubectl wait --for=condition=Established --timeout=30s crd/certifications.gpufleet.io >/dev/null
+"$gpufleet" controller --controllers=certify --kubeconfig "$dir/admin.kubeconfig" \
+  --metrics-addr "" >"$dir/controller.log" 2>&1 &
+ctl=$!
+start=$(date +%s.%N)
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: gpufleet.io/v1alpha1
+kind: Certification
+metadata: {name: e2e, namespace: default}
+spec:
+  targets: {nodeSelector: {matchLabels: {gpufleet.io/pool: h100}}}
+  categories:
+    - name: communication/nccl-all-reduce
+      scale: diagnose
+      thresholds: {busBandwidthGBps: "value >= 300.0"}
+YAML
+for _ in $(seq 1800); do
+  phase=$(kubectl get certification e2e -o jsonpath='{.status.phase}' 2>/dev/null || true)
+  [[ $phase == Passed || $phase == Failed ]] && break
+  sleep 0.5
+done
+end=$(date +%s.%N)
+echo "certification: $phase after $(echo "$end - $start" | bc) s wall ($nodes nodes, $k degraded)"
+kubectl get certification e2e -o jsonpath='{.status.categories[0].message}{"\n"}'
+kubectl get certification e2e -o jsonpath='{range .status.failedNodes[*]}found: {.node} {.reason}{"\n"}{end}'

@@ -1,0 +1,115 @@
+// The certify controller (`gpufleet controller --controllers=certify`, docs/certify.md):
+//   Certification      selects the nodes (frozen in a ConfigMap it owns when the run starts),
+//                      runs its categories in order as Jobs, judges every group's result with
+//                      the parsers and thresholds, drives the isolation planner for scale
+//                      diagnose, records every group result and node verdict in per-category
+//                      ConfigMaps it owns, and keeps a bounded summary in status.
+//   WorkloadRun        the same for the user's container (one category, result contract).
+//   ValidationRequest  answered through a Certification it owns; only status is written.
+// It never changes a Node (its RBAC cannot). Level-triggered: every decision is recomputed
+// from the API (the run's ConfigMaps, Jobs, Pods), so kill -9 at any point resumes without
+// re-running a group whose result is recorded.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "certify/node_selection.h"
+#include "certify/run_spec.h"
+#include "certify/run_state.h"
+#include "controller/cache.h"
+#include "controller/reconciler.h"
+#include "controller/status.h"
+#include "kube/client.h"
+
+namespace gpufleet::controller {
+class Manager;
+struct Context;
+}  // namespace gpufleet::controller
+
+namespace gpufleet::certify {
+
+namespace resources {
+kube::ResourceId certifications();
+kube::ResourceId workload_runs();
+kube::ResourceId validation_requests();
+kube::ResourceId services();
+}  // namespace resources
+
+inline constexpr const char* kFieldManager = "gpufleet-certify";
+// ConfigMap data key of a category's state (run_state.h).
+inline constexpr const char* kStateKey = "state.json";
+// "<run>-certify-<i>": category i's state and results; "<run>-certify-targets": the nodes.
+std::string state_config_map(std::string_view run, int category);
+std::string targets_config_map(std::string_view run);
+// What `run` is in those names: a Certification's name; "wlr-<name>" for a WorkloadRun (so
+// the two kinds never share ConfigMaps).
+std::string storage_name(bool workload_run, std::string_view name);
+
+struct RunKind {
+  kube::ResourceId resource;
+  std::string kind;  // Certification, WorkloadRun
+  bool workload_run = false;
+};
+
+class RunReconciler : public controller::Reconciler {
+ public:
+  RunReconciler(kube::Client& client, RunKind kind, const controller::Cache& runs,
+                const controller::Cache& nodes, const controller::Cache& jobs,
+                const controller::Cache& pods);
+  controller::Result reconcile(const controller::Request& request, std::stop_token stop) override;
+
+ private:
+  struct Run;
+  void step_category(Run& run, int index, std::stop_token stop);
+  void write_status(Run& run);
+
+  kube::Client& client_;
+  RunKind kind_;
+  const controller::Cache& runs_;
+  const controller::Cache& nodes_;
+  const controller::Cache& jobs_;
+  const controller::Cache& pods_;
+  controller::StatusWriter status_;
+};
+
+class ValidationReconciler : public controller::Reconciler {
+ public:
+  ValidationReconciler(kube::Client& client, const controller::Cache& requests,
+                       const controller::Cache& certifications, std::string ns);
+  controller::Result reconcile(const controller::Request& request, std::stop_token stop) override;
+  // The Certification answering request `name` (in the controller's namespace).
+  static std::string certification_name(std::string_view request);
+
+ private:
+  kube::Client& client_;
+  const controller::Cache& requests_;
+  const controller::Cache& certs_;
+  std::string ns_;
+  controller::StatusWriter status_;
+};
+
+// Every node verdict of a finished run, read from its ConfigMaps: node -> {passed, reason,
+// category, message}; nodes the run excluded are listed with reason "" and the exclusion.
+struct NodeResult {
+  std::string node;
+  bool passed = true;
+  bool tested = true;
+  std::string reason;
+  std::string category;
+  std::string message;
+};
+std::vector<NodeResult> read_node_results(kube::Client& client, std::string_view ns,
+                                          std::string_view run, std::size_t categories);
+
+// The stored target set and category states of a run (nullopt when not written yet).
+std::optional<Selection> read_targets(kube::Client& client, std::string_view ns,
+                                      std::string_view run);
+std::optional<CategoryState> read_category(kube::Client& client, std::string_view ns,
+                                           std::string_view run, int category);
+
+void setup_certify(controller::Manager& manager, const controller::Context& context);
+
+}  // namespace gpufleet::certify

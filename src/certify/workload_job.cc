@@ -1,0 +1,153 @@
+#include "certify/workload_job.h"
+
+#include "kube/api/resource.h"
+
+namespace gpufleet::certify {
+namespace {
+
+core::Value common_labels(const JobRequest& r) {
+  core::Value l = core::Value::map();
+  l[kRunLabel] = r.run_uid;
+  l[kCategoryLabel] = std::to_string(r.category);
+  l[kJobLabel] = r.name;
+  l["app.kubernetes.io/part-of"] = "gpufleet";
+  l["app.kubernetes.io/component"] = "certify-workload";
+  return l;
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+}  // namespace
+
+std::string job_name(std::string_view owner_name, std::string_view owner_uid, int category,
+                     std::uint32_t group) {
+  std::string base(owner_name.substr(0, 30));
+  while (!base.empty() && (base.back() == '-' || base.back() == '.')) base.pop_back();
+  for (char& c : base)
+    if (c == '.') c = '-';
+  return base + "-" + std::string(owner_uid.substr(0, 5)) + "-" + std::to_string(category) + "-" +
+         std::to_string(group);
+}
+
+std::vector<std::string> with_iterations(std::vector<std::string> command, int iterations) {
+  if (iterations <= 0) return command;
+  for (std::size_t i = 0; i + 1 < command.size(); ++i) {
+    if (command[i] == "-n" || command[i] == "--iters" || command[i] == "--max-steps") {
+      command[i + 1] = std::to_string(iterations);
+    }
+  }
+  return command;
+}
+
+core::Value build_job(const JobRequest& r) {
+  const CategoryPlan& plan = *r.plan;
+  WorkloadTemplate w = plan.workload.for_family(r.gpu_family);
+  const auto n = static_cast<std::int64_t>(r.nodes.size());
+
+  core::Value container;
+  container["name"] = kContainerName;
+  container["image"] = w.image;
+  if (!w.command.empty()) {
+    core::Value cmd = core::Value::list();
+    for (const auto& a : with_iterations(w.command, plan.iterations)) cmd.push_back(a);
+    container["command"] = std::move(cmd);
+  }
+  if (!plan.args.empty()) {
+    core::Value args = core::Value::list();
+    for (const auto& a : plan.args) args.push_back(a);
+    container["args"] = std::move(args);
+  }
+  core::Value env = core::Value::list();
+  auto add_env = [&](const std::string& k, const std::string& v) {
+    core::Value e;
+    e["name"] = k;
+    e["value"] = v;
+    env.push_back(std::move(e));
+  };
+  for (const auto& [k, v] : w.env) add_env(k, v);
+  // The rendezvous contract of multi-node workloads (docs/certify.md "Launching").
+  add_env("GPUFLEET_RANKS", std::to_string(n));
+  add_env("GPUFLEET_NODES", join(r.nodes, ","));
+  if (n > 1) add_env("GPUFLEET_RENDEZVOUS", r.name + "-0." + r.name);
+  container["env"] = std::move(env);
+  // A crashed workload still says why: the log tail becomes the termination message.
+  container["terminationMessagePolicy"] = "FallbackToLogsOnError";
+  if (!plan.result_file.empty()) container["terminationMessagePath"] = plan.result_file;
+  if (r.gpus_per_node > 0) {
+    container["resources"]["limits"]["nvidia.com/gpu"] = std::to_string(r.gpus_per_node);
+  }
+
+  core::Value pod;
+  pod["metadata"]["labels"] = common_labels(r);
+  // The simulator's NCCL and training models read the group from here (docs/sim.md); a
+  // real cluster ignores it.
+  pod["metadata"]["annotations"]["sim.gpufleet.io/nccl-hosts"] = join(r.nodes, ",");
+  core::Value& spec = pod["spec"];
+  spec["restartPolicy"] = "Never";
+  spec["containers"].push_back(std::move(container));
+  core::Value tolerations = r.tolerations.is_list() ? r.tolerations : core::Value::list();
+  if (r.tolerate_unschedulable) {
+    core::Value t;
+    t["key"] = "node.kubernetes.io/unschedulable";
+    t["operator"] = "Exists";
+    t["effect"] = "NoSchedule";
+    tolerations.push_back(std::move(t));
+  }
+  if (!tolerations.as_list().empty()) spec["tolerations"] = std::move(tolerations);
+  if (n == 1) {
+    spec["nodeName"] = r.nodes.front();  // one node: no scheduling decision to make
+  } else {
+    spec["subdomain"] = r.name;
+    // matchFields takes one name only: the hostname label names the node (kubelet sets it).
+    core::Value term;
+    core::Value expr;
+    expr["key"] = "kubernetes.io/hostname";
+    expr["operator"] = "In";
+    for (const auto& node : r.nodes) expr["values"].push_back(node);
+    term["matchExpressions"].push_back(std::move(expr));
+    spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        ["nodeSelectorTerms"]
+            .push_back(std::move(term));
+    core::Value anti;
+    anti["labelSelector"]["matchLabels"][kJobLabel] = r.name;
+    anti["topologyKey"] = "kubernetes.io/hostname";
+    spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"].push_back(
+        std::move(anti));
+  }
+
+  core::Value job;
+  job["apiVersion"] = "batch/v1";
+  job["kind"] = "Job";
+  job["metadata"]["name"] = r.name;
+  job["metadata"]["namespace"] = r.ns;
+  job["metadata"]["labels"] = common_labels(r);
+  job["metadata"]["ownerReferences"].push_back(r.owner_ref);
+  job["spec"]["completions"] = n;
+  job["spec"]["parallelism"] = n;
+  job["spec"]["completionMode"] = "Indexed";
+  // Retries are the controller's (a rerun is a new group); a failed rank fails the group.
+  job["spec"]["backoffLimit"] = 0;
+  job["spec"]["activeDeadlineSeconds"] = static_cast<std::int64_t>(plan.timeout.count());
+  job["spec"]["template"] = std::move(pod);
+  return job;
+}
+
+core::Value build_service(const JobRequest& r) {
+  core::Value svc;
+  svc["apiVersion"] = "v1";
+  svc["kind"] = "Service";
+  svc["metadata"]["name"] = r.name;
+  svc["metadata"]["namespace"] = r.ns;
+  svc["metadata"]["labels"] = common_labels(r);
+  svc["metadata"]["ownerReferences"].push_back(r.owner_ref);
+  svc["spec"]["clusterIP"] = "None";
+  svc["spec"]["publishNotReadyAddresses"] = true;
+  svc["spec"]["selector"][kJobLabel] = r.name;
+  return svc;
+}
+
+}  // namespace gpufleet::certify

@@ -1,0 +1,460 @@
+// certify against the real kube-apiserver, scheduler and Job controller of kube-local, with a
+// simulated GPU fleet whose kubelets run the workload pods from the bandwidth and fault
+// models: thresholds (range, compound, per group size), a missing measurement, admission
+// (immutable spec, unknown category and metric) and the InvalidThreshold condition,
+// cordoned/tainted nodes excluded and listed, categories in order with the first failure
+// ending the run, diagnose finding exactly the degraded nodes, a ValidationRequest answered,
+// WorkloadRuns, and a controller killed with SIGKILL mid-run resuming without re-running a
+// recorded group.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "certify/controller.h"
+#include "certify/workload_job.h"
+#include "core/yaml.h"
+#include "kube/api/meta.h"
+#include "kube/api/objects.h"
+#include "kube/errors.h"
+#include "kube/informer.h"
+#include "process.h"
+#include "sim/fault.h"
+#include "sim/kubelet/fleet_kubelet.h"
+#include "sim/scenario.h"
+#include "test_env.h"
+
+namespace gpufleet::certify {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+
+const std::string kRun = std::to_string(::getpid());
+constexpr int kNodes = 32;
+
+// Test-only workloads: a WorkloadRun image that reports through the result contract, and one
+// that never ends (the timeout path). Everything else is the simulator's defaults (nccl-tests,
+// DCGM, NeMo).
+constexpr const char* kBehaviours = R"Y(
+apiVersion: gpufleet.io/v1alpha1
+kind: BehaviourTable
+behaviours:
+- name: result-contract
+  match: {image: "*certify-itest-result*"}
+  startDelay: 0s
+  duration: 1s
+  terminationMessage: '{"metrics": {"avgTFLOPsPerGPU": 420.5, "avgStepTimeSec": 1.25}, "message": "burn-in ok"}'
+- name: hangs
+  match: {image: "*certify-itest-hang*"}
+  startDelay: 0s
+  duration: forever
+- name: slow-result
+  match: {image: "*certify-itest-slow*"}
+  startDelay: 0s
+  duration: 40s
+  terminationMessage: '{"metrics": {"avgTFLOPsPerGPU": 410}}'
+)Y";
+
+std::string kubectl() {
+  std::string kl = kube::testing::env_or_empty("KUBE_LOCAL_BIN");
+  return (kl.empty() ? std::string("kubectl") : "'" + kl + "' kubectl") + " --kubeconfig '" +
+         kube::testing::env_or_empty("KUBECONFIG") + "'";
+}
+
+bool eventually(const std::function<bool()>& f, std::chrono::seconds timeout) {
+  auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    try {
+      if (f()) return true;
+    } catch (const std::exception&) {
+    }
+    std::this_thread::sleep_for(250ms);
+  }
+  return f();
+}
+
+class CertifyIT : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    client_ = new kube::Client(kube::testing::admin_config());
+    for (const char* f : {"certification", "workloadrun", "validationrequest"}) {
+      ASSERT_EQ(
+          kube::testing::run_command(kubectl() + " apply --server-side --force-conflicts -f " +
+                                     GPUFLEET_SOURCE_DIR "/deploy/crds/" + f + ".yaml >/dev/null"),
+          0);
+    }
+    ASSERT_EQ(kube::testing::run_command(
+                  kubectl() + " wait --for=condition=Established --timeout=30s "
+                              "crd/certifications.gpufleet.io crd/workloadruns.gpufleet.io "
+                              "crd/validationrequests.gpufleet.io >/dev/null"),
+              0);
+    ns_ = new kube::testing::TestNamespace(*client_, "certify-it");
+    fleet_ = "cfy" + kRun;
+    std::string yaml = "apiVersion: gpufleet.io/v1alpha1\nkind: Fleet\nmetadata: {name: " + fleet_ +
+                       "}\nspec:\n  seed: 11\n  pools:\n  - name: p" + kRun +
+                       "\n    count: " + std::to_string(kNodes) + "\n    namePattern: \"c" + kRun +
+                       "-{index:03}\"\n    gpu: {product: h100}\n";
+    sim::KubeletOptions o;
+    o.time_scale = 40;  // a 20 s nccl-tests run takes half a second
+    o.lease_renew = 5s;
+    sim_ = new sim::FleetKubelet(*client_, sim::parse_fleet(core::parse_yaml(yaml), "itest"),
+                                 sim::BehaviourTable::parse(core::parse_yaml(kBehaviours), "itest"),
+                                 o);
+    sim_->start();
+    ASSERT_TRUE(sim_->wait_registered(60s));
+    start_controller();
+  }
+  static void TearDownTestSuite() {
+    delete controller_;
+    controller_ = nullptr;
+    if (sim_ != nullptr) sim_->stop(true);
+    delete sim_;
+    delete ns_;
+    delete client_;
+  }
+  static void start_controller() {
+    port_ = controller::testing::free_port();
+    controller_ = new controller::testing::Child(
+        {controller::testing::gpufleet_bin(), "controller", "--controllers=certify", "--namespace",
+         ns_->name(), "--set", "certify.namespace=" + ns_->name(), "--metrics-addr",
+         "127.0.0.1:" + std::to_string(port_), "--kubeconfig",
+         kube::testing::env_or_empty("KUBECONFIG")},
+        "certify-controller-" + kRun + ".log");
+  }
+  static std::string node(int i) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%03d", i);
+    return "c" + kRun + "-" + buf;
+  }
+  static const std::string& ns() { return ns_->name(); }
+
+  core::Value certification(const std::string& name, const std::vector<int>& nodes,
+                            const std::string& categories_yaml) {
+    core::Value c;
+    c["apiVersion"] = "gpufleet.io/v1alpha1";
+    c["kind"] = "Certification";
+    c["metadata"]["name"] = name;
+    c["metadata"]["namespace"] = ns();
+    for (int i : nodes) c["spec"]["targets"]["nodeNames"].push_back(node(i));
+    c["spec"]["categories"] = core::parse_yaml(categories_yaml);
+    return c;
+  }
+  core::Value create(const kube::ResourceId& r, const core::Value& obj) {
+    return client_->create(r, obj);
+  }
+  // Waits for a final phase; returns the object.
+  core::Value finished(const kube::ResourceId& r, const std::string& name,
+                       std::chrono::seconds timeout = 60s) {
+    core::Value obj;
+    bool done = eventually(
+        [&] {
+          obj = client_->get(r, r.namespaced ? ns() : "", name);
+          std::string_view p = obj.get_string({"status", "phase"});
+          return p == "Passed" || p == "Failed" || p == "Expired";
+        },
+        timeout);
+    EXPECT_TRUE(done) << name << " did not finish: " << core::to_json(obj);
+    return obj;
+  }
+  static std::map<std::string, std::string> failed_reasons(const core::Value& obj) {
+    std::map<std::string, std::string> out;
+    if (const core::Value* f = obj.get({"status", "failedNodes"}); f && f->is_list())
+      for (const auto& x : f->as_list())
+        out[std::string(x.get_string({"node"}))] = std::string(x.get_string({"reason"}));
+    return out;
+  }
+
+  static kube::Client* client_;
+  static kube::testing::TestNamespace* ns_;
+  static sim::FleetKubelet* sim_;
+  static controller::testing::Child* controller_;
+  static int port_;
+  static std::string fleet_;
+};
+
+kube::Client* CertifyIT::client_ = nullptr;
+kube::testing::TestNamespace* CertifyIT::ns_ = nullptr;
+sim::FleetKubelet* CertifyIT::sim_ = nullptr;
+controller::testing::Child* CertifyIT::controller_ = nullptr;
+int CertifyIT::port_ = 0;
+std::string CertifyIT::fleet_;
+
+TEST_F(CertifyIT, ThresholdsPassAndFailIncludingRangeAndCompound) {
+  // A single HGX H100 node reaches ~480 GB/s all-reduce bus bandwidth in the model.
+  create(resources::certifications(),
+         certification("th-pass", {0, 1}, R"Y([{name: communication/nccl-all-reduce, scale: perNode,
+            thresholds: {busBandwidthGBps: "value >= 400.0 && value <= 600.0",
+                         algBandwidthGBps: "gpuProduct.startsWith('NVIDIA-H100') ? value >= 200.0 : value >= 1000.0"}}])Y"));
+  create(resources::certifications(),
+         certification("th-range", {2}, R"Y([{name: communication/nccl-all-reduce, scale: perNode,
+            thresholds: {busBandwidthGBps: "value >= 100.0 && value <= 200.0"}}])Y"));
+  create(
+      resources::certifications(),
+      certification("th-group", {3, 4}, R"Y([{name: communication/nccl-all-reduce, scale: wholeSet,
+            thresholds: {busBandwidthGBps: "value >= (groupSize > 1 ? 1000.0 : 1.0)"}}])Y"));
+  core::Value pass = finished(resources::certifications(), "th-pass");
+  EXPECT_EQ(pass.get_string({"status", "phase"}), "Passed") << core::to_json(pass);
+  EXPECT_EQ(pass.get({"status", "passedCount"})->as_int(), 2);
+  core::Value range = finished(resources::certifications(), "th-range");
+  EXPECT_EQ(range.get_string({"status", "phase"}), "Failed");
+  EXPECT_EQ(failed_reasons(range),
+            (std::map<std::string, std::string>{{node(2), "ThresholdViolated"}}));
+  core::Value group = finished(resources::certifications(), "th-group");
+  EXPECT_EQ(failed_reasons(group),
+            (std::map<std::string, std::string>{{node(3), "ThresholdViolated"},
+                                                {node(4), "ThresholdViolated"}}));
+  auto results = read_node_results(*client_, ns(), "th-group", 1);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_THAT(results[0].message, HasSubstr("busBandwidthGBps"));
+}
+
+TEST_F(CertifyIT, AdmissionRejectsChangesUnknownCategoriesAndMetrics) {
+  create(resources::certifications(), certification("adm", {5}, "[{name: diagnostics/dcgm-r1}]"));
+  core::Value c = client_->get(resources::certifications(), ns(), "adm");
+  c["spec"]["categories"].as_list()[0]["name"] = "diagnostics/dcgm-r2";
+  try {
+    client_->update(resources::certifications(), c);
+    ADD_FAILURE() << "spec change accepted";
+  } catch (const kube::ApiError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("spec is immutable"));
+  }
+  try {
+    create(resources::certifications(),
+           certification("adm-cat", {5}, "[{name: diagnostics/dcgm-r7}]"));
+    ADD_FAILURE() << "unknown category accepted";
+  } catch (const kube::ApiError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("diagnostics/dcgm-r7"));
+  }
+  try {
+    create(
+        resources::certifications(),
+        certification("adm-metric", {5},
+                      "[{name: diagnostics/dcgm-r1, thresholds: {gpuTemperature: 'value < 80'}}]"));
+    ADD_FAILURE() << "unknown metric accepted";
+  } catch (const kube::ApiError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("metric gpuTemperature is not a known metric"));
+  }
+  // Compiling CEL is certify's: refused with the Accepted condition, nothing run.
+  create(
+      resources::certifications(),
+      certification("adm-expr", {5},
+                    "[{name: diagnostics/dcgm-r1, thresholds: {dcgmWarnResults: 'value <= '}}]"));
+  core::Value bad = finished(resources::certifications(), "adm-expr");
+  auto cond = kube::get_condition(*bad.get({"status", "conditions"}), "Accepted");
+  ASSERT_TRUE(cond.has_value());
+  EXPECT_EQ(cond->status, "False");
+  EXPECT_EQ(cond->reason, "InvalidThreshold");
+  EXPECT_THAT(cond->message, HasSubstr("dcgmWarnResults"));
+  EXPECT_THAT(cond->message, HasSubstr("value <= "));
+  EXPECT_FALSE(
+      client_->try_get(kube::resources::config_maps(), ns(), targets_config_map("adm-expr")));
+  finished(resources::certifications(), "adm");
+}
+
+TEST_F(CertifyIT, CordonedAndUntoleratedNodesExcludedAndListed) {
+  core::Value cordon;
+  cordon["spec"]["unschedulable"] = true;
+  client_->patch(kube::resources::nodes(), "", node(6), kube::PatchType::Merge, cordon);
+  core::Value taint;
+  taint["spec"]["taints"] =
+      core::parse_yaml("[{key: example.com/maintenance, value: 'yes', effect: NoSchedule}]");
+  client_->patch(kube::resources::nodes(), "", node(7), kube::PatchType::Merge, taint);
+  core::Value tainted2 = taint;
+  tainted2["spec"]["taints"].as_list()[0]["key"] = "example.com/tolerated";
+  client_->patch(kube::resources::nodes(), "", node(8), kube::PatchType::Merge, tainted2);
+
+  core::Value c = certification("excl", {6, 7, 8, 9}, "[{name: diagnostics/dcgm-r1}]");
+  c["spec"]["targets"]["tolerations"] =
+      core::parse_yaml("[{key: example.com/tolerated, operator: Exists}]");
+  create(resources::certifications(), c);
+  core::Value done = finished(resources::certifications(), "excl");
+  EXPECT_EQ(done.get_string({"status", "phase"}), "Passed") << core::to_json(done);
+  EXPECT_EQ(done.get({"status", "nodeCount"})->as_int(), 2);  // 8 (tolerated) and 9
+  EXPECT_EQ(done.get({"status", "excludedCount"})->as_int(), 2);
+  std::map<std::string, std::string> excluded;
+  for (const auto& e : done.get({"status", "excluded"})->as_list())
+    excluded[std::string(e.get_string({"node"}))] = std::string(e.get_string({"reason"}));
+  EXPECT_EQ(excluded,
+            (std::map<std::string, std::string>{{node(6), "Cordoned"}, {node(7), "Tainted"}}));
+  core::Value clear;
+  clear["spec"]["unschedulable"] = nullptr;
+  clear["spec"]["taints"] = nullptr;
+  for (int i : {6, 7, 8})
+    client_->patch(kube::resources::nodes(), "", node(i), kube::PatchType::Merge, clear);
+}
+
+TEST_F(CertifyIT, CategoriesRunInOrderAndTheFirstFailureEndsTheRunKeepingEarlierResults) {
+  create(resources::certifications(), certification("order", {10, 11}, R"Y([
+           {name: diagnostics/dcgm-r1},
+           {name: communication/nccl-all-reduce, scale: perNode, thresholds: {busBandwidthGBps: "value >= 5000.0"}},
+           {name: training/llm-8b}])Y"));
+  core::Value done = finished(resources::certifications(), "order");
+  EXPECT_EQ(done.get_string({"status", "phase"}), "Failed");
+  const auto& cats = done.get({"status", "categories"})->as_list();
+  ASSERT_EQ(cats.size(), 3u);
+  EXPECT_EQ(cats[0].get_string({"phase"}), "Passed");
+  EXPECT_EQ(cats[1].get_string({"phase"}), "Failed");
+  EXPECT_EQ(cats[2].get_string({"phase"}), "Skipped");
+  EXPECT_EQ(done.get_string({"status", "currentCategory"}), "communication/nccl-all-reduce");
+  auto dcgm = read_category(*client_, ns(), "order", 0);
+  ASSERT_TRUE(dcgm.has_value());
+  EXPECT_EQ(dcgm->phase, "Passed");
+  EXPECT_EQ(dcgm->groups.size(), 2u);
+  EXPECT_FALSE(read_category(*client_, ns(), "order", 2).has_value());
+  auto cond = kube::get_condition(*done.get({"status", "conditions"}), "Passed");
+  ASSERT_TRUE(cond.has_value());
+  EXPECT_EQ(cond->status, "False");
+}
+
+TEST_F(CertifyIT, WorkloadRunsJudgedByTheResultContractAndMissingMeasurementTimesOut) {
+  auto run = [&](const std::string& name, const std::string& image, int node_index,
+                 const std::string& thresholds, const std::string& timeout = "") {
+    core::Value w;
+    w["apiVersion"] = "gpufleet.io/v1alpha1";
+    w["kind"] = "WorkloadRun";
+    w["metadata"]["name"] = name;
+    w["metadata"]["namespace"] = ns();
+    w["spec"]["targets"]["nodeNames"].push_back(node(node_index));
+    w["spec"]["image"] = image;
+    w["spec"]["thresholds"] = core::parse_yaml(thresholds);
+    if (!timeout.empty()) w["spec"]["timeout"] = timeout;
+    create(resources::workload_runs(), w);
+  };
+  run("wl-ok", "example.com/certify-itest-result:1", 12, "{avgTFLOPsPerGPU: 'value >= 400.0'}");
+  run("wl-missing", "example.com/certify-itest-result:1", 13,
+      "{avgTFLOPsPerGPU: 'value >= 400.0', goodputRatio: 'value >= 0.9'}");
+  run("wl-hang", "example.com/certify-itest-hang:1", 14, "{avgTFLOPsPerGPU: 'value >= 400.0'}",
+      "3s");
+  core::Value ok = finished(resources::workload_runs(), "wl-ok");
+  EXPECT_EQ(ok.get_string({"status", "phase"}), "Passed") << core::to_json(ok);
+  core::Value missing = finished(resources::workload_runs(), "wl-missing");
+  EXPECT_EQ(failed_reasons(missing),
+            (std::map<std::string, std::string>{{node(13), "MeasurementTimeout"}}));
+  core::Value hang = finished(resources::workload_runs(), "wl-hang");
+  EXPECT_EQ(failed_reasons(hang),
+            (std::map<std::string, std::string>{{node(14), "MeasurementTimeout"}}))
+      << core::to_json(hang);
+  auto st = read_category(*client_, ns(), storage_name(true, "wl-ok"), 0);
+  ASSERT_TRUE(st.has_value());
+  ASSERT_EQ(st->groups.size(), 1u);
+  ASSERT_TRUE(st->groups[0].result.has_value());
+  EXPECT_DOUBLE_EQ(st->groups[0].result->metrics.at("avgTFLOPsPerGPU"), 420.5);
+}
+
+TEST_F(CertifyIT, ValidationRequestAnsweredInStatusOnly) {
+  // sentinel cordons a node before asking: certify tests it anyway, and leaves the cordon.
+  core::Value cordon;
+  cordon["spec"]["unschedulable"] = true;
+  client_->patch(kube::resources::nodes(), "", node(15), kube::PatchType::Merge, cordon);
+  std::string name = "vr-" + kRun;
+  core::Value vr;
+  vr["apiVersion"] = "gpufleet.io/v1alpha1";
+  vr["kind"] = "ValidationRequest";
+  vr["metadata"]["name"] = name;
+  for (int i : {15, 16}) vr["spec"]["nodeNames"].push_back(node(i));
+  vr["spec"]["categories"].push_back("diagnostics/dcgm-r1");
+  vr["spec"]["requester"] = "sentinel";
+  core::Value created = create(resources::validation_requests(), vr);
+  core::Value done = finished(resources::validation_requests(), name);
+  EXPECT_EQ(done.get_string({"status", "phase"}), "Passed") << core::to_json(done);
+  EXPECT_EQ(done.get({"status", "results"})->size(), 2u);
+  EXPECT_EQ(done.get({"spec"}) != nullptr && *done.get({"spec"}) == *created.get({"spec"}), true);
+  EXPECT_EQ(done.get({"metadata", "generation"})->as_int(), 1);
+  core::Value n = client_->get(kube::resources::nodes(), "", node(15));
+  EXPECT_TRUE(kube::node::unschedulable(n)) << "certify never uncordons";
+  core::Value clear;
+  clear["spec"]["unschedulable"] = nullptr;
+  client_->patch(kube::resources::nodes(), "", node(15), kube::PatchType::Merge, clear);
+  client_->remove(resources::validation_requests(), "", name);
+}
+
+TEST_F(CertifyIT, DiagnoseFindsExactlyTheDegradedNodes) {
+  // Nodes 16..31; two lose half their network bandwidth: any group holding one of them
+  // misses the threshold; the planner names exactly those two.
+  for (int i : {19, 28})
+    sim_->inject(sim::parse_event(
+        core::parse_yaml("{node: " + node(i) + ", type: networkDegraded, factor: 0.5}"), "itest",
+        "event", false));
+  std::vector<int> nodes;
+  for (int i = 16; i < 32; ++i) nodes.push_back(i);
+  create(resources::certifications(),
+         certification("diag", nodes, R"Y([{name: communication/nccl-all-reduce, scale: diagnose,
+            thresholds: {busBandwidthGBps: "value >= 300.0"}}])Y"));
+  core::Value done = finished(resources::certifications(), "diag", 120s);
+  EXPECT_EQ(failed_reasons(done),
+            (std::map<std::string, std::string>{{node(19), "ThresholdViolated"},
+                                                {node(28), "ThresholdViolated"}}))
+      << core::to_json(done);
+  auto st = read_category(*client_, ns(), "diag", 0);
+  ASSERT_TRUE(st.has_value());
+  EXPECT_GE(st->rounds, 2);
+  std::cout << "diagnose of 16 nodes: " << st->message << "\n";
+  for (int i : {19, 28})
+    sim_->inject(sim::parse_event(core::parse_yaml("{node: " + node(i) + ", type: clear}"), "itest",
+                                  "event", false));
+}
+
+TEST_F(CertifyIT, KilledControllerResumesWithoutRerunningRecordedGroups) {
+  // Every Job the controller creates, by name -> uids: a re-run group would show two.
+  std::mutex mu;
+  std::map<std::string, std::set<std::string>> jobs;
+  kube::InformerOptions io;
+  io.resource = kube::resources::jobs();
+  io.namespace_ = ns();
+  io.label_selector = kRunLabel;
+  kube::Informer informer(*client_, io);
+  kube::EventHandlers h;
+  h.on_add = [&](const core::Value& o) {
+    std::lock_guard l(mu);
+    jobs[std::string(kube::name_of(o))].insert(std::string(kube::uid_of(o)));
+  };
+  informer.add_handlers(h);
+  informer.start();
+  // A diagnose run: killed once round 1's results are recorded, the restarted controller
+  // must go on with round 2 and never start a round-1 group again.
+  sim_->inject(sim::parse_event(
+      core::parse_yaml("{node: " + node(3) + ", type: networkDegraded, factor: 0.5}"), "itest",
+      "event", false));
+  std::vector<int> nodes;
+  for (int i = 0; i < 16; ++i) nodes.push_back(i);
+  create(resources::certifications(),
+         certification("resume", nodes, R"Y([{name: communication/nccl-all-reduce, scale: diagnose,
+            thresholds: {busBandwidthGBps: "value >= 300.0"}}])Y"));
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto st = read_category(*client_, ns(), "resume", 0);
+        return st && st->rounds >= 2;
+      },
+      60s));
+  controller_->signal(SIGKILL);
+  controller_->wait(10s);
+  auto at_kill = read_category(*client_, ns(), "resume", 0);
+  ASSERT_TRUE(at_kill.has_value());
+  EXPECT_EQ(at_kill->phase, "Running") << "killed after the run ended: nothing was resumed";
+  delete controller_;
+  controller_ = nullptr;
+  std::this_thread::sleep_for(1s);
+  start_controller();
+  core::Value done = finished(resources::certifications(), "resume", 90s);
+  EXPECT_EQ(failed_reasons(done),
+            (std::map<std::string, std::string>{{node(3), "ThresholdViolated"}}))
+      << core::to_json(done);
+  sim_->inject(sim::parse_event(core::parse_yaml("{node: " + node(3) + ", type: clear}"), "itest",
+                                "event", false));
+  auto st = read_category(*client_, ns(), "resume", 0);
+  ASSERT_TRUE(st.has_value());
+  informer.stop();
+  std::lock_guard l(mu);
+  EXPECT_EQ(jobs.size(), st->groups.size()) << "one Job per group test";
+  for (const auto& [name, uids] : jobs) EXPECT_EQ(uids.size(), 1u) << name << " ran twice";
+}
+
+}  // namespace
+}  // namespace gpufleet::certify
