@@ -30,14 +30,16 @@ bool contains(const std::string_view (&items)[N], std::string_view s) {
   return std::find(std::begin(items), std::end(items), s) != std::end(items);
 }
 
-// chart.repository: where Helm finds the chart. Only https and oci registries: a pinned
-// recipe must not depend on a path on the machine that rendered it.
+// chart.repository: where Helm finds the chart. Only https and oci registries, or `builtin`
+// (a chart compiled into gpufleet, recipe/builtin_charts.h): a pinned recipe must not depend
+// on a path on the machine that rendered it.
 void check_repository(const std::string& repo, std::string_view where) {
+  if (repo == "builtin") return;
   bool ok = repo.rfind("https://", 0) == 0 || repo.rfind("oci://", 0) == 0;
   if (!ok || repo.back() == '/') {
     throw InvalidInput(std::string(where) + ": repository '" + repo +
-                       "' must be an https:// Helm repository or an oci:// registry path, "
-                       "without a trailing '/'");
+                       "' must be an https:// Helm repository, an oci:// registry path "
+                       "(without a trailing '/') or `builtin` (a chart built into gpufleet)");
   }
 }
 

@@ -194,9 +194,10 @@ Recipe recipe_from_value(const Value& doc, std::string_view source) {
                str(*chart, "version", w + ".chart")};
     require_exact_pin(c.chart.version, w + ".chart.version");
     if (c.chart.repository.rfind("https://", 0) != 0 &&
-        c.chart.repository.rfind("oci://", 0) != 0) {
+        c.chart.repository.rfind("oci://", 0) != 0 && !c.chart.is_builtin()) {
       throw InvalidInput(w + ".chart.repository: '" + c.chart.repository +
-                         "' must be an https:// Helm repository or an oci:// registry path");
+                         "' must be an https:// Helm repository, an oci:// registry path or "
+                         "`builtin` (a chart built into gpufleet)");
     }
     detail::expect_dns_label(c.chart.name, w + ".chart.name");
     c.namespace_ = str(e, "namespace", w);

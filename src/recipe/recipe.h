@@ -13,10 +13,12 @@
 namespace gpufleet::recipe {
 
 struct ChartSource {
-  std::string repository;  // https://... Helm repository or oci://registry/path
+  std::string repository;  // https://... Helm repository, oci://registry/path or "builtin"
   std::string name;
   std::string version;  // exact pin
   bool is_oci() const { return repository.rfind("oci://", 0) == 0; }
+  // A chart built into gpufleet (deploy/chart/<name>); bundles carry it (builtin_charts.h).
+  bool is_builtin() const { return repository == "builtin"; }
 };
 
 struct Component {

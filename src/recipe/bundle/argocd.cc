@@ -4,6 +4,7 @@
 // pushed to.
 #include "core/errors.h"
 #include "core/yaml.h"
+#include "recipe/builtin_charts.h"
 #include "recipe/bundle/render.h"
 
 namespace gpufleet::recipe::detail {
@@ -11,13 +12,6 @@ namespace gpufleet::recipe::detail {
 namespace {
 
 using core::Value;
-
-std::string path_join(const std::string& base, const std::string& leaf) {
-  if (base.empty() || base == ".") return leaf;
-  std::string b = base;
-  while (!b.empty() && b.back() == '/') b.pop_back();
-  return b + "/" + leaf;
-}
 
 Value sync_policy() {
   Value p = Value::map();
@@ -46,10 +40,17 @@ Value application(const Recipe& r, const Component& c, const BundleOptions& o) {
   app["metadata"]["finalizers"].push_back("resources-finalizer.argocd.argoproj.io");
   Value& spec = app["spec"];
   spec["project"] = "default";
-  // Argo CD names OCI Helm registries without the scheme (the repository is enableOCI).
-  spec["source"]["repoURL"] = without_oci_scheme(c.chart.repository);
-  spec["source"]["chart"] = c.chart.name;
-  spec["source"]["targetRevision"] = c.chart.version;
+  if (c.chart.is_builtin()) {
+    // The chart is in the bundle: Argo CD renders it from the Git repository it is pushed to.
+    spec["source"]["repoURL"] = o.repo_url;
+    spec["source"]["path"] = path_join(o.repo_path, builtin_chart_dir(c.chart.name));
+    spec["source"]["targetRevision"] = o.revision;
+  } else {
+    // Argo CD names OCI Helm registries without the scheme (the repository is enableOCI).
+    spec["source"]["repoURL"] = without_oci_scheme(c.chart.repository);
+    spec["source"]["chart"] = c.chart.name;
+    spec["source"]["targetRevision"] = c.chart.version;
+  }
   spec["source"]["helm"]["releaseName"] = c.name;
   spec["source"]["helm"]["valuesObject"] = c.values;
   spec["destination"]["server"] = "https://kubernetes.default.svc";
@@ -123,6 +124,15 @@ void render_argocd(const Recipe& r, const BundleOptions& o, Bundle& out) {
 }
 
 void render_argocd_helm(const Recipe& r, const BundleOptions& o, Bundle& out) {
+  for (const Component& c : r.components) {
+    if (c.chart.is_builtin() && o.repo_url.empty()) {
+      throw core::InvalidInput("--deployer argocd-helm needs --repo-url: component " + c.name +
+                               "'s chart travels in the bundle (" +
+                               builtin_chart_dir(c.chart.name) +
+                               "), and Argo CD renders it from the Git repository the bundle "
+                               "is pushed to");
+    }
+  }
   Value chart = Value::map();
   chart["apiVersion"] = "v2";
   chart["name"] = "gpufleet-recipe";
@@ -144,9 +154,15 @@ void render_argocd_helm(const Recipe& r, const BundleOptions& o, Bundle& out) {
     e["enabled"] = true;
     e["syncWave"] = c.level;
     e["namespace"] = c.namespace_;
-    e["chart"]["repoURL"] = without_oci_scheme(c.chart.repository);
-    e["chart"]["name"] = c.chart.name;
-    e["chart"]["version"] = c.chart.version;
+    if (c.chart.is_builtin()) {
+      e["chart"]["repoURL"] = o.repo_url;
+      e["chart"]["path"] = path_join(o.repo_path, builtin_chart_dir(c.chart.name));
+      e["chart"]["version"] = o.revision;
+    } else {
+      e["chart"]["repoURL"] = without_oci_scheme(c.chart.repository);
+      e["chart"]["name"] = c.chart.name;
+      e["chart"]["version"] = c.chart.version;
+    }
     e["values"] = c.values;
     if (c.chart.is_oci()) oci[c.chart.repository] = true;
   }
@@ -182,7 +198,11 @@ spec:
   project: {{ $.Values.argocd.project }}
   source:
     repoURL: {{ $c.chart.repoURL }}
+    {{- if $c.chart.path }}
+    path: {{ $c.chart.path }}
+    {{- else }}
     chart: {{ $c.chart.name }}
+    {{- end }}
     targetRevision: {{ $c.chart.version | quote }}
     helm:
       releaseName: {{ $name }}
@@ -226,7 +246,7 @@ stringData:
 {{- end }}
 )gen",
                                         false};
-  out[".helmignore"] = {"recipe.yaml\nchecksums.txt\nREADME.md\n", false};
+  out[".helmignore"] = {"recipe.yaml\nchecksums.txt\nREADME.md\nlocal-charts/\n", false};
   std::string readme =
       "# " + r.name + " (Argo CD Applications as a Helm chart)\n\n" + generated_by(r, "<!--");
   readme.pop_back();

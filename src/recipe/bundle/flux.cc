@@ -1,6 +1,8 @@
 // The flux deployer: a HelmRepository per chart repository and a HelmRelease per component
 // whose dependsOn mirrors the dependency graph, tied together by a kustomization.yaml.
+#include "core/errors.h"
 #include "core/yaml.h"
+#include "recipe/builtin_charts.h"
 #include "recipe/bundle/render.h"
 
 namespace gpufleet::recipe::detail {
@@ -21,6 +23,26 @@ Value helm_repository(const std::string& url, const BundleOptions& o) {
   return repo;
 }
 
+// The Git repository the bundle is pushed to, for the charts it carries.
+Value git_repository(const BundleOptions& o) {
+  Value repo = Value::map();
+  repo["apiVersion"] = "source.toolkit.fluxcd.io/v1";
+  repo["kind"] = "GitRepository";
+  repo["metadata"]["name"] = repository_name(o.repo_url);
+  repo["metadata"]["namespace"] = o.flux_namespace;
+  repo["spec"]["interval"] = "10m";
+  repo["spec"]["url"] = o.repo_url;
+  // Without a ref Flux follows the repository's default branch.
+  if (o.revision != "HEAD") {
+    if (o.revision.rfind("refs/", 0) == 0) {
+      repo["spec"]["ref"]["name"] = o.revision;
+    } else {
+      repo["spec"]["ref"]["branch"] = o.revision;
+    }
+  }
+  return repo;
+}
+
 Value helm_release(const Recipe& r, const Component& c, const BundleOptions& o) {
   Value rel = Value::map();
   rel["apiVersion"] = "helm.toolkit.fluxcd.io/v2";
@@ -34,11 +56,20 @@ Value helm_release(const Recipe& r, const Component& c, const BundleOptions& o) 
   spec["targetNamespace"] = c.namespace_;
   spec["storageNamespace"] = c.namespace_;
   Value& chart = spec["chart"]["spec"];
-  chart["chart"] = c.chart.name;
-  chart["version"] = c.chart.version;
-  chart["interval"] = "1h";
-  chart["sourceRef"]["kind"] = "HelmRepository";
-  chart["sourceRef"]["name"] = repository_name(c.chart.repository);
+  if (c.chart.is_builtin()) {
+    // The chart is in the bundle, read from the Git repository the bundle is pushed to.
+    chart["chart"] = "./" + path_join(o.repo_path, builtin_chart_dir(c.chart.name));
+    chart["version"] = c.chart.version;  // Flux ignores it for Git sources; kept for the record
+    chart["interval"] = "1h";
+    chart["sourceRef"]["kind"] = "GitRepository";
+    chart["sourceRef"]["name"] = repository_name(o.repo_url);
+  } else {
+    chart["chart"] = c.chart.name;
+    chart["version"] = c.chart.version;
+    chart["interval"] = "1h";
+    chart["sourceRef"]["kind"] = "HelmRepository";
+    chart["sourceRef"]["name"] = repository_name(c.chart.repository);
+  }
   chart["sourceRef"]["namespace"] = o.flux_namespace;
   spec["install"]["createNamespace"] = true;
   spec["install"]["remediation"]["retries"] = 3;
@@ -61,8 +92,24 @@ Value helm_release(const Recipe& r, const Component& c, const BundleOptions& o) 
 void render_flux(const Recipe& r, const BundleOptions& o, Bundle& out) {
   std::map<std::string, std::string> repos;  // name -> url
   Value resources = Value::list();
-  for (const Component& c : r.components)
+  bool builtin = false;
+  for (const Component& c : r.components) {
+    if (c.chart.is_builtin()) {
+      builtin = true;
+      continue;
+    }
     repos[repository_name(c.chart.repository)] = c.chart.repository;
+  }
+  if (builtin) {
+    if (o.repo_url.empty()) {
+      throw core::InvalidInput(
+          "--deployer flux needs --repo-url when a chart travels in the bundle (local-charts/): "
+          "the Git repository the bundle is pushed to, which Flux reads that chart from");
+    }
+    std::string name = repository_name(o.repo_url);
+    out["sources/" + name + ".yaml"] = {generated_by(r) + core::to_yaml(git_repository(o)), false};
+    resources.push_back("sources/" + name + ".yaml");
+  }
   for (const auto& [name, url] : repos) {
     out["sources/" + name + ".yaml"] = {generated_by(r) + core::to_yaml(helm_repository(url, o)),
                                         false};

@@ -2,6 +2,7 @@
 // script that installs level by level (one level's components in parallel, --wait, retries
 // with exponential backoff) and an uninstall script that removes them in reverse order.
 #include "core/yaml.h"
+#include "recipe/builtin_charts.h"
 #include "recipe/bundle/render.h"
 
 namespace gpufleet::recipe::detail {
@@ -14,12 +15,15 @@ std::string install_script(const Recipe& r, const Component& c) {
        ") into namespace " + c.namespace_ + ".\n";
   s += "set -euo pipefail\ncd \"$(dirname \"$0\")\"\n";
   s += "helm upgrade --install " + shell_quote(c.name) + " ";
-  if (c.chart.is_oci()) {
+  if (c.chart.is_builtin()) {
+    // The chart travels in the bundle; a local chart has no --version to pick.
+    s += shell_quote("../../" + builtin_chart_dir(c.chart.name)) + " \\\n";
+  } else if (c.chart.is_oci()) {
     s += shell_quote(c.chart.repository + "/" + c.chart.name) + " \\\n";
   } else {
     s += shell_quote(c.chart.name) + " \\\n  --repo " + shell_quote(c.chart.repository) + " \\\n";
   }
-  s += "  --version " + shell_quote(c.chart.version) + " \\\n";
+  if (!c.chart.is_builtin()) s += "  --version " + shell_quote(c.chart.version) + " \\\n";
   s += "  --namespace " + shell_quote(c.namespace_) + " --create-namespace \\\n";
   s += "  --values values.yaml \\\n";
   s += "  --wait --timeout \"${GPUFLEET_HELM_TIMEOUT:-15m}\" \"$@\"\n";

@@ -1,6 +1,7 @@
 // The helmfile deployer: one helmfile.yaml with repositories and releases whose `needs`
 // mirror the dependency graph, values in values/<component>.yaml.
 #include "core/yaml.h"
+#include "recipe/builtin_charts.h"
 #include "recipe/bundle/render.h"
 
 namespace gpufleet::recipe::detail {
@@ -11,7 +12,7 @@ void render_helmfile(const Recipe& r, const BundleOptions&, Bundle& out) {
   std::map<std::string, std::string> repos;
   for (const Component& c : r.components) {
     by_name[c.name] = &c;
-    repos[repository_name(c.chart.repository)] = c.chart.repository;
+    if (!c.chart.is_builtin()) repos[repository_name(c.chart.repository)] = c.chart.repository;
   }
   Value doc = Value::map();
   doc["helmDefaults"]["wait"] = true;
@@ -32,8 +33,12 @@ void render_helmfile(const Recipe& r, const BundleOptions&, Bundle& out) {
     Value e = Value::map();
     e["name"] = c.name;
     e["namespace"] = c.namespace_;
-    e["chart"] = repository_name(c.chart.repository) + "/" + c.chart.name;
-    e["version"] = c.chart.version;
+    if (c.chart.is_builtin()) {
+      e["chart"] = "./" + builtin_chart_dir(c.chart.name);  // carried by the bundle
+    } else {
+      e["chart"] = repository_name(c.chart.repository) + "/" + c.chart.name;
+      e["version"] = c.chart.version;
+    }
     e["values"].push_back("values/" + c.name + ".yaml");
     e["labels"]["level"] = std::to_string(c.level);
     if (!c.dependencies.empty()) {

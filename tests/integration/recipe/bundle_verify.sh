@@ -38,8 +38,12 @@ verified=0
 for r in recipe mixed; do
   "$gpufleet" bundle -r "$work/$r.yaml" --deployer argocd --repo-url https://git.example.com/gpu.git \
     -o "$work/$r-argocd" >/dev/null
-  "$gpufleet" bundle -r "$work/$r.yaml" --deployer argocd-helm -o "$work/$r-argocd-helm" >/dev/null
-  "$gpufleet" bundle -r "$work/$r.yaml" --deployer flux -o "$work/$r-flux" >/dev/null
+  # gpufleet's own chart travels in the bundle (local-charts/): Argo CD and Flux read it from
+  # the Git repository the bundle is pushed to.
+  "$gpufleet" bundle -r "$work/$r.yaml" --deployer argocd-helm --repo-url https://git.example.com/gpu.git \
+    -o "$work/$r-argocd-helm" >/dev/null
+  "$gpufleet" bundle -r "$work/$r.yaml" --deployer flux --repo-url https://git.example.com/gpu.git \
+    --revision main -o "$work/$r-flux" >/dev/null
   "$gpufleet" bundle -r "$work/$r.yaml" --deployer helmfile -o "$work/$r-helmfile" >/dev/null
 done
 
@@ -137,12 +141,13 @@ crd="$(module_file github.com/fluxcd/source-controller "$source_controller_versi
   config/crd/bases/source.toolkit.fluxcd.io_helmrepositories.yaml)"
 if [[ -n "$crd" ]]; then
   install_crd "$crd" helmrepositories.source.toolkit.fluxcd.io
+  install_crd "${crd%helmrepositories.yaml}gitrepositories.yaml" gitrepositories.source.toolkit.fluxcd.io
   ensure_namespace flux-system
   for r in recipe mixed; do
     kubectl apply --dry-run=server -f "$work/$r-flux/sources" >/dev/null ||
       fail "flux sources $r rejected by the API server"
   done
-  echo "flux HelmRepository dry-run=server: ok"
+  echo "flux HelmRepository and GitRepository dry-run=server: ok"
   verified=1
 else
   echo "skip Flux checks: github.com/fluxcd/source-controller@$source_controller_version not downloadable"
