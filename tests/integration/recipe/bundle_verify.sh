@@ -180,5 +180,20 @@ else
   echo "skip helmfile checks: no helmfile at $helmfile (tools/helm-lint/README.md)"
 fi
 
+# 6. gpufleet's own chart, as every recipe installs it: from the helm bundle (local-charts/,
+# no registry), through the bundle's own install.sh with the recipe's values, accepted by the
+# API server (helm's server-side dry run: every object validated, nothing created).
+if [[ -x "$helm" ]]; then
+  "$gpufleet" bundle -r "$work/recipe.yaml" --deployer helm -o "$work/recipe-helm" >/dev/null
+  "$helm" lint --strict "$work/recipe-helm/local-charts/gpufleet" \
+    -f "$work/recipe-helm/components/gpufleet/values.yaml" >/dev/null || fail "helm lint of the bundled gpufleet chart"
+  mkdir -p "$work/helm-bin" && ln -sf "$helm" "$work/helm-bin/helm"
+  PATH="$work/helm-bin:$PATH" "$work/recipe-helm/components/gpufleet/install.sh" --dry-run=server \
+    >"$work/gpufleet-dry-run.txt" 2>&1 || fail "gpufleet install.sh --dry-run=server: $(tail -5 "$work/gpufleet-dry-run.txt")"
+  grep -q 'kind: DaemonSet' "$work/gpufleet-dry-run.txt" || fail "gpufleet dry run rendered no agent DaemonSet"
+  echo "gpufleet chart from the bundle: install.sh --dry-run=server ok"
+  verified=1
+fi
+
 [[ $verified == 1 ]] || exit 77
 echo "bundle_verify: ok"
