@@ -28,6 +28,8 @@ struct BundleFlags {
   std::string output;
   std::vector<std::string> values_files, set, set_json, set_file;
   std::string sign_key;
+  std::string system_node_selector, accelerated_node_selector, storage_class;
+  std::vector<std::string> system_tolerations, accelerated_tolerations;
   recipe::BundleOptions options;
 };
 
@@ -96,6 +98,21 @@ void run_bundle(const BundleFlags& f) {
   recipe::Recipe r = recipe::recipe_from_yaml(read_recipe(f.recipe_file), f.recipe_file);
   recipe::BundleOptions options = f.options;
   options.overrides = collect_overrides(f);
+  recipe::SchedulingShortcuts& s = options.scheduling;
+  if (!f.system_node_selector.empty())
+    s.system_node_selector =
+        recipe::parse_node_selector("--system-node-selector", f.system_node_selector);
+  if (!f.accelerated_node_selector.empty())
+    s.accelerated_node_selector =
+        recipe::parse_node_selector("--accelerated-node-selector", f.accelerated_node_selector);
+  auto tolerations = [](std::string_view flag, const std::vector<std::string>& given) {
+    core::Value list = given.empty() ? core::Value() : core::Value::list();
+    for (const std::string& t : given) list.push_back(recipe::parse_toleration(flag, t));
+    return list;
+  };
+  s.system_tolerations = tolerations("--system-toleration", f.system_tolerations);
+  s.accelerated_tolerations = tolerations("--accelerated-toleration", f.accelerated_tolerations);
+  s.storage_class = f.storage_class;
   recipe::Bundle bundle = recipe::render_bundle(r, deployer, options);
   recipe::write_bundle(bundle, f.output);
   if (!f.sign_key.empty()) sign_bundle(f.output, f.sign_key);
@@ -133,6 +150,17 @@ void setup_bundle(CLI::App& root) {
   cmd->add_option("--set-json", flags->set_json, "COMPONENT:PATH=JSON (repeatable)");
   cmd->add_option("--set-file", flags->set_file,
                   "COMPONENT:PATH=FILE: the file's text as the value (repeatable)");
+  cmd->add_option("--system-node-selector", flags->system_node_selector,
+                  "LABEL=VALUE[,...]: where operators and controllers run (value paths per "
+                  "component\nfrom the registry's `scheduling`)");
+  cmd->add_option("--system-toleration", flags->system_tolerations,
+                  "KEY[=VALUE][:EFFECT] tolerated by operators and controllers (repeatable)");
+  cmd->add_option("--accelerated-node-selector", flags->accelerated_node_selector,
+                  "LABEL=VALUE[,...]: where GPU node agents run (default: the labels every node "
+                  "pool's\nnodeSelector shares)");
+  cmd->add_option("--accelerated-toleration", flags->accelerated_tolerations,
+                  "KEY[=VALUE][:EFFECT] tolerated by GPU node agents (repeatable)");
+  cmd->add_option("--storage-class", flags->storage_class, "StorageClass of persistent volumes");
   cmd->add_option("--sign-key", flags->sign_key,
                   "sign checksums.txt with this SSH Ed25519 private key (ssh-keygen -Y sign);\n"
                   "writes checksums.txt.sig");

@@ -114,7 +114,13 @@ std::string checksums_of(const Bundle& bundle) {
 
 Bundle render_bundle(const Recipe& given, Deployer deployer, const BundleOptions& options) {
   Bundle out;
-  const Recipe recipe = apply_overrides(given, options.overrides);
+  // The pools' node selector first (derived from the recipe: its digest stays), then the
+  // recorded overrides: shortcuts, then -f/--set (later wins).
+  Recipe base = apply_overrides(given, pool_selector_overrides(given, options.scheduling));
+  base.digest = given.digest;
+  std::vector<Override> recorded = scheduling_overrides(given, options.scheduling);
+  recorded.insert(recorded.end(), options.overrides.begin(), options.overrides.end());
+  const Recipe recipe = apply_overrides(base, recorded);
   switch (deployer) {
     case Deployer::Helm: detail::render_helm(recipe, options, out); break;
     case Deployer::ArgoCd: detail::render_argocd(recipe, options, out); break;
@@ -130,13 +136,13 @@ Bundle render_bundle(const Recipe& given, Deployer deployer, const BundleOptions
   }
   if (auto it = out.find("README.md"); it != out.end()) it->second.content += pools_section(recipe);
   out["recipe.yaml"] = {recipe_to_yaml(given), false};
-  if (!options.overrides.empty()) {
+  if (!recorded.empty()) {
     core::Value doc = core::Value::map();
     doc["apiVersion"] = "gpufleet.io/v1alpha1";
     doc["kind"] = "BundleOverrides";
     doc["recipe"] = given.digest;
     doc["digest"] = recipe.digest;
-    doc["overrides"] = overrides_record(options.overrides);
+    doc["overrides"] = overrides_record(recorded);
     out["overrides.yaml"] = {detail::generated_by(recipe) + core::to_yaml(doc), false};
   }
   out["checksums.txt"] = {checksums_of(out), false};

@@ -37,6 +37,9 @@ struct BundleOptions {
   std::string flux_namespace = "flux-system";
   // Value overrides (--set, -f, ...), applied in order on top of the recipe's values.
   std::vector<Override> overrides;
+  // Scheduling shortcuts, written to the value paths the registry declares; applied before
+  // `overrides` (an explicit --set wins) and recorded with them.
+  SchedulingShortcuts scheduling;
 };
 
 // Renders the bundle, including recipe.yaml (the recipe as given) and checksums.txt. With

@@ -137,7 +137,9 @@ Value normalize_constraints(const Value& v, std::string_view where, bool pool) {
 Value normalize_component(const Value& v, std::string_view where, bool registry) {
   const core::Map& m = expect_map(v, where);
   if (registry) {
-    check_keys(m, {"description", "chart", "namespace", "values", "dependencies", "health"}, where);
+    check_keys(
+        m, {"description", "chart", "namespace", "values", "dependencies", "health", "scheduling"},
+        where);
   } else {
     check_keys(m, {"enabled", "chart", "namespace", "values", "dependencies", "health"}, where);
   }
@@ -174,6 +176,20 @@ Value normalize_component(const Value& v, std::string_view where, bool registry)
   }
   if (const Value* f = m.find("health"))
     out["health"] = normalize_health(*f, field_path(where, "health"));
+  // Registry only: the value paths bundle-time scheduling shortcuts write to.
+  if (const Value* f = m.find("scheduling")) {
+    std::string w = field_path(where, "scheduling");
+    const core::Map& s = expect_map(*f, w);
+    check_keys(s,
+               {"systemNodeSelector", "systemTolerations", "acceleratedNodeSelector",
+                "acceleratedTolerations", "storageClass"},
+               w);
+    for (const auto& e : s) {
+      for (const Value& p : expect_list(e.value, field_path(w, e.key)))
+        expect_string(p, field_path(w, e.key));
+    }
+    out["scheduling"] = *f;
+  }
   return out;
 }
 

@@ -325,6 +325,111 @@ Recipe apply_overrides(const Recipe& r, const std::vector<Override>& overrides) 
   return out;
 }
 
+core::Value parse_node_selector(std::string_view flag, std::string_view text) {
+  Value out = Value::map();
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t comma = text.find(',', start);
+    std::string_view item = text.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0) {
+      bad(flag, text,
+          "expected LABEL=VALUE[,LABEL=VALUE...] (e.g. node-role.example.com/system=true)");
+    }
+    out[std::string(item.substr(0, eq))] = std::string(item.substr(eq + 1));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+core::Value parse_toleration(std::string_view flag, std::string_view text) {
+  Value t = Value::map();
+  std::string_view rest = text;
+  std::size_t colon = rest.rfind(':');
+  if (colon != std::string_view::npos) {
+    std::string_view effect = rest.substr(colon + 1);
+    if (effect != "NoSchedule" && effect != "PreferNoSchedule" && effect != "NoExecute") {
+      bad(flag, text,
+          "effect '" + std::string(effect) +
+              "' is not NoSchedule, PreferNoSchedule or NoExecute (format KEY[=VALUE][:EFFECT], "
+              "as kubectl taint writes it)");
+    }
+    t["effect"] = std::string(effect);
+    rest = rest.substr(0, colon);
+  }
+  std::size_t eq = rest.find('=');
+  std::string_view key = rest.substr(0, eq);
+  if (key.empty()) bad(flag, text, "the taint key is empty (format KEY[=VALUE][:EFFECT])");
+  t["key"] = std::string(key);
+  if (eq == std::string_view::npos) {
+    t["operator"] = "Exists";
+  } else {
+    t["operator"] = "Equal";
+    t["value"] = std::string(rest.substr(eq + 1));
+  }
+  return t;
+}
+
+namespace {
+
+std::vector<Override> shortcut_overrides(const Recipe& r, const SchedulingShortcuts& s) {
+  const std::string accelerated_flag =
+      s.accelerated_node_selector_from_pools ? "nodePools" : "--accelerated-node-selector";
+  std::vector<std::pair<std::string, std::pair<std::string, Value>>> items = {
+      {"systemNodeSelector", {"--system-node-selector", s.system_node_selector}},
+      {"systemTolerations", {"--system-toleration", s.system_tolerations}},
+      {"acceleratedNodeSelector", {accelerated_flag, s.accelerated_node_selector}},
+      {"acceleratedTolerations", {"--accelerated-toleration", s.accelerated_tolerations}},
+      {"storageClass",
+       {"--storage-class", s.storage_class.empty() ? Value() : Value(s.storage_class)}},
+  };
+  std::vector<Override> out;
+  for (const Component& c : r.components) {
+    for (const auto& [key, flag_value] : items) {
+      const auto& [flag, value] = flag_value;
+      const Value* paths = c.scheduling.find(key);
+      if (value.is_null() || paths == nullptr) continue;
+      for (const Value& p : paths->as_list()) {
+        Override o;
+        o.flag = flag;
+        o.component = c.name;
+        o.path = parse_value_path(p.as_string(), "registry scheduling." + key, p.as_string());
+        o.given = c.name + ":" + p.as_string();
+        o.value = value;
+        out.push_back(std::move(o));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Override> scheduling_overrides(const Recipe& r, const SchedulingShortcuts& s) {
+  return shortcut_overrides(r, s);
+}
+
+std::vector<Override> pool_selector_overrides(const Recipe& r, const SchedulingShortcuts& s) {
+  if (!s.accelerated_node_selector.is_null() || r.pools.empty()) return {};
+  // The labels all pools share: one DaemonSet selector must match every pool's nodes.
+  Value common = Value::map();
+  for (const auto& e : r.pools.front().node_selector.as_map()) {
+    bool shared = true;
+    for (const NodePool& p : r.pools) {
+      const Value* v = p.node_selector.find(e.key);
+      shared = shared && v != nullptr && *v == e.value;
+    }
+    if (shared) common[e.key] = e.value;
+  }
+  if (common.as_map().empty()) return {};
+  SchedulingShortcuts only;
+  only.accelerated_node_selector = std::move(common);
+  only.accelerated_node_selector_from_pools = true;
+  return shortcut_overrides(r, only);
+}
+
 core::Value overrides_record(const std::vector<Override>& overrides) {
   Value list = Value::list();
   for (const Override& o : overrides) {

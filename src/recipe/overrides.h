@@ -41,6 +41,31 @@ Override parse_set_file(std::string_view given);
 // override (lists replace as a whole, like Helm's -f).
 std::vector<Override> parse_overrides_file(std::string_view text, std::string_view file);
 
+// Scheduling shortcuts: where system pods (operators, controllers) and accelerated pods (GPU
+// node agents, device plugins) run, and the storage class of persistent volumes. Each is
+// written to the value paths the registry declares per component (Component::scheduling).
+struct SchedulingShortcuts {
+  core::Value system_node_selector;  // map, or null when not given
+  core::Value system_tolerations;    // list, or null
+  core::Value accelerated_node_selector;
+  core::Value accelerated_tolerations;
+  std::string storage_class;
+  bool accelerated_node_selector_from_pools = false;  // set by pool_selector_overrides
+};
+
+// "k=v,k2=v2" -> {k: v, k2: v2}; throws InvalidInput naming `flag`.
+core::Value parse_node_selector(std::string_view flag, std::string_view text);
+// kubectl taint syntax: "key=value:Effect", "key:Effect" or "key" (any effect, operator
+// Exists without a value); throws InvalidInput naming `flag`.
+core::Value parse_toleration(std::string_view flag, std::string_view text);
+
+// The overrides the shortcuts given stand for, in component order.
+std::vector<Override> scheduling_overrides(const Recipe& r, const SchedulingShortcuts& s);
+// Without an accelerated node selector, the node pools' selector is fed in: the labels every
+// pool's nodeSelector shares (one pool: its whole selector), flag "nodePools". Derived from
+// the recipe alone, so the recipe's digest already covers them.
+std::vector<Override> pool_selector_overrides(const Recipe& r, const SchedulingShortcuts& s);
+
 // Applies the overrides in order to a copy of `r`: values set at their path (lists grow by
 // appending at index == size), components with enabled=false removed from the recipe and from
 // their dependents' dependencies (order and levels recomputed). The digest becomes the

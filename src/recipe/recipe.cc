@@ -104,6 +104,7 @@ Value recipe_to_value(const Recipe& r) {
     e["values"] = c.values;
     e["dependencies"] = string_list(c.dependencies);
     e["level"] = c.level;
+    if (!c.scheduling.as_map().empty()) e["scheduling"] = c.scheduling;
     comps.push_back(std::move(e));
   }
   spec["components"] = std::move(comps);
@@ -178,7 +179,9 @@ Recipe recipe_from_value(const Value& doc, std::string_view source) {
     std::string w = sw + ".components[" + std::to_string(i) + "]";
     const Value& e = list[i];
     check_keys(expect_map(e, w),
-               {"name", "description", "chart", "namespace", "values", "dependencies", "level"}, w);
+               {"name", "description", "chart", "namespace", "values", "dependencies", "level",
+                "scheduling"},
+               w);
     if (const Value* chart = e.find("chart")) {
       check_keys(expect_map(*chart, w + ".chart"), {"repository", "name", "version"}, w + ".chart");
     }
@@ -205,6 +208,20 @@ Recipe recipe_from_value(const Value& doc, std::string_view source) {
     if (const Value* v = e.find("values")) {
       expect_map(*v, w + ".values");
       c.values = *v;
+    }
+    if (const Value* s = e.find("scheduling")) {
+      const core::Map& m = expect_map(*s, w + ".scheduling");
+      check_keys(m,
+                 {"systemNodeSelector", "systemTolerations", "acceleratedNodeSelector",
+                  "acceleratedTolerations", "storageClass"},
+                 w + ".scheduling");
+      for (const auto& k : m) {
+        for (const Value& p : expect_list(k.value, w + ".scheduling." + k.key)) {
+          if (!p.is_string())
+            throw InvalidInput(w + ".scheduling." + k.key + ": expected value paths");
+        }
+      }
+      c.scheduling = *s;
     }
     c.dependencies = strings(e, "dependencies", w);
     std::sort(c.dependencies.begin(), c.dependencies.end());

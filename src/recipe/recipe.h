@@ -29,6 +29,10 @@ struct Component {
   core::Value values = core::Value::map();
   std::vector<std::string> dependencies;  // sorted
   int level = 0;                          // deployment level; same level = parallel
+  // Value paths the bundle-time scheduling shortcuts write to, from the registry:
+  // {systemNodeSelector: [operator.nodeSelector, ...], systemTolerations, acceleratedNodeSelector,
+  //  acceleratedTolerations, storageClass}; empty when the component declares none.
+  core::Value scheduling = core::Value::map();
 };
 
 struct Constraint {

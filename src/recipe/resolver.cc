@@ -195,6 +195,7 @@ void add_components(Recipe& r, const Value& merged) {
                   std::string(c.get_string({"chart", "version"}))};
     comp.namespace_ = std::string(c.get_string({"namespace"}));
     if (const Value* v = c.find("values")) comp.values = *v;
+    if (const Value* s = c.find("scheduling")) comp.scheduling = *s;
     comp.dependencies = graph.at(name);
     comp.level = plan.level_of.at(name);
     if (const Value* h = c.find("health")) {

@@ -152,7 +152,11 @@ TEST(BundleTest, HelmDeployScriptInstallsLevelByLevelAndUninstallsInReverse) {
   EXPECT_LT(uninstall.find("\nlevel " + std::to_string(r.levels.size() - 1) + " "),
             uninstall.find("\nlevel 0 "));
   EXPECT_THAT(deploy, HasSubstr("sleep \"$delay\""));
-  for (const Component& c : r.components) {
+  EXPECT_THAT(deploy, HasSubstr("\"$here/preflight.sh\""));
+  EXPECT_TRUE(b.at("preflight.sh").executable);
+  // The values written are the recipe's, with the pools' node selector fed in.
+  const Recipe fed = apply_overrides(r, pool_selector_overrides(r, {}));
+  for (const Component& c : fed.components) {
     const std::string& install = b.at("components/" + c.name + "/install.sh").content;
     if (c.chart.is_builtin()) {
       EXPECT_THAT(install, HasSubstr("'../../local-charts/" + c.name + "'"));
@@ -400,6 +404,75 @@ TEST(OverridesTest, BadOverridesNameTheFlagTheValueAndTheFix) {
         apply_overrides(r, {parse_set("gpu-operator:a=1"), parse_set("gpu-operator:a.b=2")});
       }),
       HasSubstr("'a' of gpu-operator is a int in the recipe, not a map"));
+}
+
+TEST(SchedulingTest, ShortcutsWriteTheRegistryPathsAndAnExplicitSetWins) {
+  const Recipe& r = golden_recipe();
+  BundleOptions o;
+  o.scheduling.system_node_selector =
+      parse_node_selector("--system-node-selector", "role=system,zone=a");
+  o.scheduling.system_tolerations = core::Value::list();
+  o.scheduling.system_tolerations.push_back(
+      parse_toleration("--system-toleration", "dedicated=infra:NoSchedule"));
+  o.scheduling.storage_class = "fast";
+  o.overrides = {parse_set("cert-manager:webhook.nodeSelector.role=webhook")};
+  Bundle b = render_bundle(r, Deployer::Helm, o);
+  core::Value cm = core::parse_yaml(b.at("components/cert-manager/values.yaml").content);
+  EXPECT_EQ(cm.get_string({"nodeSelector", "role"}), "system");
+  EXPECT_EQ(cm.get_string({"nodeSelector", "zone"}), "a");
+  EXPECT_EQ(cm.get_string({"cainjector", "nodeSelector", "role"}), "system");
+  EXPECT_EQ(cm.get_string({"webhook", "nodeSelector", "role"}), "webhook");  // --set wins
+  const core::List& tol = cm.get({"tolerations"})->as_list();
+  ASSERT_EQ(tol.size(), 1u);
+  EXPECT_EQ(tol[0].get_string({"key"}), "dedicated");
+  EXPECT_EQ(tol[0].get_string({"operator"}), "Equal");
+  EXPECT_EQ(tol[0].get_string({"value"}), "infra");
+  EXPECT_EQ(tol[0].get_string({"effect"}), "NoSchedule");
+  core::Value kps = core::parse_yaml(b.at("components/kube-prometheus-stack/values.yaml").content);
+  EXPECT_EQ(kps.get_string({"grafana", "persistence", "storageClassName"}), "fast");
+  EXPECT_EQ(kps.get_string({"prometheus", "prometheusSpec", "retention"}), "15d");  // kept
+  core::Value gf = core::parse_yaml(b.at("components/gpufleet/values.yaml").content);
+  EXPECT_EQ(gf.get_string({"controller", "nodeSelector", "role"}), "system");
+  EXPECT_THAT(b.at("overrides.yaml").content, HasSubstr("flag: --system-node-selector"));
+  EXPECT_THAT(b.at("overrides.yaml").content, HasSubstr("flag: --storage-class"));
+}
+
+TEST(SchedulingTest, PoolSelectorFeedsAcceleratedComponentsWithoutAnOverride) {
+  const Recipe& r = golden_recipe();
+  ASSERT_EQ(r.pools.size(), 1u);
+  Bundle b = render_bundle(r, Deployer::Helm, {});
+  core::Value gf = core::parse_yaml(b.at("components/gpufleet/values.yaml").content);
+  EXPECT_EQ(*gf.get({"agent", "nodeSelector"}), r.pools[0].node_selector);
+  EXPECT_FALSE(b.count("overrides.yaml"));  // derived from the recipe: its digest covers it
+  // Two pools: only the labels both selectors share.
+  Recipe two = r;
+  two.pools.push_back(two.pools[0]);
+  two.pools[0].node_selector = core::parse_yaml("{a: '1', gpufleet.io/node-pool: train}");
+  two.pools[1].node_selector = core::parse_yaml("{a: '1', gpufleet.io/node-pool: serve}");
+  auto fed = pool_selector_overrides(two, {});
+  ASSERT_FALSE(fed.empty());
+  EXPECT_EQ(fed[0].value, core::parse_yaml("{a: '1'}"));
+  EXPECT_EQ(fed[0].flag, "nodePools");
+  // An explicit accelerated selector replaces it.
+  SchedulingShortcuts s;
+  s.accelerated_node_selector = parse_node_selector("--accelerated-node-selector", "gpu=yes");
+  EXPECT_TRUE(pool_selector_overrides(two, s).empty());
+  EXPECT_EQ(scheduling_overrides(two, s).at(0).value, core::parse_yaml("{gpu: 'yes'}"));
+}
+
+TEST(SchedulingTest, BadShortcutsNameTheFlag) {
+  EXPECT_EQ(parse_toleration("--t", "nvidia.com/gpu"),
+            core::parse_yaml("{key: nvidia.com/gpu, operator: Exists}"));
+  EXPECT_EQ(parse_toleration("--t", "k:NoExecute"),
+            core::parse_yaml("{key: k, operator: Exists, effect: NoExecute}"));
+  try {
+    parse_toleration("--system-toleration", "k=v:NoSchedul");
+    FAIL() << "no error";
+  } catch (const core::InvalidInput& e) {
+    EXPECT_THAT(e.what(), HasSubstr("--system-toleration 'k=v:NoSchedul': effect 'NoSchedul'"));
+  }
+  EXPECT_THROW(parse_node_selector("--system-node-selector", "role"), core::InvalidInput);
+  EXPECT_THROW(parse_node_selector("--system-node-selector", "a=b,"), core::InvalidInput);
 }
 
 }  // namespace

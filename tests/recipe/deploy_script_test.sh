@@ -30,7 +30,8 @@ fi
 echo "done $verb $name" >>"$FAKE_HELM_LOG"
 SH
 chmod +x "$work/bin/helm"
-export PATH="$work/bin:$PATH" GPUFLEET_BACKOFF_SECONDS=0
+# preflight.sh needs a cluster; recipe_preflight_live runs it against kube-local.
+export PATH="$work/bin:$PATH" GPUFLEET_BACKOFF_SECONDS=0 GPUFLEET_SKIP_PREFLIGHT=1
 
 # Component -> dependencies, from the recipe.
 deps() { awk -v c="$1" '
