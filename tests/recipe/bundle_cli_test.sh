@@ -86,4 +86,19 @@ if command -v ssh-keygen >/dev/null; then
 else
   echo "skip signing checks: no ssh-keygen (Debian package openssh-client)"
 fi
+
+# The readiness gate deploy.sh runs between levels: only the named components' health checks.
+snapshot="$(dirname "$0")/testdata/snapshot.yaml"
+"$bin" validate -r "$work/recipe.yaml" --snapshot "$snapshot" --components cert-manager -o json \
+  >"$work/gate.json" || true
+grep -q '"subject": "cert-manager"' "$work/gate.json" || fail "gate: no cert-manager check: $(cat "$work/gate.json")"
+grep -q '"category": "constraint"' "$work/gate.json" && fail "gate evaluated constraints"
+grep -o '"subject": "[a-z-]*"' "$work/gate.json" | grep -qv 'cert-manager' && fail "gate checked other components"
+"$bin" validate -r "$work/recipe.yaml" --snapshot "$snapshot" --level 0 -o json >"$work/level0.json" || true
+grep -q '"subject": "node-feature-discovery"' "$work/level0.json" || fail "--level 0 misses node-feature-discovery"
+grep -q '"subject": "gpu-operator"' "$work/level0.json" && fail "--level 0 checked a level-1 component"
+expect_bad_input "--level 99: recipe eks-h100-ubuntu-inference-dynamo has levels 0 to" \
+  validate -r "$work/recipe.yaml" --snapshot "$snapshot" --level 99
+expect_bad_input "--components: 'nope' is not a component" \
+  validate -r "$work/recipe.yaml" --snapshot "$snapshot" --components nope
 echo "bundle_cli_test: ok"

@@ -7,6 +7,10 @@
 #   GPUFLEET_BACKOFF_SECONDS  first wait between attempts, doubled each time (default 10)
 #   GPUFLEET_HELM_TIMEOUT     helm --timeout per attempt (default 15m)
 #   GPUFLEET_SKIP_PREFLIGHT   1: do not run preflight.sh first
+#   GPUFLEET_BIN              gpufleet binary for the readiness gate between levels (default:
+#                             gpufleet on PATH; none: the gate is skipped, helm --wait only)
+#   GPUFLEET_GATE_TIMEOUT     seconds a level may take to pass its health checks (default 600)
+#   GPUFLEET_GATE_INTERVAL    seconds between health checks (default 5)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 attempts="${GPUFLEET_RETRIES:-4}"
@@ -45,6 +49,27 @@ level() {
     echo "gpufleet: level $number failed; later levels were not started" >&2
     exit 1
   fi
+  gate "$number" "$@"
+}
+
+# Readiness gate: the recipe's own health checks of the level's components (CRDs Established,
+# Deployments available, DaemonSets ready, no pod crash-looping), not only helm --wait.
+gate() {
+  local number="$1" deadline names out
+  shift
+  local bin="${GPUFLEET_BIN:-$(command -v gpufleet || true)}"
+  [[ -n $bin ]] || return 0
+  names="$(IFS=,; echo "$*")"
+  deadline=$((SECONDS + ${GPUFLEET_GATE_TIMEOUT:-600}))
+  until out="$("$bin" validate -r "$here/recipe.yaml" --components "$names" 2>&1)"; do
+    if (( SECONDS >= deadline )); then
+      echo "$out" >&2
+      echo "gpufleet: level $number is not healthy after ${GPUFLEET_GATE_TIMEOUT:-600}s; later levels were not started" >&2
+      exit 1
+    fi
+    sleep "${GPUFLEET_GATE_INTERVAL:-5}"
+  done
+  echo "gpufleet: level $number healthy"
 }
 
 level 0 agentgateway-crds aws-ebs-csi-driver cert-manager grove node-feature-discovery prometheus-operator-crds
