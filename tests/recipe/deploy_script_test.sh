@@ -30,6 +30,9 @@ fi
 echo "done $verb $name" >>"$FAKE_HELM_LOG"
 SH
 chmod +x "$work/bin/helm"
+# install.sh of a chart with CRDs applies them first; a fake kubectl logs that.
+printf '#!/usr/bin/env bash\necho "kubectl $*" >>"$FAKE_HELM_LOG"\n' >"$work/bin/kubectl"
+chmod +x "$work/bin/kubectl"
 # preflight.sh needs a cluster; recipe_preflight_live runs it against kube-local.
 # The readiness gate passes at once here (GPUFLEET_BIN=true); part 4 tests it.
 export PATH="$work/bin:$PATH" GPUFLEET_BACKOFF_SECONDS=0 GPUFLEET_SKIP_PREFLIGHT=1 GPUFLEET_BIN=true
@@ -59,6 +62,9 @@ for c in $components; do
   done
 done
 [[ -n "$(deps dynamo-platform)" ]] || fail "dependency parsing found nothing"
+# CRD-safe upgrade: gpufleet's CRDs are applied before its helm upgrade.
+crds_at=$(line_of "^kubectl apply --server-side --force-conflicts .*local-charts/gpufleet/crds/")
+[[ -n $crds_at ]] && (( crds_at < $(line_of "^start upgrade gpufleet$") )) || fail "gpufleet CRDs not applied before its upgrade"
 # Components of level 0 run in parallel: a second one starts before the first is done.
 first_done=$(line_of "^done upgrade")
 (( first_done > 2 )) || fail "level 0 did not start its components in parallel"

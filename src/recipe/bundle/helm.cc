@@ -14,6 +14,19 @@ std::string install_script(const Recipe& r, const Component& c) {
   s += "# Installs " + c.name + " (chart " + c.chart.name + " " + c.chart.version +
        ") into namespace " + c.namespace_ + ".\n";
   s += "set -euo pipefail\ncd \"$(dirname \"$0\")\"\n";
+  if (c.chart.is_builtin()) {
+    bool has_crds = false;
+    for (const auto& [path, _] : builtin_chart(c.chart.name, c.chart.version))
+      has_crds = has_crds || path.rfind("crds/", 0) == 0;
+    if (has_crds) {
+      // Helm installs a chart's crds/ on first install only and never upgrades them; applying
+      // them first (server-side, taking over the fields) keeps an upgrade's CRDs current.
+      s += "# CRD-safe upgrade: Helm never upgrades crds/, so apply them first.\n";
+      s += "kubectl apply --server-side --force-conflicts --field-manager=gpufleet-bundle "
+           "${GPUFLEET_KUBECTL_DRY_RUN:+--dry-run=server} -f " +
+           shell_quote("../../" + builtin_chart_dir(c.chart.name) + "/crds/") + "\n";
+    }
+  }
   s += "helm upgrade --install " + shell_quote(c.name) + " ";
   if (c.chart.is_builtin()) {
     // The chart travels in the bundle; a local chart has no --version to pick.

@@ -188,7 +188,10 @@ if [[ -x "$helm" ]]; then
   "$helm" lint --strict "$work/recipe-helm/local-charts/gpufleet" \
     -f "$work/recipe-helm/components/gpufleet/values.yaml" >/dev/null || fail "helm lint of the bundled gpufleet chart"
   mkdir -p "$work/helm-bin" && ln -sf "$helm" "$work/helm-bin/helm"
-  PATH="$work/helm-bin:$PATH" "$work/recipe-helm/components/gpufleet/install.sh" --dry-run=server \
+  # install.sh applies the chart's CRDs first (CRD-safe upgrades); server-side dry run here too.
+  grep -q "kubectl apply --server-side --force-conflicts.*local-charts/gpufleet/crds/" \
+    "$work/recipe-helm/components/gpufleet/install.sh" || fail "gpufleet install.sh does not apply its CRDs"
+  GPUFLEET_KUBECTL_DRY_RUN=1 PATH="$work/helm-bin:$PATH" "$work/recipe-helm/components/gpufleet/install.sh" --dry-run=server \
     >"$work/gpufleet-dry-run.txt" 2>&1 || fail "gpufleet install.sh --dry-run=server: $(tail -5 "$work/gpufleet-dry-run.txt")"
   grep -q 'kind: DaemonSet' "$work/gpufleet-dry-run.txt" || fail "gpufleet dry run rendered no agent DaemonSet"
   echo "gpufleet chart from the bundle: install.sh --dry-run=server ok"

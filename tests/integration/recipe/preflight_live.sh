@@ -7,7 +7,7 @@
 # of the real charts need the network).
 # Usage: preflight_live.sh REPO_ROOT   (env: KUBECONFIG, GPUFLEET_BIN)
 set -euo pipefail
-gpufleet="$GPUFLEET_BIN"
+gpufleet="$GPUFLEET_BIN"  # (deploy.sh reads GPUFLEET_BIN too; overridden below)
 id="pf$$"
 ns=cert-manager  # a namespace the recipe installs into
 work="$(mktemp -d)"
@@ -41,7 +41,8 @@ if [[ $1 == list ]]; then echo "${FAKE_RELEASES:-}"; exit 0; fi
 echo "$*" >>"$FAKE_HELM_LOG"
 SH
 chmod +x "$work/bin/helm"
-export PATH="$work/bin:$PATH" FAKE_HELM_LOG="$work/helm.log" GPUFLEET_BACKOFF_SECONDS=0 GPUFLEET_RETRIES=1
+# Nothing really installs here, so the readiness gate (tested by recipe_deploy_script_test) passes at once.
+export PATH="$work/bin:$PATH" FAKE_HELM_LOG="$work/helm.log" GPUFLEET_BACKOFF_SECONDS=0 GPUFLEET_RETRIES=1 GPUFLEET_BIN=true
 : >"$FAKE_HELM_LOG"
 
 kubectl create namespace "$ns" >/dev/null

@@ -3,6 +3,8 @@
 # Installs gpufleet (chart gpufleet 0.1.0) into namespace gpufleet-system.
 set -euo pipefail
 cd "$(dirname "$0")"
+# CRD-safe upgrade: Helm never upgrades crds/, so apply them first.
+kubectl apply --server-side --force-conflicts --field-manager=gpufleet-bundle ${GPUFLEET_KUBECTL_DRY_RUN:+--dry-run=server} -f '../../local-charts/gpufleet/crds/'
 helm upgrade --install 'gpufleet' '../../local-charts/gpufleet' \
   --namespace 'gpufleet-system' --create-namespace \
   --values values.yaml \
