@@ -50,7 +50,7 @@ Value typed_scalar(const std::string& s) {
   if (!s.empty() && s.size() < 19) {
     std::int64_t n = 0;
     const char* end = s.data() + s.size();
-    auto [p, ec] = std::from_chars(s.data() + (s[0] == '-' ? 0 : 0), end, n);
+    auto [p, ec] = std::from_chars(s.data(), end, n);
     // "007" stays text: Helm keeps leading zeros as strings.
     bool leading_zero = s.size() > 1 && (s[0] == '0' || (s[0] == '-' && s[1] == '0'));
     if (ec == std::errc() && p == end && !leading_zero) return n;
@@ -138,26 +138,22 @@ std::vector<PathStep> parse_value_path(std::string_view path, std::string_view f
                                        std::string_view given) {
   std::vector<PathStep> out;
   std::string key;
-  bool have_key = false;  // a key (maybe empty so far) is being read
   std::size_t i = 0;
   auto end_key = [&] {
     if (key.empty())
       bad(flag, given, "the value path '" + std::string(path) + "' has an empty key");
     out.emplace_back(key);
     key.clear();
-    have_key = false;
   };
   bool after_index = false;
   while (i < path.size()) {
     char c = path[i];
     if (c == '\\' && i + 1 < path.size() && path[i + 1] == '.') {
       key += '.';
-      have_key = true;
       i += 2;
     } else if (c == '.') {
       if (!after_index) end_key();
       after_index = false;
-      have_key = true;
       ++i;
     } else if (c == '[') {
       if (!after_index) end_key();
@@ -182,12 +178,10 @@ std::vector<PathStep> parse_value_path(std::string_view path, std::string_view f
       if (after_index)
         bad(flag, given, "the value path '" + std::string(path) + "' needs '.' after ']'");
       key += c;
-      have_key = true;
       ++i;
     }
   }
   if (!after_index) end_key();
-  (void)have_key;
   return out;
 }
 
