@@ -1,9 +1,12 @@
-# Writes a C++ source holding every *.yaml file under a data folder, so that the gpufleet binary
+# Writes a C++ source holding every *.yaml file (or every GLOB match) under a data folder, so that the gpufleet binary
 # carries its libraries and catalogs (data, not code) without reading files at run time.
 # Usage: cmake -DDATA_DIR=<abs dir> -DORIGIN=<data/x> -DOUT=<file.cc> -DINCLUDE=<module/h.h>
 #              -DNAMESPACE=<gpufleet::x> -DTYPE=<struct> -DFUNCTION=<name> -P embed_tree.cmake
 # TYPE is an aggregate of {relative path, origin label, text}; FUNCTION returns a vector of it.
-file(GLOB_RECURSE files RELATIVE ${DATA_DIR} ${DATA_DIR}/*.yaml)
+if(NOT GLOB)
+  set(GLOB "*.yaml")
+endif()
+file(GLOB_RECURSE files RELATIVE ${DATA_DIR} ${DATA_DIR}/${GLOB})
 list(SORT files)
 set(delim "gpufleet_embed")
 set(body "")

@@ -68,18 +68,23 @@ function(gpufleet_integration_properties test)
 endfunction()
 
 # gpufleet_embed_tree(<target> DIR data/x INCLUDE module/h.h NAMESPACE gpufleet::x TYPE T
-#                     FUNCTION name)
-# Compiles every data/x/**/*.yaml into <target> as `std::vector<T> name()` (see
-# cmake/embed_tree.cmake); regenerated when a file changes, rewritten only when its text does.
+#                     FUNCTION name [GLOB pattern])
+# Compiles every data/x/**/*.yaml (or GLOB, e.g. "*" for a whole chart) into <target> as
+# `std::vector<T> name()` (see cmake/embed_tree.cmake); regenerated when a file changes,
+# rewritten only when its text does.
 function(gpufleet_embed_tree target)
-  cmake_parse_arguments(ARG "" "DIR;INCLUDE;NAMESPACE;TYPE;FUNCTION" "" ${ARGN})
-  file(GLOB_RECURSE files CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${ARG_DIR}/*.yaml)
+  cmake_parse_arguments(ARG "" "DIR;INCLUDE;NAMESPACE;TYPE;FUNCTION;GLOB" "" ${ARGN})
+  if(NOT ARG_GLOB)
+    set(ARG_GLOB "*.yaml")
+  endif()
+  file(GLOB_RECURSE files CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${ARG_DIR}/${ARG_GLOB})
   set(out ${CMAKE_CURRENT_BINARY_DIR}/${ARG_FUNCTION}.cc)
   add_custom_command(
     OUTPUT ${out}
     COMMAND ${CMAKE_COMMAND} -DDATA_DIR=${PROJECT_SOURCE_DIR}/${ARG_DIR} -DORIGIN=${ARG_DIR}
             -DOUT=${out} -DINCLUDE=${ARG_INCLUDE} -DNAMESPACE=${ARG_NAMESPACE} -DTYPE=${ARG_TYPE}
-            -DFUNCTION=${ARG_FUNCTION} -P ${PROJECT_SOURCE_DIR}/cmake/embed_tree.cmake
+            -DFUNCTION=${ARG_FUNCTION} "-DGLOB=${ARG_GLOB}"
+            -P ${PROJECT_SOURCE_DIR}/cmake/embed_tree.cmake
     DEPENDS ${files} ${PROJECT_SOURCE_DIR}/cmake/embed_tree.cmake
     COMMENT "Embedding ${ARG_DIR}")
   target_sources(${target} PRIVATE ${out})

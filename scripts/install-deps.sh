@@ -17,6 +17,7 @@ packages=(
   libabsl-dev                                            # time zones (core time)
   libgtest-dev libgmock-dev                              # unit and integration tests
   libbenchmark-dev                                       # make bench
+  openssh-client                                         # ssh-keygen: bundle --sign-key, its tests
 )
 
 missing=()

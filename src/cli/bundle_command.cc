@@ -1,6 +1,12 @@
-// `gpufleet bundle`: render a recipe for a deployment tool into a directory.
+// `gpufleet bundle`: render a recipe for a deployment tool into a directory, with value
+// overrides on top, optionally signed.
+#include <spawn.h>
+#include <sys/wait.h>
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/command.h"
@@ -8,7 +14,11 @@
 #include "core/file_reader.h"
 #include "recipe/bundle.h"
 #include "recipe/inputs.h"
+#include "recipe/overrides.h"
 #include "recipe/recipe.h"
+#include "recipe/sshsig.h"
+
+extern char** environ;
 
 namespace gpufleet::cli {
 namespace {
@@ -17,6 +27,10 @@ struct BundleFlags {
   std::string recipe_file;
   std::string deployer;
   std::string output;
+  std::vector<std::string> values_files, set, set_json, set_file;
+  std::string sign_key;
+  std::string system_node_selector, accelerated_node_selector, storage_class;
+  std::vector<std::string> system_tolerations, accelerated_tolerations;
   recipe::BundleOptions options;
   std::string config_file;
 };
@@ -46,13 +60,88 @@ std::string read_recipe(const std::string& path) {
   }
 }
 
+// Helm's precedence: values files first, then --set-json, --set, --set-file; within one
+// flag, the order given. Later wins.
+std::vector<recipe::Override> collect_overrides(const BundleFlags& f) {
+  std::vector<recipe::Override> out;
+  for (const std::string& file : f.values_files) {
+    std::string text;
+    try {
+      text = core::read_file(file);
+    } catch (const std::exception& e) {
+      throw core::InvalidInput("-f " + file + ": " + e.what());
+    }
+    for (recipe::Override& o : recipe::parse_overrides_file(text, file))
+      out.push_back(std::move(o));
+  }
+  for (const std::string& s : f.set_json) out.push_back(recipe::parse_set_json(s));
+  for (const std::string& s : f.set) out.push_back(recipe::parse_set(s));
+  for (const std::string& s : f.set_file) out.push_back(recipe::parse_set_file(s));
+  return out;
+}
+
+// `ssh-keygen -Y sign` writes checksums.txt.sig beside checksums.txt. ssh-keygen, not
+// gpufleet, reads the private key: it handles passphrases, agents and hardware keys.
+void sign_bundle(const std::string& dir, const std::string& key) {
+  std::string checksums = (std::filesystem::path(dir) / "checksums.txt").string();
+  std::vector<std::string> args = {
+      "ssh-keygen", "-q", "-Y", "sign",
+      "-f",         key,  "-n", std::string(recipe::kBundleSignatureNamespace),
+      checksums};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, "ssh-keygen", nullptr, nullptr, argv.data(), environ);
+  if (rc != 0) {
+    throw std::runtime_error("--sign-key: cannot run ssh-keygen (" +
+                             std::string(std::strerror(rc)) +
+                             "); install openssh-client, or sign later with: ssh-keygen -Y sign "
+                             "-f KEY -n gpufleet-bundle " +
+                             checksums);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    throw std::runtime_error("--sign-key " + key +
+                             ": ssh-keygen -Y sign failed (see its message above); the bundle "
+                             "in " +
+                             dir + " is written but not signed");
+  }
+}
+
 void run_bundle(const BundleFlags& f) {
   recipe::Deployer deployer = recipe::parse_deployer(f.deployer);
   recipe::Recipe r = recipe::recipe_from_yaml(read_recipe(f.recipe_file), f.recipe_file);
-  recipe::Bundle bundle = recipe::render_bundle(r, deployer, f.options);
+  recipe::BundleOptions options = f.options;
+  options.overrides = collect_overrides(f);
+  recipe::SchedulingShortcuts& s = options.scheduling;
+  if (!f.system_node_selector.empty())
+    s.system_node_selector =
+        recipe::parse_node_selector("--system-node-selector", f.system_node_selector);
+  if (!f.accelerated_node_selector.empty())
+    s.accelerated_node_selector =
+        recipe::parse_node_selector("--accelerated-node-selector", f.accelerated_node_selector);
+  auto tolerations = [](std::string_view flag, const std::vector<std::string>& given) {
+    core::Value list = given.empty() ? core::Value() : core::Value::list();
+    for (const std::string& t : given) list.push_back(recipe::parse_toleration(flag, t));
+    return list;
+  };
+  s.system_tolerations = tolerations("--system-toleration", f.system_tolerations);
+  s.accelerated_tolerations = tolerations("--accelerated-toleration", f.accelerated_tolerations);
+  s.storage_class = f.storage_class;
+  recipe::Bundle bundle = recipe::render_bundle(r, deployer, options);
   recipe::write_bundle(bundle, f.output);
-  std::cout << "wrote " << bundle.size() << " files for " << f.deployer << " to " << f.output
-            << " (verify with: cd " << f.output << " && sha256sum -c checksums.txt)\n";
+  if (!f.sign_key.empty()) sign_bundle(f.output, f.sign_key);
+  std::cout << "wrote " << bundle.size() << " files for " << f.deployer << " to " << f.output;
+  if (!options.overrides.empty()) std::cout << " with " << options.overrides.size() << " overrides";
+  if (f.sign_key.empty()) {
+    std::cout << " (verify with: cd " << f.output << " && sha256sum -c checksums.txt)\n";
+  } else {
+    std::cout << ", signed (verify with: gpufleet verify " << f.output << " --key " << f.sign_key
+              << ".pub)\n";
+  }
 }
 
 void setup_bundle(CLI::App& root) {
@@ -61,7 +150,8 @@ void setup_bundle(CLI::App& root) {
       "bundle",
       "Render a recipe for a deployment tool: helm (scripts), argocd (app of apps), argocd-helm\n"
       "(Applications as a Helm chart), flux (HelmRepository/HelmRelease), helmfile.\n"
-      "Bundles are byte-identical for the same recipe and carry recipe.yaml and checksums.txt.");
+      "Bundles are byte-identical for the same recipe and overrides and carry recipe.yaml and\n"
+      "checksums.txt (and overrides.yaml when values were overridden).");
   cmd->add_option("-r,--recipe", flags->recipe_file, "recipe file written by `gpufleet recipe`")
       ->check(CLI::ExistingFile);
   // Required, from the flags or from --config (checked when the command runs).
@@ -72,12 +162,37 @@ void setup_bundle(CLI::App& root) {
                                  "fill in what the flags do not give")
                      ->check(CLI::ExistingFile);
 
+  cmd->add_option("-f,--values", flags->values_files,
+                  "overrides file {COMPONENT: {enabled: BOOL, values: {...}}} (repeatable)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--set", flags->set,
+                  "COMPONENT:PATH=VALUE, PATH like a.b[0].c (repeatable; COMPONENT:enabled=false\n"
+                  "leaves a component out, its dependents treat it as installed)");
+  cmd->add_option("--set-json", flags->set_json, "COMPONENT:PATH=JSON (repeatable)");
+  cmd->add_option("--set-file", flags->set_file,
+                  "COMPONENT:PATH=FILE: the file's text as the value (repeatable)");
+  cmd->add_option("--system-node-selector", flags->system_node_selector,
+                  "LABEL=VALUE[,...]: where operators and controllers run (value paths per "
+                  "component\nfrom the registry's `scheduling`)");
+  cmd->add_option("--system-toleration", flags->system_tolerations,
+                  "KEY[=VALUE][:EFFECT] tolerated by operators and controllers (repeatable)");
+  cmd->add_option("--accelerated-node-selector", flags->accelerated_node_selector,
+                  "LABEL=VALUE[,...]: where GPU node agents run (default: the labels every node "
+                  "pool's\nnodeSelector shares)");
+  cmd->add_option("--accelerated-toleration", flags->accelerated_tolerations,
+                  "KEY[=VALUE][:EFFECT] tolerated by GPU node agents (repeatable)");
+  cmd->add_option("--storage-class", flags->storage_class, "StorageClass of persistent volumes");
+  cmd->add_option("--sign-key", flags->sign_key,
+                  "sign checksums.txt with this SSH Ed25519 private key (ssh-keygen -Y sign);\n"
+                  "writes checksums.txt.sig");
   cmd->add_option("--repo-url", flags->options.repo_url,
-                  "argocd: Git repository the bundle is pushed to (the app of apps syncs from it)");
+                  "argocd (and argocd-helm, flux when the bundle carries a chart): Git repository "
+                  "the\nbundle is pushed to");
   cmd->add_option("--repo-path", flags->options.repo_path,
-                  "argocd: bundle folder inside that repository")
+                  "argocd, argocd-helm, flux: bundle folder inside that repository")
       ->capture_default_str();
-  cmd->add_option("--revision", flags->options.revision, "argocd: Git revision to follow")
+  cmd->add_option("--revision", flags->options.revision,
+                  "argocd, argocd-helm, flux: Git revision (branch) to follow")
       ->capture_default_str();
   cmd->add_option("--argocd-namespace", flags->options.argocd_namespace,
                   "argocd, argocd-helm: Argo CD's namespace")

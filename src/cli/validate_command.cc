@@ -4,8 +4,10 @@
 // table, JSON or CTRF. Exit 4 when a check fails.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <set>
 
 #include "cli/command.h"
 #include "cli/snapshot_cluster_flags.h"
@@ -42,7 +44,33 @@ struct ValidateFlags {
   std::vector<std::string> phases;
   std::string config_file;
   recipe::LiveClusterOptions cluster;
+  int level = -1;                       // --level: health of that level's components only
+  std::vector<std::string> components;  // --components: health of those components only
 };
+
+// Readiness gate between deploy levels: only the health checks of the components just
+// installed (constraints were checked before the first level).
+void keep_gate_checks(recipe::Recipe& r, const ValidateFlags& f) {
+  if (f.level < 0 && f.components.empty()) return;
+  std::set<std::string> names(f.components.begin(), f.components.end());
+  if (f.level >= 0) {
+    if (static_cast<std::size_t>(f.level) >= r.levels.size()) {
+      throw core::InvalidInput("--level " + std::to_string(f.level) + ": recipe " + r.name +
+                               " has levels 0 to " + std::to_string(r.levels.size() - 1));
+    }
+    names.insert(r.levels[f.level].begin(), r.levels[f.level].end());
+  }
+  for (const std::string& n : f.components) {
+    bool known = std::any_of(r.components.begin(), r.components.end(),
+                             [&](const recipe::Component& c) { return c.name == n; });
+    if (!known) {
+      throw core::InvalidInput("--components: '" + n + "' is not a component of recipe " + r.name);
+    }
+  }
+  r.constraints.clear();
+  for (recipe::NodePool& p : r.pools) p.constraints.clear();
+  std::erase_if(r.health, [&](const recipe::HealthCheck& h) { return !names.count(h.component); });
+}
 
 void run_validate(ValidateFlags f) {
   // A config file fills in what the flags leave out.
@@ -67,6 +95,7 @@ void run_validate(ValidateFlags f) {
   std::vector<recipe::Phase> phases;
   for (const std::string& p : f.phases) phases.push_back(recipe::parse_phase(p));
   recipe::Recipe r = recipe::recipe_from_yaml(read_input("-r", f.recipe_file), f.recipe_file);
+  keep_gate_checks(r, f);
   const std::int64_t start = now_ms();
   recipe::Snapshot s =
       f.snapshot_file.empty()
@@ -114,6 +143,14 @@ void setup_validate(CLI::App& root) {
                   "config file (kind RecipeConfig): spec.recipe, spec.snapshot and spec.validate "
                   "fill in what the flags do not give")
       ->check(CLI::ExistingFile);
+  auto* level = cmd->add_option("--level", flags->level,
+                                "readiness gate: only the health checks of this deployment "
+                                "level's components")
+                    ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--components", flags->components,
+                  "readiness gate: only the health checks of these components (comma-separated)")
+      ->delimiter(',')
+      ->excludes(level);
   cmd->callback([flags] { run_validate(*flags); });
 }
 

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "recipe/overrides.h"
 #include "recipe/recipe.h"
 
 namespace gpufleet::recipe {
@@ -34,10 +35,17 @@ struct BundleOptions {
   std::string revision = "HEAD";
   std::string argocd_namespace = "argocd";
   std::string flux_namespace = "flux-system";
+  // Value overrides (--set, -f, ...), applied in order on top of the recipe's values.
+  std::vector<Override> overrides;
+  // Scheduling shortcuts, written to the value paths the registry declares; applied before
+  // `overrides` (an explicit --set wins) and recorded with them.
+  SchedulingShortcuts scheduling;
 };
 
-// Renders the bundle, including recipe.yaml and checksums.txt. Throws InvalidInput for
-// options the deployer needs but lacks (argocd needs repo_url).
+// Renders the bundle, including recipe.yaml (the recipe as given) and checksums.txt. With
+// overrides, the bundle renders apply_overrides(recipe), records them in overrides.yaml and
+// names the combined digest in its generated files. Throws InvalidInput for options the
+// deployer needs but lacks (argocd needs repo_url) and for bad overrides.
 Bundle render_bundle(const Recipe& recipe, Deployer deployer, const BundleOptions& options);
 
 // "<sha256>  <path>\n" for every file but checksums.txt, sorted by path.

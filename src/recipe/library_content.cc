@@ -30,14 +30,16 @@ bool contains(const std::string_view (&items)[N], std::string_view s) {
   return std::find(std::begin(items), std::end(items), s) != std::end(items);
 }
 
-// chart.repository: where Helm finds the chart. Only https and oci registries: a pinned
-// recipe must not depend on a path on the machine that rendered it.
+// chart.repository: where Helm finds the chart. Only https and oci registries, or `builtin`
+// (a chart compiled into gpufleet, recipe/builtin_charts.h): a pinned recipe must not depend
+// on a path on the machine that rendered it.
 void check_repository(const std::string& repo, std::string_view where) {
+  if (repo == "builtin") return;
   bool ok = repo.rfind("https://", 0) == 0 || repo.rfind("oci://", 0) == 0;
   if (!ok || repo.back() == '/') {
     throw InvalidInput(std::string(where) + ": repository '" + repo +
-                       "' must be an https:// Helm repository or an oci:// registry path, "
-                       "without a trailing '/'");
+                       "' must be an https:// Helm repository, an oci:// registry path "
+                       "(without a trailing '/') or `builtin` (a chart built into gpufleet)");
   }
 }
 
@@ -186,9 +188,10 @@ Value normalize_constraints(const Value& v, std::string_view where, bool pool) {
 Value normalize_component(const Value& v, std::string_view where, bool registry) {
   const core::Map& m = expect_map(v, where);
   if (registry) {
-    check_keys(
-        m, {"description", "chart", "manifests", "namespace", "values", "dependencies", "health"},
-        where);
+    check_keys(m,
+               {"description", "chart", "manifests", "namespace", "values", "dependencies",
+                "health", "scheduling"},
+               where);
   } else {
     check_keys(m,
                {"enabled", "chart", "manifests", "namespace", "values", "dependencies", "health",
@@ -244,6 +247,20 @@ Value normalize_component(const Value& v, std::string_view where, bool registry)
   }
   if (const Value* f = m.find("health"))
     out["health"] = normalize_health(*f, field_path(where, "health"));
+  // Registry only: the value paths bundle-time scheduling shortcuts write to.
+  if (const Value* f = m.find("scheduling")) {
+    std::string w = field_path(where, "scheduling");
+    const core::Map& s = expect_map(*f, w);
+    check_keys(s,
+               {"systemNodeSelector", "systemTolerations", "acceleratedNodeSelector",
+                "acceleratedTolerations", "storageClass"},
+               w);
+    for (const auto& e : s) {
+      for (const Value& p : expect_list(e.value, field_path(w, e.key)))
+        expect_string(p, field_path(w, e.key));
+    }
+    out["scheduling"] = *f;
+  }
   return out;
 }
 

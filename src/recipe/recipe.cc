@@ -151,6 +151,7 @@ Value recipe_to_value(const Recipe& r) {
       e["external"] = true;
       e["externalReason"] = c.external_reason;
     }
+    if (!c.scheduling.as_map().empty()) e["scheduling"] = c.scheduling;
     comps.push_back(std::move(e));
   }
   spec["components"] = std::move(comps);
@@ -226,7 +227,7 @@ Recipe recipe_from_value(const Value& doc, std::string_view source) {
     const Value& e = list[i];
     check_keys(expect_map(e, w),
                {"name", "description", "chart", "namespace", "values", "dependencies", "level",
-                "manifests", "external", "externalReason"},
+                "manifests", "external", "externalReason", "scheduling"},
                w);
     if (const Value* chart = e.find("chart")) {
       check_keys(expect_map(*chart, w + ".chart"), {"repository", "name", "version"}, w + ".chart");
@@ -251,9 +252,10 @@ Recipe recipe_from_value(const Value& doc, std::string_view source) {
                            "the local wrapper chart the bundle carries; remove the repository");
       }
     } else if (c.chart.repository.rfind("https://", 0) != 0 &&
-               c.chart.repository.rfind("oci://", 0) != 0) {
+               c.chart.repository.rfind("oci://", 0) != 0 && !c.chart.is_builtin()) {
       throw InvalidInput(w + ".chart.repository: '" + c.chart.repository +
-                         "' must be an https:// Helm repository or an oci:// registry path");
+                         "' must be an https:// Helm repository, an oci:// registry path or "
+                         "`builtin` (a chart built into gpufleet)");
     }
     detail::expect_dns_label(c.chart.name, w + ".chart.name");
     c.namespace_ = str(e, "namespace", w);
@@ -264,6 +266,20 @@ Recipe recipe_from_value(const Value& doc, std::string_view source) {
     }
     if (const Value* x = e.find("external")) c.external = detail::expect_bool(*x, w + ".external");
     c.external_reason = str(e, "externalReason", w, false);
+    if (const Value* s = e.find("scheduling")) {
+      const core::Map& m = expect_map(*s, w + ".scheduling");
+      check_keys(m,
+                 {"systemNodeSelector", "systemTolerations", "acceleratedNodeSelector",
+                  "acceleratedTolerations", "storageClass"},
+                 w + ".scheduling");
+      for (const auto& k : m) {
+        for (const Value& p : expect_list(k.value, w + ".scheduling." + k.key)) {
+          if (!p.is_string())
+            throw InvalidInput(w + ".scheduling." + k.key + ": expected value paths");
+        }
+      }
+      c.scheduling = *s;
+    }
     c.dependencies = strings(e, "dependencies", w);
     std::sort(c.dependencies.begin(), c.dependencies.end());
     if (std::adjacent_find(c.dependencies.begin(), c.dependencies.end()) != c.dependencies.end()) {

@@ -13,12 +13,17 @@
 namespace gpufleet::recipe {
 
 struct ChartSource {
-  std::string repository;  // https://... Helm repository or oci://registry/path; empty: local
+  std::string repository;  // https://... Helm repository, oci://registry/path, "builtin", or
+                           // empty: a wrapper chart rendered from Component::manifests
   std::string name;
   std::string version;  // exact pin
   bool is_oci() const { return repository.rfind("oci://", 0) == 0; }
-  // A wrapper chart the bundle carries (charts/<name>/), rendered from Component::manifests.
+  // A wrapper chart the bundle carries (local-charts/<name>/), rendered from Component::manifests.
   bool is_local() const { return repository.empty(); }
+  // A chart built into gpufleet (deploy/chart/<name>); bundles carry it (builtin_charts.h).
+  bool is_builtin() const { return repository == "builtin"; }
+  // Either way the chart travels in the bundle, under local-charts/<name>/.
+  bool in_bundle() const { return is_local() || is_builtin(); }
 };
 
 // Raw manifests or a kustomize directory of the library, rendered at resolution: every
@@ -44,6 +49,10 @@ struct Component {
   // in the criteria): dependents still order after it, but bundles do not install it.
   bool external = false;
   std::string external_reason;  // what was found: "Helm release monitoring/prom (chart ...)"
+  // Value paths the bundle-time scheduling shortcuts write to, from the registry:
+  // {systemNodeSelector: [operator.nodeSelector, ...], systemTolerations, acceleratedNodeSelector,
+  //  acceleratedTolerations, storageClass}; empty when the component declares none.
+  core::Value scheduling = core::Value::map();
 };
 
 struct Constraint {

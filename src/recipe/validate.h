@@ -24,7 +24,7 @@ struct CheckResult {
   // Constraints carry the library's severity and remediation: a failed "warning" is reported
   // but does not fail validation.
   std::string severity = "error";
-  std::string remediation;
+  std::string remediation = {};
   bool failed_error() const { return !passed && severity != "warning"; }
   std::string phase = {};  // readiness | deployment | conformance
   bool skipped = false;    // does not apply to this recipe or cluster (counts as neither)

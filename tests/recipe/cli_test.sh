@@ -7,6 +7,15 @@ bin="$1"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# Bad input exits 2 with words that name the problem: expect_bad_input WORDS -- gpufleet args...
+expect_bad_input() {
+  local want="$1"; shift
+  set +e
+  out="$("$bin" "$@" 2>&1)"; rc=$?
+  set -e
+  [[ $rc == 2 ]] || fail "gpufleet $* exited $rc, want 2: $out"
+  [[ $out == *"$want"* ]] || fail "gpufleet $*: '$want' not in: $out"
+}
 
 # A recipe for the issue's example.
 "$bin" recipe --service eks --accelerator h100 --os ubuntu --intent inference --platform dynamo \
@@ -63,7 +72,7 @@ grep -q 'name: oke-mixed-ubuntu-training-kubeflow' "$work/mixed.yaml" || fail "m
 # Every deployer: byte-identical across runs, checksums hold, scripts parse.
 for d in helm argocd argocd-helm flux helmfile; do
   extra=()
-  [[ $d == argocd ]] && extra=(--repo-url https://git.example.com/gpu.git)
+  [[ $d == argocd* || $d == flux ]] && extra=(--repo-url https://git.example.com/gpu.git)
   "$bin" bundle -r "$work/recipe.yaml" --deployer "$d" -o "$work/$d.1" "${extra[@]}" >/dev/null
   "$bin" bundle -r "$work/recipe.yaml" --deployer "$d" -o "$work/$d.2" "${extra[@]}" >/dev/null
   diff -r "$work/$d.1" "$work/$d.2" >/dev/null || fail "$d bundle differs between runs"
@@ -74,6 +83,16 @@ for d in helm argocd argocd-helm flux helmfile; do
   done < <(find "$work/$d.1" -name '*.sh')
 done
 [[ -x "$work/helm.1/deploy.sh" ]] || fail "deploy.sh not executable"
+# gpufleet's own chart travels in every bundle, identical to deploy/chart/gpufleet.
+repo_root="$(cd "$(dirname "$0")/../.." && pwd)"
+for d in helm argocd argocd-helm flux helmfile; do
+  diff -r "$repo_root/deploy/chart/gpufleet" "$work/$d.1/local-charts/gpufleet" >/dev/null ||
+    fail "$d bundle: local-charts/gpufleet differs from deploy/chart/gpufleet"
+done
+grep -q "'../../local-charts/gpufleet'" "$work/helm.1/components/gpufleet/install.sh" ||
+  fail "helm bundle does not install gpufleet from the bundle"
+grep -rq --exclude-dir=local-charts 'ghcr.io/gpufleet/charts' "$work"/*.1 && fail "a bundle still points at the unpublished chart"
+
 
 # A non-empty output directory is refused.
 set +e
@@ -91,15 +110,6 @@ set -e
 grep -q 'CrashLoopBackOff (phase Running)' "$work/validate.txt" || fail "CrashLoopBackOff not reported"
 "$bin" validate -r "$work/train.yaml" --snapshot "$snapshot" -o json >"$work/validate.json" || true
 grep -q '"passed": false' "$work/validate.json" || fail "validate json"
-# Bad input exits 2 with words that name the problem: expect_bad_input WORDS -- gpufleet args...
-expect_bad_input() {
-  local want="$1"; shift
-  set +e
-  out="$("$bin" "$@" 2>&1)"; rc=$?
-  set -e
-  [[ $rc == 2 ]] || fail "gpufleet $* exited $rc, want 2: $out"
-  [[ $out == *"$want"* ]] || fail "gpufleet $*: '$want' not in: $out"
-}
 # A misspelled key is bad input that names the key, its line:column and the near miss.
 sed 's/^  components:$/  componets:/' "$work/train.yaml" >"$work/typo.yaml"
 line="$(grep -n '^  componets:$' "$work/typo.yaml" | cut -d: -f1)"

@@ -30,7 +30,12 @@ fi
 echo "done $verb $name" >>"$FAKE_HELM_LOG"
 SH
 chmod +x "$work/bin/helm"
-export PATH="$work/bin:$PATH" GPUFLEET_BACKOFF_SECONDS=0
+# install.sh of a chart with CRDs applies them first; a fake kubectl logs that.
+printf '#!/usr/bin/env bash\necho "kubectl $*" >>"$FAKE_HELM_LOG"\n' >"$work/bin/kubectl"
+chmod +x "$work/bin/kubectl"
+# preflight.sh needs a cluster; recipe_preflight_live runs it against kube-local.
+# The readiness gate passes at once here (GPUFLEET_BIN=true); part 4 tests it.
+export PATH="$work/bin:$PATH" GPUFLEET_BACKOFF_SECONDS=0 GPUFLEET_SKIP_PREFLIGHT=1 GPUFLEET_BIN=true
 
 # Component -> dependencies, from the recipe.
 deps() { awk -v c="$1" '
@@ -57,6 +62,9 @@ for c in $components; do
   done
 done
 [[ -n "$(deps dynamo-platform)" ]] || fail "dependency parsing found nothing"
+# CRD-safe upgrade: gpufleet's CRDs are applied before its helm upgrade.
+crds_at=$(line_of "^kubectl apply --server-side --force-conflicts .*local-charts/gpufleet/crds/")
+[[ -n $crds_at ]] && (( crds_at < $(line_of "^start upgrade gpufleet$") )) || fail "gpufleet CRDs not applied before its upgrade"
 # Components of level 0 run in parallel: a second one starts before the first is done.
 first_done=$(line_of "^done upgrade")
 (( first_done > 2 )) || fail "level 0 did not start its components in parallel"
@@ -78,4 +86,34 @@ for c in $components; do
     (( removed < $(line_of "^start uninstall $d$") )) || fail "$d removed before its dependent $c"
   done
 done
+
+# 4. Readiness gate: after a level, `gpufleet validate --components <that level>` must pass
+# before the next level starts; a level that never gets healthy stops the deploy.
+cat >"$work/bin/fake-gpufleet" <<'SH'
+#!/usr/bin/env bash
+[[ $1 == validate && $4 == --components ]] || { echo "unexpected: $*" >&2; exit 2; }
+echo "gate $5" >>"$FAKE_HELM_LOG"
+if [[ $5 == *gpu-operator* && ! -e "$FAKE_HELM_LOG.gated" ]]; then
+  touch "$FAKE_HELM_LOG.gated"; exit 4
+fi
+[[ $5 == *gpu-operator* && -n ${FAKE_NEVER_HEALTHY:-} ]] && exit 4
+exit 0
+SH
+chmod +x "$work/bin/fake-gpufleet"
+export FAKE_HELM_LOG="$work/gate.log" FAKE_HELM_FAIL_ONCE="" FAKE_HELM_FAIL_ALWAYS=""
+GPUFLEET_BIN="$work/bin/fake-gpufleet" GPUFLEET_GATE_INTERVAL=0 "$work/bundle/deploy.sh" >"$work/gate.out" 2>&1 ||
+  fail "deploy.sh with a gate failed: $(cat "$work/gate.out")"
+[[ $(grep -c '^gate .*gpu-operator' "$FAKE_HELM_LOG") == 2 ]] || fail "the gate did not retry an unhealthy level"
+gate_at=$(grep -n '^gate .*gpu-operator' "$FAKE_HELM_LOG" | tail -1 | cut -d: -f1)
+(( $(line_of "^done upgrade gpu-operator$") < gate_at )) || fail "gate ran before its level was installed"
+(( gate_at < $(line_of "^start upgrade dynamo-platform$") )) || fail "a later level started before the gate passed"
+grep -q "level 1 healthy" "$work/gate.out" || fail "no gate message"
+export FAKE_HELM_LOG="$work/never.log" FAKE_NEVER_HEALTHY=1
+touch "$FAKE_HELM_LOG.gated"
+if GPUFLEET_BIN="$work/bin/fake-gpufleet" GPUFLEET_GATE_TIMEOUT=0 "$work/bundle/deploy.sh" >"$work/never.out" 2>&1; then
+  fail "deploy.sh went on past an unhealthy level"
+fi
+grep -q "start upgrade dynamo-platform$" "$FAKE_HELM_LOG" && fail "a later level started past an unhealthy one"
+grep -q "is not healthy after 0s" "$work/never.out" || fail "no unhealthy-level message: $(cat "$work/never.out")"
 echo "deploy_script_test: ok"
+

@@ -4,6 +4,7 @@
 // pushed to.
 #include "core/errors.h"
 #include "core/yaml.h"
+#include "recipe/builtin_charts.h"
 #include "recipe/bundle/render.h"
 
 namespace gpufleet::recipe::detail {
@@ -11,13 +12,6 @@ namespace gpufleet::recipe::detail {
 namespace {
 
 using core::Value;
-
-std::string path_join(const std::string& base, const std::string& leaf) {
-  if (base.empty() || base == ".") return leaf;
-  std::string b = base;
-  while (!b.empty() && b.back() == '/') b.pop_back();
-  return b + "/" + leaf;
-}
 
 Value sync_policy() {
   Value p = Value::map();
@@ -46,7 +40,7 @@ Value application(const Recipe& r, const Component& c, const BundleOptions& o) {
   app["metadata"]["finalizers"].push_back("resources-finalizer.argocd.argoproj.io");
   Value& spec = app["spec"];
   spec["project"] = "default";
-  if (c.chart.is_local()) {
+  if (c.chart.in_bundle()) {
     // The wrapper chart of a manifest component, from the Git repository of this bundle.
     spec["source"]["repoURL"] = o.repo_url;
     spec["source"]["path"] = path_join(o.repo_path, local_chart_dir(c));
@@ -132,7 +126,7 @@ void render_argocd(const Recipe& r, const BundleOptions& o, Bundle& out) {
 
 void render_argocd_helm(const Recipe& r, const BundleOptions& o, Bundle& out) {
   for (const Component& c : r.components) {
-    if (c.chart.is_local() && o.repo_url.empty()) {
+    if (c.chart.in_bundle() && o.repo_url.empty()) {
       throw core::InvalidInput(
           "--deployer argocd-helm needs --repo-url for component " + c.name +
           " (manifests installed from a wrapper chart in local-charts/): the Git repository "
@@ -160,7 +154,7 @@ void render_argocd_helm(const Recipe& r, const BundleOptions& o, Bundle& out) {
     e["enabled"] = true;
     e["syncWave"] = c.level;
     e["namespace"] = c.namespace_;
-    if (c.chart.is_local()) {
+    if (c.chart.in_bundle()) {
       e["chart"]["repoURL"] = o.repo_url;
       e["chart"]["path"] = path_join(o.repo_path, local_chart_dir(c));
       e["chart"]["version"] = o.revision;  // the Git revision the path is read at

@@ -1,6 +1,8 @@
 // The flux deployer: a HelmRepository per chart repository and a HelmRelease per component
 // whose dependsOn mirrors the dependency graph, tied together by a kustomization.yaml.
+#include "core/errors.h"
 #include "core/yaml.h"
+#include "recipe/builtin_charts.h"
 #include "recipe/bundle/render.h"
 
 namespace gpufleet::recipe::detail {
@@ -42,7 +44,7 @@ Value helm_release(const Recipe& r, const Component& c, const BundleOptions& o) 
   spec["targetNamespace"] = c.namespace_;
   spec["storageNamespace"] = c.namespace_;
   Value& chart = spec["chart"]["spec"];
-  if (c.chart.is_local()) {
+  if (c.chart.in_bundle()) {
     // The wrapper chart in this bundle, read from the Git repository Flux syncs it from
     // (the GitRepository flux bootstrap creates, named flux-system).
     chart["chart"] = bundle_path(o, local_chart_dir(c));
@@ -81,7 +83,7 @@ void render_flux(const Recipe& r, const BundleOptions& o, Bundle& out) {
   std::map<std::string, std::string> repos;  // name -> url
   Value resources = Value::list();
   for (const Component& c : r.components) {
-    if (!c.chart.is_local()) repos[repository_name(c.chart.repository)] = c.chart.repository;
+    if (!c.chart.in_bundle()) repos[repository_name(c.chart.repository)] = c.chart.repository;
   }
   for (const auto& [name, url] : repos) {
     out["sources/" + name + ".yaml"] = {generated_by(r) + core::to_yaml(helm_repository(url, o)),

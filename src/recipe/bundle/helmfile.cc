@@ -1,6 +1,7 @@
 // The helmfile deployer: one helmfile.yaml with repositories and releases whose `needs`
 // mirror the dependency graph, values in values/<component>.yaml.
 #include "core/yaml.h"
+#include "recipe/builtin_charts.h"
 #include "recipe/bundle/render.h"
 
 namespace gpufleet::recipe::detail {
@@ -11,7 +12,7 @@ void render_helmfile(const Recipe& r, const BundleOptions&, Bundle& out) {
   std::map<std::string, std::string> repos;
   for (const Component& c : r.components) {
     by_name[c.name] = &c;
-    if (!c.chart.is_local()) repos[repository_name(c.chart.repository)] = c.chart.repository;
+    if (!c.chart.in_bundle()) repos[repository_name(c.chart.repository)] = c.chart.repository;
   }
   Value doc = Value::map();
   doc["helmDefaults"]["wait"] = true;
@@ -32,7 +33,7 @@ void render_helmfile(const Recipe& r, const BundleOptions&, Bundle& out) {
     Value e = Value::map();
     e["name"] = c.name;
     e["namespace"] = c.namespace_;
-    if (c.chart.is_local()) {
+    if (c.chart.in_bundle()) {
       e["chart"] = "./" + local_chart_dir(c);  // the wrapper chart in this bundle
     } else {
       e["chart"] = repository_name(c.chart.repository) + "/" + c.chart.name;

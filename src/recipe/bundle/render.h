@@ -27,6 +27,8 @@ std::string repository_name(const std::string& url);
 std::string without_oci_scheme(const std::string& url);
 // A comment line naming the recipe, for generated files.
 std::string generated_by(const Recipe& r, std::string_view comment = "#");
+// `leaf` under the repository folder `base` ("." or empty: the root).
+std::string path_join(const std::string& base, const std::string& leaf);
 // Single-quoted for POSIX shells.
 std::string shell_quote(std::string_view s);
 

@@ -38,8 +38,12 @@ verified=0
 for r in recipe mixed; do
   "$gpufleet" bundle -r "$work/$r.yaml" --deployer argocd --repo-url https://git.example.com/gpu.git \
     -o "$work/$r-argocd" >/dev/null
-  "$gpufleet" bundle -r "$work/$r.yaml" --deployer argocd-helm -o "$work/$r-argocd-helm" >/dev/null
-  "$gpufleet" bundle -r "$work/$r.yaml" --deployer flux -o "$work/$r-flux" >/dev/null
+  # gpufleet's own chart travels in the bundle (local-charts/): Argo CD and Flux read it from
+  # the Git repository the bundle is pushed to.
+  "$gpufleet" bundle -r "$work/$r.yaml" --deployer argocd-helm --repo-url https://git.example.com/gpu.git \
+    -o "$work/$r-argocd-helm" >/dev/null
+  "$gpufleet" bundle -r "$work/$r.yaml" --deployer flux --repo-url https://git.example.com/gpu.git \
+    --revision main -o "$work/$r-flux" >/dev/null
   "$gpufleet" bundle -r "$work/$r.yaml" --deployer helmfile -o "$work/$r-helmfile" >/dev/null
 done
 
@@ -137,12 +141,13 @@ crd="$(module_file github.com/fluxcd/source-controller "$source_controller_versi
   config/crd/bases/source.toolkit.fluxcd.io_helmrepositories.yaml)"
 if [[ -n "$crd" ]]; then
   install_crd "$crd" helmrepositories.source.toolkit.fluxcd.io
+  install_crd "${crd%helmrepositories.yaml}gitrepositories.yaml" gitrepositories.source.toolkit.fluxcd.io
   ensure_namespace flux-system
   for r in recipe mixed; do
     kubectl apply --dry-run=server -f "$work/$r-flux/sources" >/dev/null ||
       fail "flux sources $r rejected by the API server"
   done
-  echo "flux HelmRepository dry-run=server: ok"
+  echo "flux HelmRepository and GitRepository dry-run=server: ok"
   verified=1
 else
   echo "skip Flux checks: github.com/fluxcd/source-controller@$source_controller_version not downloadable"
@@ -173,6 +178,24 @@ if [[ -x "$helmfile" && -x "$helm" ]]; then
   verified=1
 else
   echo "skip helmfile checks: no helmfile at $helmfile (tools/helm-lint/README.md)"
+fi
+
+# 6. gpufleet's own chart, as every recipe installs it: from the helm bundle (local-charts/,
+# no registry), through the bundle's own install.sh with the recipe's values, accepted by the
+# API server (helm's server-side dry run: every object validated, nothing created).
+if [[ -x "$helm" ]]; then
+  "$gpufleet" bundle -r "$work/recipe.yaml" --deployer helm -o "$work/recipe-helm" >/dev/null
+  "$helm" lint --strict "$work/recipe-helm/local-charts/gpufleet" \
+    -f "$work/recipe-helm/components/gpufleet/values.yaml" >/dev/null || fail "helm lint of the bundled gpufleet chart"
+  mkdir -p "$work/helm-bin" && ln -sf "$helm" "$work/helm-bin/helm"
+  # install.sh applies the chart's CRDs first (CRD-safe upgrades); server-side dry run here too.
+  grep -q "kubectl apply --server-side --force-conflicts.*local-charts/gpufleet/crds/" \
+    "$work/recipe-helm/components/gpufleet/install.sh" || fail "gpufleet install.sh does not apply its CRDs"
+  GPUFLEET_KUBECTL_DRY_RUN=1 PATH="$work/helm-bin:$PATH" "$work/recipe-helm/components/gpufleet/install.sh" --dry-run=server \
+    >"$work/gpufleet-dry-run.txt" 2>&1 || fail "gpufleet install.sh --dry-run=server: $(tail -5 "$work/gpufleet-dry-run.txt")"
+  grep -q 'kind: DaemonSet' "$work/gpufleet-dry-run.txt" || fail "gpufleet dry run rendered no agent DaemonSet"
+  echo "gpufleet chart from the bundle: install.sh --dry-run=server ok"
+  verified=1
 fi
 
 [[ $verified == 1 ]] || exit 77
