@@ -106,8 +106,10 @@ void detect_service(const Library& lib, const Snapshot& s, DetectedCriteria& out
   if (by_service.size() == 1) {
     const auto& [name, nodes] = *by_service.begin();
     svc = name;
+    // A plain reference: clang 14 (the fuzz build) cannot capture a structured binding.
+    const std::string& first_name = nodes.front();
     auto first = std::find_if(s.nodes.begin(), s.nodes.end(),
-                              [&](const NodeFacts& n) { return n.name == nodes.front(); });
+                              [&](const NodeFacts& n) { return n.name == first_name; });
     how = "provider ID " + first->provider_id + " (" + count_nodes(nodes.size()) + ")";
   } else if (!s.nodes.empty()) {
     svc = std::string(kSelfManaged);

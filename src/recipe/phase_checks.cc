@@ -84,7 +84,10 @@ void check_dra(ValidationReport& out, const Recipe& r, const Snapshot& s) {
 void check_gang(ValidationReport& out, const Recipe& r, const Snapshot& s) {
   std::vector<std::string> established;
   std::string wanted;
-  for (const auto& [crd, component] : kGangCrds) {
+  for (const auto& gang : kGangCrds) {
+    // Named members, not a structured binding: clang 14 (the fuzz build) cannot capture one.
+    const auto& crd = gang.first;
+    const auto& component = gang.second;
     auto it = std::find_if(s.workloads.begin(), s.workloads.end(), [&](const WorkloadState& w) {
       return w.kind == "CustomResourceDefinition" && w.name == crd;
     });

@@ -235,7 +235,10 @@ void add_components(Recipe& r, const Library& lib, const Value& merged) {
 // installed; their health checks go too, because another installer names and places the
 // objects its own way (validate's deployment phase checks their Helm release instead).
 void mark_external(Recipe& r, const std::map<std::string, std::string>& external) {
-  for (const auto& [name, reason] : external) {
+  for (const auto& entry : external) {
+    // Named members, not a structured binding: clang 14 (the fuzz build) cannot capture one.
+    const std::string& name = entry.first;
+    const std::string& reason = entry.second;
     auto it = std::find_if(r.components.begin(), r.components.end(),
                            [&](const Component& c) { return c.name == name; });
     if (it == r.components.end()) {
