@@ -451,9 +451,13 @@ std::optional<absl::TimeZone> load_zone(std::string_view name) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(zoneinfo_dir() / std::string(name), ec))
     return std::nullopt;
+  // Load under our lock too: Abseil guards its own cache with a mutex it allocates lazily in
+  // a library ThreadSanitizer cannot see into, so concurrent first loads read as a race there.
+  // One lock around every load makes the order plain to it; loads are rare (once per zone).
+  std::lock_guard lock(mu);
+  if (auto it = zones.find(name); it != zones.end()) return it->second;
   absl::TimeZone tz;
   if (!absl::LoadTimeZone(std::string(name), &tz)) return std::nullopt;
-  std::lock_guard lock(mu);
   zones.emplace(std::string(name), tz);
   return tz;
 }

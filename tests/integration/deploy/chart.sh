@@ -40,9 +40,10 @@ reject agent.bogus=1 "at '/agent': additional properties 'bogus' not allowed"
 reject controller.leaseDuration=soon "at '/controller/leaseDuration'"
 reject image.pullPolicy=Sometimes "at '/image/pullPolicy'"
 
-# The recipe library's reference to this chart must be true (name, version, OCI location).
+# The recipe library's reference to this chart must be true: the chart is built into gpufleet
+# (embedded from deploy/chart at build time, carried by every bundle), named and versioned as here.
 entry="$(awk '/^  gpufleet:/{f=1;next} f&&/^  [a-z]/{f=0} f' "$repo/data/recipes/registry.yaml")"
-grep -q 'repository: oci://ghcr.io/gpufleet/charts$' <<<"$entry" || fail "registry.yaml gpufleet entry is not at oci://ghcr.io/gpufleet/charts"
+grep -q 'repository: builtin$' <<<"$entry" || fail "registry.yaml gpufleet entry is not 'repository: builtin' (the chart bundles carry from deploy/chart)"
 chart_name="$(sed -n 's/^name: //p' "$chart/Chart.yaml")"
 chart_version="$(sed -n 's/^version: //p' "$chart/Chart.yaml")"
 grep -q "name: $chart_name\$" <<<"$entry" || fail "registry.yaml names the chart differently from Chart.yaml ($chart_name)"
