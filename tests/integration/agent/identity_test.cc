@@ -97,6 +97,13 @@ TEST(AgentIdentity, AgentOfNodeAIsDeniedNodeBAndAllowedItsOwn) {
   capture(k + " wait --for=condition=Established --timeout=30s crd/nodehealths.gpufleet.io");
   capture(k + " apply --server-side --force-conflicts --field-manager=agent-it -f " + src +
           "/deploy/admission/agent-node-identity.yaml");
+  // The policy is cluster-wide: leaving it would make the next `helm install` of the chart
+  // (recipe_bundle_verify) refuse to adopt an object Helm does not own.
+  struct RemovePolicy {
+    std::string cmd;
+    ~RemovePolicy() { (void)::system(cmd.c_str()); }
+  } remove_policy{k + " delete --ignore-not-found -f " + src +
+                  "/deploy/admission/agent-node-identity.yaml >/dev/null 2>&1"};
 
   kube::Client admin(admin_config());
   kube::testing::TestNamespace ns(admin, "agent-id");
