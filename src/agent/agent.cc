@@ -107,6 +107,7 @@ Agent::~Agent() = default;
 std::uint64_t Agent::record(std::string_view kind, const core::Value& payload) {
   BatchEmitter e;
   e.emit(kind, payload);
+  std::lock_guard journal_lock(journal_mu_);
   auto id = journal_.append(e.items[0].first, e.items[0].second);
   note_appended(id, 1);
   std::lock_guard lock(stats_mu_);
@@ -133,6 +134,7 @@ Clock::time_point Agent::tick(Clock::time_point now) {
         std::vector<NewRecord> batch;
         batch.reserve(out.items.size());
         for (const auto& [k, p] : out.items) batch.push_back({k, p});
+        std::lock_guard journal_lock(journal_mu_);
         note_appended(journal_.append_batch(batch), batch.size());
         std::lock_guard lock(stats_mu_);
         stats_.emitted += batch.size();
@@ -142,7 +144,10 @@ Clock::time_point Agent::tick(Clock::time_point now) {
     next = std::min(next, m.due);
   }
   deliver(now);
-  const JournalStats js = journal_.stats();
+  const JournalStats js = [&] {
+    std::lock_guard journal_lock(journal_mu_);
+    return journal_.stats();
+  }();
   if (js.last_id > js.acked_id) next = std::min(next, backoff_.count() > 0 ? retry_at_ : now);
   std::lock_guard lock(stats_mu_);
   stats_.journal = js;  // a copy: stats() runs on other threads, the journal is not thread-safe
@@ -151,7 +156,11 @@ Clock::time_point Agent::tick(Clock::time_point now) {
 
 void Agent::deliver(Clock::time_point now) {
   if (now < retry_at_) return;
-  auto pending = journal_.pending(options_.delivery_batch);
+  std::vector<Record> pending;
+  {
+    std::lock_guard journal_lock(journal_mu_);
+    pending = journal_.pending(options_.delivery_batch);
+  }
   if (pending.empty()) return;
   AgentMetrics* m = options_.metrics;
   const auto started = Clock::now();
@@ -168,6 +177,7 @@ void Agent::deliver(Clock::time_point now) {
     }
     if (m != nullptr) m->delivery_duration.observe(seconds_since(started));
     if (n > 0) {
+      std::lock_guard journal_lock(journal_mu_);
       journal_.ack(pending[n - 1].id);
       note_acked(pending[n - 1].id);
     }

@@ -76,8 +76,10 @@ class Agent {
   // next wants to run. Not thread-safe: AgentPool runs one tick of an agent at a time.
   Clock::time_point tick(Clock::time_point now);
 
-  // Journals one record now (for plug-ins outside the monitor loop, e.g. host steps). Same
-  // thread rules as tick().
+  // Journals one record now (for plug-ins outside the monitor loop, e.g. host steps and
+  // remediation). Thread-safe: it may run while another thread is in tick() (the journal is
+  // guarded by a lock that tick() holds only around journal operations, never while it
+  // delivers).
   std::uint64_t record(std::string_view kind, const core::Value& payload);
 
   [[nodiscard]] const NodeIdentity& identity() const noexcept { return options_.node.identity; }
@@ -93,6 +95,8 @@ class Agent {
 
   AgentOptions options_;
   Sink& sink_;
+  // Guards journal_ and appended_at_: record() may be called from another thread than tick().
+  std::mutex journal_mu_;
   Journal journal_;
   std::vector<Running> monitors_;
   Clock::time_point retry_at_{};
