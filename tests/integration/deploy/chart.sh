@@ -26,7 +26,8 @@ trap cleanup EXIT
 [[ -x "$helm" ]] || fail "helm not found at $helm (tools/helm-lint/build.sh builds it; or set HELM_BIN)"
 
 "$helm" lint --strict "$chart" >"$work/lint" 2>&1 || fail "helm lint --strict: $(cat "$work/lint")"
-"$helm" lint --strict "$chart" --set agent.kernelLog=false --set serviceMonitor.enabled=true \
+"$helm" lint --strict "$chart" --set agent.kernelLog=false --set agent.remediation.enabled=false \
+  --set serviceMonitor.enabled=true \
   --set controllers.hostpkg.enabled=false >"$work/lint2" 2>&1 || fail "helm lint (options): $(cat "$work/lint2")"
 
 reject() {  # --set-arg expected-message
@@ -84,9 +85,14 @@ paths="$(q '{range .items[?(@.kind=="DaemonSet")]}{.spec.template.spec.volumes[*
 [[ "$paths" == "/dev/kmsg /sys /var/lib/gpufleet /run/nvidia" ]] || fail "agent host paths are '$paths', not the documented four"
 sa="$(q '{range .items[?(@.kind=="DaemonSet")]}{.spec.template.spec.serviceAccountName}{end}')"
 [[ "$sa" == gpufleet-agent ]] || fail "agent ServiceAccount is '$sa'; the admission policy matches gpufleet-agent"
-# Without the kernel log the agent is unprivileged and mounts no /dev/kmsg.
-"$helm" template gpufleet "$chart" -n "$ns" --kube-version "$kv" --set agent.kernelLog=false >"$work/nokmsg.yaml"
-grep -q 'privileged: true' "$work/nokmsg.yaml" && fail "agent.kernelLog=false still renders a privileged container"
+# Remediation (on by default) runs host commands through nsenter: host PID namespace, privileged.
+grep -q 'hostPID: true' "$work/all.yaml" || fail "agent with remediation on does not share the host PID namespace"
+# Without the kernel log and remediation the agent is unprivileged and mounts no /dev/kmsg.
+"$helm" template gpufleet "$chart" -n "$ns" --kube-version "$kv" --set agent.kernelLog=false \
+  --set agent.remediation.enabled=false >"$work/nokmsg.yaml"
+grep -q 'privileged: true' "$work/nokmsg.yaml" && fail "agent.kernelLog=false, agent.remediation.enabled=false still renders a privileged container"
+grep -q 'hostPID' "$work/nokmsg.yaml" && fail "agent.remediation.enabled=false still shares the host PID namespace"
+grep -q -- '--remediation=off' "$work/nokmsg.yaml" || fail "agent.remediation.enabled=false does not pass --remediation=off"
 grep -q '/dev/kmsg' "$work/nokmsg.yaml" && fail "agent.kernelLog=false still mounts /dev/kmsg"
 "$helm" template gpufleet "$chart" -n "$ns" --kube-version "$kv" --set serviceMonitor.enabled=true >"$work/sm.yaml"
 [[ "$(grep -c '^kind: ServiceMonitor' "$work/sm.yaml")" == 3 ]] || fail "serviceMonitor.enabled=true should render one ServiceMonitor per controller"

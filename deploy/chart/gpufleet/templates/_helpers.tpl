@@ -132,9 +132,11 @@ Cluster-wide rules here; leader election Leases are a Role in the release namesp
 - apiGroups: [gpufleet.io]
   resources: [hostpackagesets]
   verbs: [get, list, watch]
+# Its own Node: sentinel's remediation request is an annotation on it. Watched with a field
+# selector on the node's name, which still needs list and watch.
 - apiGroups: [""]
   resources: [nodes]
-  verbs: [get]
+  verbs: [get, list, watch]
 - apiGroups: [events.k8s.io]
   resources: [events]
   verbs: [create, patch]
