@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "agent/remediation.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "kube/errors.h"
@@ -107,6 +108,26 @@ void fold_health(core::Value& status, const Record& r, const core::Value& p) {
   if (list.size() > kMaxHistory) list.erase(list.begin(), list.end() - kMaxHistory);
 }
 
+// The last remediation request the agent took and what came of it (status.remediation).
+void fold_remediation(core::Value& status, const Record& r, const core::Value& p) {
+  std::string state;
+  if (r.kind == kRemediationStartedKind) state = "Started";
+  if (r.kind == kRemediationSucceededKind) state = "Succeeded";
+  if (r.kind == kRemediationFailedKind) state = "Failed";
+  if (r.kind == kRemediationRejectedKind) state = "Rejected";
+  if (state.empty()) return;  // a kind of a later agent: nothing to show here
+  core::Value v = core::Value::map();
+  if (auto i = p.get_string({"incident"}); !i.empty()) v["incident"] = std::string(i);
+  if (const core::Value* a = p.find("attempt"); a != nullptr && a->is_int()) v["attempt"] = *a;
+  if (auto a = p.get_string({"action"}); !a.empty()) v["action"] = std::string(a);
+  v["state"] = state;
+  if (auto m = p.get_string({"message"}); !m.empty()) v["message"] = bounded(m);
+  if (auto e = p.get_string({"error"}); !e.empty()) v["error"] = bounded(e);
+  v["recordId"] = static_cast<std::int64_t>(r.id);
+  if (auto t = p.get_string({"time"}); !t.empty()) v["time"] = std::string(t);
+  status["remediation"] = std::move(v);
+}
+
 }  // namespace
 
 std::size_t fold_records(core::Value& status, std::span<const Record> records) {
@@ -125,6 +146,8 @@ std::size_t fold_records(core::Value& status, std::span<const Record> records) {
       fold_health(status, r, p);
     } else if (r.kind == kBootKind && p.is_map()) {
       status["bootID"] = std::string(p.get_string({"bootId"}));
+    } else if (r.kind.starts_with("remediation.") && p.is_map()) {
+      fold_remediation(status, r, p);
     } else if (r.kind == kCompactedKind && p.is_map()) {
       // Records the journal had to summarise (over its byte bound during a long outage).
       if (const auto* counts = p.find("counts"); counts != nullptr && counts->is_map()) {
@@ -133,7 +156,8 @@ std::size_t fold_records(core::Value& status, std::span<const Record> records) {
         for (const auto& [k, n] : counts->as_map()) total[k] = int_of(total.find(k)) + int_of(&n);
       }
     }
-    // Other kinds belong to other targets; they still advance the mark.
+    // Other kinds belong to other targets (or a later agent): not an error, they only advance
+    // the mark.
     last = static_cast<std::int64_t>(r.id);
     ++changed;
   }

@@ -8,12 +8,14 @@
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <set>
 #include <thread>
 
 #include "agent/agent.h"
 #include "agent/metrics.h"
 #include "agent/nodehealth.h"
+#include "agent/remediation.h"
 #include "cli/command.h"
 #include "core/duration.h"
 #include "core/errors.h"
@@ -21,6 +23,8 @@
 #include "core/log.h"
 #include "kube/client.h"
 #include "kube/config.h"
+#include "kube/informer.h"
+#include "sim/control_inbox.h"
 
 namespace gpufleet::cli {
 namespace {
@@ -58,6 +62,37 @@ std::unique_ptr<core::HttpServer> serve_metrics(const std::string& address,
   }
 }
 
+// Remediation in simulation: the same parse, ledger and journal as on a real node, but the
+// "host command" is the simulator's control inbox (as `gpufleet sim inject` would), so the
+// simulated node really reboots (its boot id changes) or has its GPUs reset.
+class SimExecutor final : public agent::Executor {
+ public:
+  SimExecutor(std::string state_dir, std::string down)
+      : dir_(std::move(state_dir)), down_(std::move(down)) {}
+  agent::ExecResult execute(const agent::NodeIdentity& node,
+                            const agent::RemediationRequest& request) override {
+    core::Value ev = core::Value::map();
+    ev["node"] = node.node_name;
+    if (request.action == "reboot") {
+      ev["type"] = "reboot";
+      ev["down"] = down_;
+    } else {
+      ev["type"] = "gpuReset";
+    }
+    const std::string file = sim::submit_control_event(dir_, ev);
+    return {.ok = true,
+            .message = "asked the simulator for " + std::string(ev.get_string({"type"})) + " (" +
+                       std::filesystem::path(file).filename().string() + ")"};
+  }
+
+ private:
+  std::string dir_;
+  std::string down_;
+};
+
+constexpr const char* kDefaultRebootCommand = "nsenter -t 1 -m -u -i -n -p -- systemctl reboot";
+constexpr const char* kDefaultGpuResetCommand = "nsenter -t 1 -m -u -i -n -p -- nvidia-smi -r";
+
 struct AgentFlags {
   std::string node;
   std::string host_root = "/";
@@ -71,7 +106,36 @@ struct AgentFlags {
   std::string kubeconfig;
   std::string metrics_address = kDefaultAgentMetrics;
   bool list_plugins = false;
+  std::string remediation = "on";
+  std::string reboot_command = kDefaultRebootCommand;
+  std::string gpu_reset_command = kDefaultGpuResetCommand;
+  std::string remediation_timeout = "5m";
+  std::string sim_reboot_down = "5s";
 };
+
+// The executor --remediation and friends ask for; nullptr when off.
+std::unique_ptr<agent::Executor> make_executor(const AgentFlags& f) {
+  if (f.remediation == "off") return nullptr;
+  if (f.remediation != "on")
+    throw core::InvalidInput("--remediation=" + f.remediation +
+                             ": use on (carry out sentinel's remediation requests) or off");
+  if (!f.sim_state_dir.empty()) {
+    auto down = core::try_parse_duration(f.sim_reboot_down);
+    if (!down || down->count() < 0)
+      throw core::InvalidInput("--sim-reboot-down value \"" + f.sim_reboot_down +
+                               "\" is not a duration (e.g. 5s)");
+    return std::make_unique<SimExecutor>(f.sim_state_dir, f.sim_reboot_down);
+  }
+  agent::HostCommands c;
+  c.reboot = agent::split_command(f.reboot_command, "--reboot-command");
+  c.gpu_reset = agent::split_command(f.gpu_reset_command, "--gpu-reset-command");
+  auto timeout = core::try_parse_duration(f.remediation_timeout);
+  if (!timeout || timeout->count() <= 0)
+    throw core::InvalidInput("--remediation-timeout value \"" + f.remediation_timeout +
+                             "\" is not a positive duration (e.g. 5m)");
+  c.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*timeout);
+  return std::make_unique<agent::HostCommandExecutor>(std::move(c));
+}
 
 agent::AgentOptions options_for(const AgentFlags& f, const std::string& node,
                                 const std::filesystem::path& host_root,
@@ -142,23 +206,34 @@ void run_agent(const AgentFlags& f) {
       throw core::InvalidInput("--run-for value \"" + f.run_for +
                                "\" is not a positive duration (e.g. 30s, 5m)");
   }
+  std::unique_ptr<agent::Executor> executor = make_executor(f);
   kube::Client client(kube::load_default_config(f.kubeconfig));
   agent::NodeHealthSink sink(client);
   agent::AgentMetrics metrics;
   agent::AgentPool pool(f.threads);
+  // Remediation: one decision object per node, one thread for all of them, one Node watch.
+  std::vector<std::unique_ptr<agent::NodeRemediation>> remediations;
+  agent::RemediationService remediation;
   std::set<std::string> running;
+  auto add_agent = [&](const std::string& node, const std::filesystem::path& host,
+                       const std::filesystem::path& state) {
+    agent::Agent& a =
+        pool.add(std::make_unique<agent::Agent>(options_for(f, node, host, state, metrics), sink));
+    remediations.push_back(std::make_unique<agent::NodeRemediation>(
+        a.identity(), state, executor.get(),
+        [&a](std::string_view kind, const core::Value& payload) { a.record(kind, payload); }));
+    remediation.add_node(node, remediations.back().get());
+  };
   auto add_sim_nodes = [&] {
     const std::filesystem::path dir = f.sim_state_dir;
     for (const auto& node : sim_nodes(dir)) {
       if (!running.insert(node).second) continue;
       const auto host = dir / "nodes" / node;
-      pool.add(std::make_unique<agent::Agent>(
-          options_for(f, node, host, host / "var/lib/gpufleet/agent", metrics), sink));
+      add_agent(node, host, host / "var/lib/gpufleet/agent");
     }
   };
   if (f.sim_state_dir.empty()) {
-    pool.add(std::make_unique<agent::Agent>(
-        options_for(f, f.node, f.host_root, f.state_dir, metrics), sink));
+    add_agent(f.node, f.host_root, f.state_dir);
   } else {
     if (!std::filesystem::is_directory(std::filesystem::path(f.sim_state_dir) / "nodes"))
       throw core::InvalidInput("--sim-state-dir " + f.sim_state_dir +
@@ -166,9 +241,14 @@ void run_agent(const AgentFlags& f) {
                                f.sim_state_dir + "` first");
     add_sim_nodes();
   }
+  // One watch: this node's Node (field selector on its name) or, in simulation, every Node.
+  std::unique_ptr<kube::Informer> requests =
+      agent::watch_node_requests(client, f.sim_state_dir.empty() ? f.node : "", remediation);
   metrics.observe(pool);
   auto server = serve_metrics(f.metrics_address, pool);
-  core::log::info("agent: started", {{"nodes", pool.size()}, {"threads", f.threads}});
+  core::log::info("agent: started", {{"nodes", pool.size()},
+                                     {"threads", f.threads},
+                                     {"remediation", executor ? "on" : "off"}});
   std::signal(SIGINT, on_agent_signal);
   std::signal(SIGTERM, on_agent_signal);
   const auto start = std::chrono::steady_clock::now();
@@ -189,6 +269,8 @@ void run_agent(const AgentFlags& f) {
     }
   }
   if (server) server->stop();
+  requests->stop();
+  remediation.stop();  // waits for an action in progress (its own timeout bounds it)
   pool.stop();
   print_summary(pool);
 }
@@ -219,6 +301,22 @@ void setup_agent(CLI::App& root) {
                   "kubeconfig (default: $KUBECONFIG, ~/.kube/config, then in-cluster)");
   cmd->add_option("--metrics-address", flags->metrics_address,
                   "host:port for /metrics, /healthz, /readyz (loopback; \"\" = none)")
+      ->capture_default_str();
+  cmd->add_option("--remediation", flags->remediation,
+                  "carry out sentinel's remediation requests (Node annotation "
+                  "sentinel.gpufleet.io/remediation-request): on or off")
+      ->capture_default_str();
+  cmd->add_option("--reboot-command", flags->reboot_command,
+                  "host command for a reboot (split into words, no shell)")
+      ->capture_default_str();
+  cmd->add_option("--gpu-reset-command", flags->gpu_reset_command,
+                  "host command for a GPU reset (every GPU of the node; no shell)")
+      ->capture_default_str();
+  cmd->add_option("--remediation-timeout", flags->remediation_timeout,
+                  "a remediation command running longer is killed and reported failed")
+      ->capture_default_str();
+  cmd->add_option("--sim-reboot-down", flags->sim_reboot_down,
+                  "with --sim-state-dir: how long a requested reboot keeps the node down")
       ->capture_default_str();
   cmd->add_flag("--list-plugins", flags->list_plugins,
                 "print the registered monitors and host steps");

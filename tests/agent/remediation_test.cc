@@ -13,6 +13,7 @@
 
 #include "agent/agent.h"
 #include "agent/journal.h"
+#include "agent/nodehealth.h"
 #include "core/errors.h"
 #include "core/json.h"
 
@@ -385,6 +386,41 @@ TEST(RemediationService, OneThreadManyNodesThroughTheAgentJournal) {
     EXPECT_NE(std::find(kinds.begin(), kinds.end(), std::string(kRemediationStartedKind)),
               kinds.end());
   }
+}
+
+}  // namespace
+}  // namespace gpufleet::agent
+
+namespace gpufleet::agent {
+namespace {
+
+TEST(FoldRecords, RemediationRecordsShowInStatusAndUnknownKindsOnlyAdvanceTheMark) {
+  core::Value status = core::Value::map();
+  std::vector<Record> records = {
+      {1, std::string(kRemediationStartedKind),
+       R"({"incident":"inc-a","attempt":1,"action":"reboot","message":"reboot started",)"
+       R"("time":"2026-12-01T04:00:00.000000Z"})"},
+      {2, "some.future.kind", R"({"x":1})"},
+      {3, std::string(kRemediationFailedKind),
+       R"({"incident":"inc-a","attempt":1,"action":"reboot","message":"reboot failed",)"
+       R"("error":"exit status 1; output: boom"})"},
+  };
+  EXPECT_EQ(fold_records(status, records), 3u);
+  EXPECT_EQ(status.find("lastAppliedRecordId")->as_int(), 3);
+  EXPECT_EQ(status.find("rejectedRecords"), nullptr);
+  const core::Value* rem = status.find("remediation");
+  ASSERT_NE(rem, nullptr);
+  EXPECT_EQ(rem->get_string({"state"}), "Failed");
+  EXPECT_EQ(rem->get_string({"incident"}), "inc-a");
+  EXPECT_EQ(rem->find("attempt")->as_int(), 1);
+  EXPECT_EQ(rem->get_string({"error"}), "exit status 1; output: boom");
+  EXPECT_EQ(rem->find("recordId")->as_int(), 3);
+  std::vector<Record> rejected = {
+      {4, std::string(kRemediationRejectedKind),
+       R"({"annotation":"{}","error":"missing field \"incident\"","message":"rejected"})"}};
+  fold_records(status, rejected);
+  EXPECT_EQ(status.get_string({"remediation", "state"}), "Rejected");
+  EXPECT_EQ(status.get({"remediation", "incident"}), nullptr);
 }
 
 }  // namespace
