@@ -98,4 +98,40 @@ done
 [[ "$(cat "$state/nodes/h100-00-01/proc/sys/kernel/random/boot_id")" != "$old" ]] || fail "simulated reboot did not change the boot id"
 run_agent_until "$work/agent2.log" 2 h100-00-01
 grep -q 'delivered=1 ' "$work/agent2.log" || fail "second run should deliver exactly the one boot record: $(grep status "$work/agent2.log")"
-echo "agent_sim: PASS ($nodes simulated nodes, one process; reboot journalled and delivered once across an agent restart)"
+
+# Remediation in simulation: sentinel's request on one Node (quarantined for that incident) makes
+# the agent — one Node watch for every simulated node — ask the simulator for a reboot, once:
+# the boot id changes, NodeHealth shows the outcome, and later changes of the Node (the same
+# request still on it) ask for nothing more.
+n=h100-00-02
+inc="$n-e2e"
+old="$(cat "$state/nodes/$n/proc/sys/kernel/random/boot_id")"
+reboots() { grep -l "node: $n" "$state"/control/done/* 2>/dev/null | xargs -r grep -l 'type: reboot' | wc -l; }
+"$gpufleet" agent --sim-state-dir "$state" --monitors kmsg-xid --run-for 90s --fsync=false \
+  --metrics-address "" --sim-reboot-down 1s >"$work/agent3.log" 2>&1 &
+pid=$!
+kubectl annotate node "$n" --overwrite \
+  "sentinel.gpufleet.io/quarantine={\"cordoned\":true,\"incident\":\"$inc\"}" \
+  "sentinel.gpufleet.io/remediation-request={\"incident\":\"$inc\",\"attempt\":1,\"action\":\"reboot\"}" >/dev/null
+for _ in $(seq 1 100); do
+  [[ "$(cat "$state/nodes/$n/proc/sys/kernel/random/boot_id")" != "$old" ]] && break
+  sleep 0.3
+done
+[[ "$(cat "$state/nodes/$n/proc/sys/kernel/random/boot_id")" != "$old" ]] \
+  || fail "the remediation request did not reboot $n: $(grep -i remediation "$work/agent3.log" | tail -3)"
+st=""
+for _ in $(seq 1 100); do
+  st="$(kubectl get nodehealth "$n" -o jsonpath='{.status.remediation.state}/{.status.remediation.incident}/{.status.remediation.attempt}')"
+  [[ "$st" == "Succeeded/$inc/1" ]] && break
+  sleep 0.3
+done
+[[ "$st" == "Succeeded/$inc/1" ]] || fail "NodeHealth $n status.remediation is '$st', not Succeeded/$inc/1"
+kubectl annotate node "$n" --overwrite gpufleet-test/touched=1 >/dev/null
+sleep 3
+kill -TERM "$pid" 2>/dev/null || true
+wait "$pid" || fail "agent exited non-zero: $(tail -5 "$work/agent3.log")"
+[[ "$(reboots)" == 1 ]] || fail "$n was asked to reboot $(reboots) times, not once"
+kubectl annotate node "$n" sentinel.gpufleet.io/quarantine- sentinel.gpufleet.io/remediation-request- \
+  gpufleet-test/touched- >/dev/null
+
+echo "agent_sim: PASS ($nodes simulated nodes, one process; reboot journalled and delivered once across an agent restart; a remediation request reboots its simulated node once)"
