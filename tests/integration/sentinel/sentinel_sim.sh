@@ -5,9 +5,15 @@
 # asks the simulator (its control inbox) for a reboot; the node really reboots (new boot id),
 # sentinel asks certify through a ValidationRequest, this test answers it as certify would,
 # and the node is released.
-# Usage: sentinel_sim.sh REPO_ROOT   (env: KUBECONFIG, GPUFLEET_BIN, KUBE_LOCAL_BIN)
+# With MODE `agent`, sentinel asks as it does on a real cluster — the Node annotation
+# sentinel.gpufleet.io/remediation-request — and the node agent carries the reboot out (through
+# the simulator's inbox, its executor in simulation), once.
+# Usage: sentinel_sim.sh REPO_ROOT [MODE]   (MODE: sim (default) or agent; env: KUBECONFIG,
+#        GPUFLEET_BIN, KUBE_LOCAL_BIN)
 set -euo pipefail
 repo="$1"
+mode="${2:-sim}"
+[[ $mode == sim || $mode == agent ]] || { echo "sentinel_sim: MODE '$mode': use sim or agent" >&2; exit 2; }
 gpufleet="$GPUFLEET_BIN"
 work="$(mktemp -d)"
 state="$work/sim"
@@ -69,11 +75,12 @@ spec:
 YAML
 
 "$gpufleet" agent --sim-state-dir "$state" --monitors kmsg-xid --fsync=false --run-for 120s \
-  >"$work/agent.log" 2>&1 &
+  --sim-reboot-down 2s >"$work/agent.log" 2>&1 &
 pids+=($!)
+remediate=(--set sentinel.sim-state-dir="$state" --set sentinel.sim-reboot-down=2s)
+[[ $mode == agent ]] && remediate=()  # the annotation, for the agent
 "$gpufleet" controller --controllers=sentinel --metrics-addr "" \
-  --set sentinel.policy=sentinel-sim --set sentinel.sim-state-dir="$state" \
-  --set sentinel.sim-reboot-down=2s >"$work/controller.log" 2>&1 &
+  --set sentinel.policy=sentinel-sim "${remediate[@]}" >"$work/controller.log" 2>&1 &
 pids+=($!)
 
 "$gpufleet" sim inject --state-dir "$state" --event "{node: $node, type: xid, gpu: 3, code: 79}" >/dev/null
@@ -100,6 +107,19 @@ boot_after=$(kubectl get node "$node" -o jsonpath='{.status.nodeInfo.bootID}')
 [[ $boot_after != "$boot_before" ]] || fail "$node did not reboot (boot id unchanged)"
 ls "$state/control/done" | grep -q . || fail "no control event applied by the simulator"
 grep -l 'type: reboot' "$state"/control/done/* >/dev/null || fail "no reboot in the simulator's control inbox"
+if [[ $mode == agent ]]; then
+  req=$(kubectl get node "$node" -o jsonpath='{.metadata.annotations.sentinel\.gpufleet\.io/remediation-request}')
+  grep -q '"action":"reboot"' <<<"$req" || fail "$node: no remediation request annotation: '$req'"
+  reboots=$(grep -l "node: $node" "$state"/control/done/* | xargs grep -l 'type: reboot' | wc -l)
+  ((reboots == 1)) || fail "$node: the agent asked the simulator for $reboots reboots, want 1"
+  st=""
+  for _ in $(seq 1 50); do
+    st=$(kubectl get nodehealth "$node" -o jsonpath='{.status.remediation.state}/{.status.remediation.action}')
+    [[ $st == Succeeded/reboot ]] && break
+    sleep 0.3
+  done
+  [[ $st == Succeeded/reboot ]] || fail "NodeHealth $node status.remediation is '$st', want Succeeded/reboot"
+fi
 
 # Play certify: the ValidationRequest passes.
 vr=$(kubectl get remediations -l "sentinel.gpufleet.io/node=$node" -o jsonpath='{.items[-1:].status.validationRequest}')
@@ -116,4 +136,4 @@ grep -q '"state":"Closed"' <<<"$status" || fail "sentinel status: breaker not Cl
 grep -qE '"Released":[1-9]' <<<"$status" || fail "sentinel status: no Released incident: $status"
 "$gpufleet" sentinel status --policy sentinel-sim | grep -q '^BREAKER  Closed' \
   || fail "sentinel status table has no breaker line"
-echo "sentinel_sim: PASS ($node: Xid 79 → cordon → drain → reboot $boot_before → $boot_after → validated → released)"
+echo "sentinel_sim: PASS ($mode: $node: Xid 79 → cordon → drain → reboot $boot_before → $boot_after → validated → released)"
