@@ -53,7 +53,12 @@ AgentMetrics::AgentMetrics(metrics::Registry& r)
       nodes(r.gauge("gpufleet_agent_nodes", "Node agents in this process.", {}).with({})),
       journal_bytes(r.gauge("gpufleet_agent_journal_bytes",
                             "Journal bytes on disk, all nodes of this process.", {})
-                        .with({})) {}
+                        .with({})),
+      remediation_requests(r.counter("gpufleet_agent_remediation_requests_total",
+                                     "Remediation requests (Node annotation) handled, by "
+                                     "outcome: Succeeded, Failed, Rejected, NotQuarantined, "
+                                     "AlreadyTaken, Stale, Disabled.",
+                                     {"outcome"})) {}
 
 void AgentMetrics::observe(const AgentPool& pool) {
   double sum = 0, max = 0, with = 0, count = 0, bytes = 0;

@@ -15,9 +15,12 @@
 //   gpufleet_agent_nodes_with_backlog                      nodes with undelivered records
 //   gpufleet_agent_nodes                                   agents in this process
 //   gpufleet_agent_journal_bytes                           journal bytes on disk, all nodes
+//   gpufleet_agent_remediation_requests_total{outcome}     remediation requests handled, by
+//       outcome (remediation.h's Outcome names: Succeeded, Failed, Rejected, Stale, ...)
 #pragma once
 
 #include <cstddef>
+#include <string_view>
 
 #include "core/metrics.h"
 
@@ -35,6 +38,12 @@ struct AgentMetrics {
       monitor_errors;
   core::metrics::Histogram::Handle delivery_duration, record_latency;
   core::metrics::Gauge::Handle backlog, backlog_max, nodes_with_backlog, nodes, journal_bytes;
+  core::metrics::Counter& remediation_requests;  // {outcome}
+
+  // Counts one handled remediation request (outcome_name() of remediation.h).
+  void remediation(std::string_view outcome) {
+    remediation_requests.with({outcome}).inc();
+  }
 
   // Sets the gauges from the pool's agents (call it every few seconds).
   void observe(const AgentPool& pool);

@@ -547,7 +547,8 @@ Outcome NodeRemediation::handle(std::string_view request_text, std::string_view 
 
 // ---- the service ----
 
-RemediationService::RemediationService() : thread_([this] { run(); }) {}
+RemediationService::RemediationService(std::function<void(Outcome)> on_outcome)
+    : on_outcome_(std::move(on_outcome)), thread_([this] { run(); }) {}
 
 RemediationService::~RemediationService() { stop(); }
 
@@ -631,6 +632,7 @@ void RemediationService::run() {
       core::log::error("agent: remediation request not handled",
                        {{"node", name}, {"error", e.what()}});
     }
+    if (outcome && *outcome != Outcome::None && on_outcome_) on_outcome_(*outcome);
     lock.lock();
     Slot& after = slots_[name];
     if (outcome) after.outcome = outcome;

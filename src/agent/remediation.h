@@ -206,7 +206,8 @@ class NodeRemediation {
 
 class RemediationService {
  public:
-  RemediationService();
+  // `on_outcome` (optional) is told each handled request's outcome, on the service's thread.
+  explicit RemediationService(std::function<void(Outcome)> on_outcome = {});
   ~RemediationService();  // stops
   RemediationService(const RemediationService&) = delete;
   RemediationService& operator=(const RemediationService&) = delete;
@@ -243,6 +244,7 @@ class RemediationService {
   std::deque<std::string> queue_;
   bool busy_ = false;
   bool stopping_ = false;
+  std::function<void(Outcome)> on_outcome_;
   std::thread thread_;
 };
 

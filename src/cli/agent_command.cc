@@ -213,7 +213,8 @@ void run_agent(const AgentFlags& f) {
   agent::AgentPool pool(f.threads);
   // Remediation: one decision object per node, one thread for all of them, one Node watch.
   std::vector<std::unique_ptr<agent::NodeRemediation>> remediations;
-  agent::RemediationService remediation;
+  agent::RemediationService remediation(
+      [&metrics](agent::Outcome o) { metrics.remediation(agent::outcome_name(o)); });
   std::set<std::string> running;
   auto add_agent = [&](const std::string& node, const std::filesystem::path& host,
                        const std::filesystem::path& state) {

@@ -359,7 +359,8 @@ TEST(RemediationService, OneThreadManyNodesThroughTheAgentJournal) {
                          [&agent](std::string_view kind, const core::Value& p) {
                            agent.record(kind, p);
                          });
-    RemediationService service;
+    std::vector<Outcome> outcomes;  // only the service's thread writes it; read after drain()
+    RemediationService service([&outcomes](Outcome o) { outcomes.push_back(o); });
     service.add_node("gpu-1", &node);
     // Many updates of the same Node (heartbeats) with the same request: one action.
     for (int i = 0; i < 50; ++i) service.offer("gpu-1", request("inc-a", 1), quarantine("inc-a"));
@@ -370,6 +371,7 @@ TEST(RemediationService, OneThreadManyNodesThroughTheAgentJournal) {
     service.drain();
     EXPECT_EQ(service.last_outcome("gpu-1"), Outcome::AlreadyTaken);
     service.stop();
+    EXPECT_EQ(outcomes, (std::vector<Outcome>{Outcome::Succeeded, Outcome::AlreadyTaken}));
     pool.stop();
   }
   std::ifstream in(marker);

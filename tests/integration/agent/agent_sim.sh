@@ -108,7 +108,7 @@ inc="$n-e2e"
 old="$(cat "$state/nodes/$n/proc/sys/kernel/random/boot_id")"
 reboots() { grep -l "node: $n" "$state"/control/done/* 2>/dev/null | xargs -r grep -l 'type: reboot' | wc -l; }
 "$gpufleet" agent --sim-state-dir "$state" --monitors kmsg-xid --run-for 90s --fsync=false \
-  --metrics-address "" --sim-reboot-down 1s >"$work/agent3.log" 2>&1 &
+  --metrics-address 127.0.0.1:0 --sim-reboot-down 1s >"$work/agent3.log" 2>&1 &
 pid=$!
 kubectl annotate node "$n" --overwrite \
   "sentinel.gpufleet.io/quarantine={\"cordoned\":true,\"incident\":\"$inc\"}" \
@@ -128,6 +128,10 @@ done
 [[ "$st" == "Succeeded/$inc/1" ]] || fail "NodeHealth $n status.remediation is '$st', not Succeeded/$inc/1"
 kubectl annotate node "$n" --overwrite gpufleet-test/touched=1 >/dev/null
 sleep 3
+url="$(grep -o 'url=http://127.0.0.1:[0-9]*' "$work/agent3.log" | head -1 | cut -d= -f2)"
+m="$(curl -sf "$url/metrics")" || fail "agent /metrics unreachable at '$url'"
+grep -qx 'gpufleet_agent_remediation_requests_total{outcome="Succeeded"} 1' <<<"$m" \
+  || fail "agent /metrics: want one Succeeded remediation: $(grep remediation <<<"$m")"
 kill -TERM "$pid" 2>/dev/null || true
 wait "$pid" || fail "agent exited non-zero: $(tail -5 "$work/agent3.log")"
 [[ "$(reboots)" == 1 ]] || fail "$n was asked to reboot $(reboots) times, not once"
