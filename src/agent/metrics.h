@@ -41,9 +41,7 @@ struct AgentMetrics {
   core::metrics::Counter& remediation_requests;  // {outcome}
 
   // Counts one handled remediation request (outcome_name() of remediation.h).
-  void remediation(std::string_view outcome) {
-    remediation_requests.with({outcome}).inc();
-  }
+  void remediation(std::string_view outcome) { remediation_requests.with({outcome}).inc(); }
 
   // Sets the gauges from the pool's agents (call it every few seconds).
   void observe(const AgentPool& pool);

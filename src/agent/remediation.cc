@@ -382,9 +382,8 @@ void RemediationLedger::record(const RemediationRequest& r) {
   e.time = core::Timestamp::now().to_rfc3339(core::TimestampPrecision::Seconds);
   e.seq = ++seq_;
   while (incidents_.size() > kMaxIncidents) {
-    auto oldest = std::min_element(incidents_.begin(), incidents_.end(), [](auto& a, auto& b) {
-      return a.second.seq < b.second.seq;
-    });
+    auto oldest = std::min_element(incidents_.begin(), incidents_.end(),
+                                   [](auto& a, auto& b) { return a.second.seq < b.second.seq; });
     incidents_.erase(oldest);
   }
   save();
@@ -474,8 +473,7 @@ Outcome NodeRemediation::handle(std::string_view request_text, std::string_view 
                          {"taken", ledger_.attempt_of(r.incident)}});
       }
       return Outcome::Stale;
-    case RemediationLedger::Verdict::New:
-      break;
+    case RemediationLedger::Verdict::New: break;
   }
   // Acted on only while sentinel's quarantine of the node names this incident: a request left
   // on the Node after its incident ended is never carried out (not even by an agent whose
@@ -483,8 +481,7 @@ Outcome NodeRemediation::handle(std::string_view request_text, std::string_view 
   std::string quarantined_for;
   if (!quarantine_text.empty()) {
     try {
-      quarantined_for =
-          std::string(core::parse_json(quarantine_text).get_string({"incident"}));
+      quarantined_for = std::string(core::parse_json(quarantine_text).get_string({"incident"}));
     } catch (const std::exception&) {
       quarantined_for.clear();
     }
@@ -653,9 +650,7 @@ std::unique_ptr<kube::Informer> watch_node_requests(kube::Client& client,
   auto informer = std::make_unique<kube::Informer>(client, std::move(o));
   kube::EventHandlers h;
   h.on_add = [&service](const core::Value& obj) { service.offer_node(obj); };
-  h.on_update = [&service](const core::Value&, const core::Value& obj) {
-    service.offer_node(obj);
-  };
+  h.on_update = [&service](const core::Value&, const core::Value& obj) { service.offer_node(obj); };
   informer->add_handlers(std::move(h));
   informer->start();
   return informer;

@@ -109,10 +109,10 @@ class Executor {
 struct HostCommands {
   // The defaults run the host's own tools from the agent's container: they need the pod to
   // share the host's PID namespace and to be privileged (nsenter into PID 1's namespaces).
-  std::vector<std::string> reboot = {"nsenter", "-t", "1", "-m", "-u", "-i",
+  std::vector<std::string> reboot = {"nsenter", "-t", "1",  "-m",        "-u",    "-i",
                                      "-n",      "-p", "--", "systemctl", "reboot"};
   // No GPU in the request: the reset covers every GPU of the node (the node is drained).
-  std::vector<std::string> gpu_reset = {"nsenter", "-t", "1", "-m", "-u", "-i",
+  std::vector<std::string> gpu_reset = {"nsenter", "-t", "1",  "-m",         "-u", "-i",
                                         "-n",      "-p", "--", "nvidia-smi", "-r"};
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
 };
@@ -165,14 +165,14 @@ class RemediationLedger {
 
 // What a request led to (for tests and logs).
 enum class Outcome {
-  None,          // no request on the node
-  Rejected,      // malformed request: journalled (once) and nothing done
+  None,            // no request on the node
+  Rejected,        // malformed request: journalled (once) and nothing done
   NotQuarantined,  // the node's quarantine does not name the incident: a stale request, ignored
-  AlreadyTaken,  // recorded before: nothing done
-  Stale,         // older than the newest attempt taken for the incident: nothing done
-  Disabled,      // --remediation=off: journalled once per request, nothing done
-  Succeeded,     // executed, the executor reported success
-  Failed,        // executed, the executor reported failure (journalled)
+  AlreadyTaken,    // recorded before: nothing done
+  Stale,           // older than the newest attempt taken for the incident: nothing done
+  Disabled,        // --remediation=off: journalled once per request, nothing done
+  Succeeded,       // executed, the executor reported success
+  Failed,          // executed, the executor reported failure (journalled)
 };
 std::string_view outcome_name(Outcome o);
 
@@ -217,8 +217,7 @@ class RemediationService {
   // Thread-safe and cheap (the informer's thread calls it for every Node change): the node's
   // current annotations; queued only when they differ from the last ones offered. Unknown
   // nodes (not added yet) are ignored until their next change.
-  void offer(const std::string& node_name, std::string request_text,
-             std::string quarantine_text);
+  void offer(const std::string& node_name, std::string request_text, std::string quarantine_text);
   // Same, from a Node object (metadata.annotations).
   void offer_node(const core::Value& node);
   // Waits until every offer made so far is handled (tests).

@@ -247,9 +247,9 @@ void run_agent(const AgentFlags& f) {
       agent::watch_node_requests(client, f.sim_state_dir.empty() ? f.node : "", remediation);
   metrics.observe(pool);
   auto server = serve_metrics(f.metrics_address, pool);
-  core::log::info("agent: started", {{"nodes", pool.size()},
-                                     {"threads", f.threads},
-                                     {"remediation", executor ? "on" : "off"}});
+  core::log::info(
+      "agent: started",
+      {{"nodes", pool.size()}, {"threads", f.threads}, {"remediation", executor ? "on" : "off"}});
   std::signal(SIGINT, on_agent_signal);
   std::signal(SIGTERM, on_agent_signal);
   const auto start = std::chrono::steady_clock::now();

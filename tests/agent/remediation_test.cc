@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <iterator>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -74,8 +74,7 @@ TEST(RemediationRequest, EachBadInputNamesTheFieldAndValue) {
       {R"({"incident":"i","attempt":1})", {"missing field \"action\""}},
       {R"({"incident":"i","attempt":1,"action":"powercycle"})",
        {"\"action\" is \"powercycle\"", "\"reboot\" or \"gpu-reset\""}},
-      {R"({"incident":"i","attempt":1,"action":"reboot","gpu":0})",
-       {"unknown field \"gpu\""}},
+      {R"({"incident":"i","attempt":1,"action":"reboot","gpu":0})", {"unknown field \"gpu\""}},
       {std::string(5000, ' '), {"5000 bytes"}},
   };
   for (const auto& c : cases) {
@@ -112,8 +111,9 @@ TEST(RunCommand, ExitCodesOutputTailAndTimeout) {
   EXPECT_NE(out.output.find("to-stdout"), std::string::npos);
   EXPECT_NE(out.output.find("to-stderr"), std::string::npos);
 
-  auto tail = run_command({"/bin/sh", "-c", "i=0; while [ $i -lt 2000 ]; do echo line$i; "
-                                            "i=$((i+1)); done; exit 2"},
+  auto tail = run_command({"/bin/sh", "-c",
+                           "i=0; while [ $i -lt 2000 ]; do echo line$i; "
+                           "i=$((i+1)); done; exit 2"},
                           10s, 64);
   EXPECT_LE(tail.output.size(), 64u);
   EXPECT_NE(tail.output.find("line1999"), std::string::npos) << tail.output;
@@ -355,10 +355,9 @@ TEST(RemediationService, OneThreadManyNodesThroughTheAgentJournal) {
   {
     AgentPool pool(1);
     Agent& agent = pool.add(std::make_unique<Agent>(o, sink));
-    NodeRemediation node(agent.identity(), o.node.state_dir, &exec,
-                         [&agent](std::string_view kind, const core::Value& p) {
-                           agent.record(kind, p);
-                         });
+    NodeRemediation node(
+        agent.identity(), o.node.state_dir, &exec,
+        [&agent](std::string_view kind, const core::Value& p) { agent.record(kind, p); });
     std::vector<Outcome> outcomes;  // only the service's thread writes it; read after drain()
     RemediationService service([&outcomes](Outcome o) { outcomes.push_back(o); });
     service.add_node("gpu-1", &node);

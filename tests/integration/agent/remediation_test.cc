@@ -4,8 +4,8 @@
 // sentinel.gpufleet.io/remediation-request appears, and reports through its journal to
 // NodeHealth status.remediation. Re-patching the same request, other changes of the Node and a
 // restart of the agent do not run it again; a higher attempt does; an older one never does.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -172,11 +172,24 @@ TEST(AgentRemediation, RunsTheHostCommandOncePerIncidentAndAttempt) {
   const fs::path script = dir.path() / "reboot.sh";
   std::ofstream(script) << "echo reboot >> '" << marker.string() << "'\n";
   fs::create_directories(dir.path() / "host");
-  const std::vector<std::string> args = {
-      "--node", node, "--kubeconfig", kc, "--host-root", (dir.path() / "host").string(),
-      "--state-dir", (dir.path() / "state").string(), "--metrics-address", "", "--fsync",
-      "false", "--reboot-command", "/bin/sh " + script.string(), "--gpu-reset-command",
-      "/bin/sh -c 'echo no GPU here >&2; exit 3'", "--remediation-timeout", "10s"};
+  const std::vector<std::string> args = {"--node",
+                                         node,
+                                         "--kubeconfig",
+                                         kc,
+                                         "--host-root",
+                                         (dir.path() / "host").string(),
+                                         "--state-dir",
+                                         (dir.path() / "state").string(),
+                                         "--metrics-address",
+                                         "",
+                                         "--fsync",
+                                         "false",
+                                         "--reboot-command",
+                                         "/bin/sh " + script.string(),
+                                         "--gpu-reset-command",
+                                         "/bin/sh -c 'echo no GPU here >&2; exit 3'",
+                                         "--remediation-timeout",
+                                         "10s"};
   const fs::path log = dir.path() / "agent.log";
 
   auto patch_request = [&](const std::string& text) {
