@@ -114,7 +114,8 @@ RolloutPlan plan_rollout(const RolloutInput& in) {
         cls = Class::Failed;
       } else {
         std::string reason;
-        NodeNeed need = rec.state == NodeState::Done && rec.rollout == desired.target
+        NodeNeed need = rec.state == NodeState::Done && rec.rollout == desired.target &&
+                                rec.reapply.empty()
                             ? NodeNeed::UpToDate  // finished this very change: nothing to plan
                             : node_need(desired, rec, &reason);
         if (need == NodeNeed::Blocked) {
