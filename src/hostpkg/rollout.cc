@@ -159,7 +159,10 @@ RolloutPlan plan_rollout(const RolloutInput& in) {
     }
     if (cls != Class::Done) any_unfinished = true;
     const NodeRecord* rec = n->record;
-    if (rec != nullptr && cls != Class::Malformed && rec->rollout == desired.target &&
+    // A node sent back by onDrift: Reapply (pending again at the same target) left its old
+    // batch: it is not a failure of that batch, and it starts in a new one.
+    if (rec != nullptr && cls != Class::Malformed && cls != Class::Pending &&
+        rec->rollout == desired.target &&
         rec->epoch == in.reset_epoch && rec->batch >= 0) {
       BatchCount& b = w.batches[rec->batch];
       ++b.started;

@@ -226,13 +226,21 @@ TEST(Reverify, ReapplySendsThePackageBackThroughTheRollout) {
   other.facts.name = "n2";
   NodeRecord other_rec = done_record(d);
   other.record = &other_rec;
+  other_rec.batch = 0;
+  r.batch = 1;  // the last batch of the first rollout
   std::vector<NodeInput> nodes{in, other};
+  DeploymentPolicy strict = testing::policy_from_yaml(
+      "  default:\n    budget: {count: 1}\n"
+      "    strategy: {fixed: {initialBatch: 1, failureThreshold: 1, safetyLimit: 0}}\n");
   RolloutInput ri;
   ri.set = &set;
+  ri.policy = &strict;
   ri.nodes = nodes;
   RolloutPlan plan = plan_rollout(ri);
+  EXPECT_FALSE(plan.stopped) << "leaving its batch is not a failed batch";
   ASSERT_EQ(plan.start.size(), 1u);
   EXPECT_EQ(plan.start[0].node, "n1");
+  EXPECT_EQ(plan.start[0].batch, 2) << "a new batch";
   EXPECT_FALSE(plan.complete);
 
   // Only the drifted package is applied again (its config and interrupt with it, then its

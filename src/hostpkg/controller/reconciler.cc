@@ -615,14 +615,14 @@ std::int64_t HostPkgReconciler::reverify(Pass& p) {
   for (std::size_t i = 0; i < p.nodes.size(); ++i) {
     const NodeScan& n = p.nodes[i];
     const NodeRecord* seen_rec = p.inputs[i].record;
-    if (seen_rec == nullptr || !p.set.node_selector.matches(n.labels)) continue;
+    if (seen_rec == nullptr || !p.set.node_selector.matches(n.labels) || !enabled) continue;
     if (seen_rec->drift) {
       ++p.drifted;
       if (p.drift_messages.size() < kMaxNamedNodes)
         p.drift_messages.push_back(n.name + ": " + seen_rec->drift->package + ": " +
                                    seen_rec->drift->message);
     }
-    if (!enabled || !reverify_eligible(*seen_rec, p.desired)) continue;
+    if (!reverify_eligible(*seen_rec, p.desired)) continue;
     const bool reapply = p.set.reverify.on_drift == DriftAction::Reapply && seen_rec->drift &&
                          p.set.find(seen_rec->drift->package) != nullptr;
     std::int64_t due = reverify_due(*seen_rec, set_name, n.name, interval);
