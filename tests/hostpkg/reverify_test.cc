@@ -240,7 +240,7 @@ TEST(Reverify, ReapplySendsThePackageBackThroughTheRollout) {
   EXPECT_FALSE(plan.stopped) << "leaving its batch is not a failed batch";
   ASSERT_EQ(plan.start.size(), 1u);
   EXPECT_EQ(plan.start[0].node, "n1");
-  EXPECT_EQ(plan.start[0].batch, 2) << "a new batch";
+  EXPECT_EQ(plan.start[0].batch, 1) << "the batch after the last closed one (n1 left batch 1)";
   EXPECT_FALSE(plan.complete);
 
   // Only the drifted package is applied again (its config and interrupt with it, then its

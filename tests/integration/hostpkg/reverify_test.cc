@@ -1,0 +1,149 @@
+// Re-verification (spec.reverify) on kube-local + the simulator: a node that finished the set
+// drifts (its sysctl is changed behind hostpkg's back); the periodic check catches it without
+// cordoning the node, the set reports Drifted naming the node, the package and the check's
+// message (onDrift: Report re-applies nothing); switched to Reapply, the node goes back through
+// the rollout, the package is applied again, the host is repaired and Drifted clears.
+//
+// The controller runs with hostpkg.reverify-interval=1s (the test override of the schema's 1m
+// minimum, docs/hostpkg.md); the sets say 1h.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "core/json.h"
+#include "hostpkg/controller/record_store.h"
+#include "hostpkg_env.h"
+#include "kube/api/objects.h"
+#include "sim/host_step.h"
+#include "sim/scenario.h"
+
+namespace gpufleet::hostpkg::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string set_yaml(HostPkgEnv& env, const std::string& on_drift) {
+  return "apiVersion: gpufleet.io/v1alpha1\nkind: HostPackageSet\nmetadata: {name: drift}\n"
+         "spec:\n  nodeSelector:\n    matchExpressions:\n    - {key: kubernetes.io/hostname, "
+         "operator: In, values: " +
+         env.node_list(0, 2) + "}\n  reverify: {interval: 1h, onDrift: " + on_drift +
+         "}\n  packages:\n    tune:\n      version: 1.0.0\n      image: example.com/tune\n";
+}
+
+std::string dump(HostPkgEnv& env) {
+  core::Value s = env.get_set("drift");
+  const core::Value* st = s.get({"status"});
+  return st != nullptr ? core::to_json(*st) : "(no status)";
+}
+
+int count(const std::optional<std::string>& text, const std::string& needle) {
+  int n = 0;
+  if (!text) return 0;
+  for (auto pos = text->find(needle); pos != std::string::npos; pos = text->find(needle, pos + 1))
+    ++n;
+  return n;
+}
+
+NodeRecord record_of(HostPkgEnv& env, int i) {
+  RecordRead rr = read_record(env.get_node(env.node(i)), "drift");
+  if (!rr.record) throw std::runtime_error("no record: " + rr.error);
+  return *rr.record;
+}
+
+TEST(HostPkgReverify, ReportsDriftThenReapplyRepairs) {
+  HostPkgEnv env(2, false);
+  env.reverify_interval = 1s;
+  env.start_controller();
+  const std::string n0 = env.node(0), n1 = env.node(1);
+  env.apply(set_yaml(env, "Report"));
+  ASSERT_TRUE(HostPkgEnv::eventually(
+      [&] { return env.get_set("drift").get_string({"status", "phase"}) == "Complete"; }, 30s))
+      << dump(env);
+  ASSERT_EQ(env.sim().host_read(n0, "/proc/sys/vm/max_map_count").value_or(""), "1048576\n");
+
+  // The checks run again on both nodes and pass: the record moves `verified` forward.
+  std::int64_t first = record_of(env, 0).verified;
+  EXPECT_GT(first, 0) << "done stamps the verification time";
+  ASSERT_TRUE(HostPkgEnv::eventually(
+      [&] {
+        return count(env.sim().host_read(n0, sim::kHostStepHistory), "tune/verify/") > 0 &&
+               count(env.sim().host_read(n1, sim::kHostStepHistory), "tune/verify/") > 0;
+      },
+      15s));
+  EXPECT_EQ(condition(env.get_set("drift"), "Drifted").status, "False") << dump(env);
+  EXPECT_EQ(condition(env.get_set("drift"), "Drifted").reason, "NoDrift");
+
+  // Someone edits node 0's host behind hostpkg's back.
+  std::atomic<bool> cordoned{false}, watching{true};
+  std::thread watch([&] {
+    while (watching) {
+      try {
+        if (kube::node::unschedulable(env.get_node(n0))) cordoned = true;
+      } catch (const std::exception&) {
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+  });
+  sim::SimEvent drift;
+  drift.kind = sim::EventKind::Host;
+  drift.nodes = {n0};
+  drift.host.sysctls = {{"vm.max_map_count", "65530"}};
+  drift.host.persist = false;
+  env.sim().inject(drift);
+
+  // Report: Drifted names the node, the package and what the check said; nothing else moves.
+  ASSERT_TRUE(HostPkgEnv::eventually(
+      [&] {
+        core::Value s = env.get_set("drift");
+        return status_int(s, "drifted") == 1 && condition(s, "Drifted").status == "True";
+      },
+      15s))
+      << dump(env);
+  Cond d = condition(env.get_set("drift"), "Drifted");
+  EXPECT_EQ(d.reason, "ChecksFailed");
+  EXPECT_NE(d.message.find(n0 + ": tune: "), std::string::npos) << d.message;
+  EXPECT_NE(d.message.find("vm.max_map_count is 65530, want 1048576"), std::string::npos)
+      << d.message;
+  NodeRecord r0 = record_of(env, 0);
+  ASSERT_TRUE(r0.drift);
+  EXPECT_EQ(r0.drift->package, "tune");
+  EXPECT_EQ(r0.state, NodeState::Done);
+  EXPECT_TRUE(r0.reapply.empty()) << "Report re-applies nothing";
+  EXPECT_FALSE(record_of(env, 1).drift) << "node 1 did not drift";
+  std::this_thread::sleep_for(2s);  // two more rounds: still only reported
+  EXPECT_EQ(count(env.sim().host_read(n0, sim::kHostStepHistory), "tune/apply/"), 1);
+  EXPECT_EQ(env.sim().host_read(n0, "/proc/sys/vm/max_map_count").value_or(""), "65530\n");
+  EXPECT_EQ(env.get_set("drift").get_string({"status", "phase"}), "Complete") << dump(env);
+  watching = false;
+  watch.join();
+  EXPECT_FALSE(cordoned) << "checking cordoned the node";
+
+  // Reapply: the drifted node goes through the rollout again and is repaired.
+  env.apply(set_yaml(env, "Reapply"));
+  ASSERT_TRUE(HostPkgEnv::eventually(
+      [&] {
+        core::Value s = env.get_set("drift");
+        return s.get_string({"status", "phase"}) == "Complete" &&
+               status_int(s, "drifted") == 0 && condition(s, "Drifted").status == "False" &&
+               count(env.sim().host_read(n0, sim::kHostStepHistory), "tune/apply/") == 2;
+      },
+      30s))
+      << dump(env);
+  EXPECT_EQ(env.sim().host_read(n0, "/proc/sys/vm/max_map_count").value_or(""), "1048576\n");
+  NodeRecord after = record_of(env, 0);
+  EXPECT_FALSE(after.drift);
+  EXPECT_TRUE(after.reapply.empty());
+  EXPECT_EQ(after.state, NodeState::Done);
+  EXPECT_FALSE(kube::node::unschedulable(env.get_node(n0))) << "left cordoned";
+  EXPECT_EQ(count(env.sim().host_read(n1, sim::kHostStepHistory), "tune/apply/"), 1)
+      << "node 1 was re-applied";
+  // Verification goes on after the repair, and passes.
+  std::int64_t repaired = after.verified;
+  ASSERT_TRUE(HostPkgEnv::eventually([&] { return record_of(env, 0).verified > repaired; }, 10s));
+  EXPECT_FALSE(record_of(env, 0).drift);
+  env.remove_set("drift");
+}
+
+}  // namespace
+}  // namespace gpufleet::hostpkg::testing
