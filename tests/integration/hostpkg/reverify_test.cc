@@ -13,6 +13,9 @@
 
 #include "core/json.h"
 #include "hostpkg/controller/record_store.h"
+#include "hostpkg/controller/stage_pod.h"
+#include "hostpkg/reverify.h"
+#include "hostpkg/stage_plan.h"
 #include "hostpkg_env.h"
 #include "kube/api/objects.h"
 #include "sim/host_step.h"
@@ -31,8 +34,8 @@ std::string set_yaml(HostPkgEnv& env, const std::string& on_drift) {
          "}\n  packages:\n    tune:\n      version: 1.0.0\n      image: example.com/tune\n";
 }
 
-std::string dump(HostPkgEnv& env) {
-  core::Value s = env.get_set("drift");
+std::string dump(HostPkgEnv& env, const std::string& name = "drift") {
+  core::Value s = env.get_set(name);
   const core::Value* st = s.get({"status"});
   return st != nullptr ? core::to_json(*st) : "(no status)";
 }
@@ -143,6 +146,63 @@ TEST(HostPkgReverify, ReportsDriftThenReapplyRepairs) {
   ASSERT_TRUE(HostPkgEnv::eventually([&] { return record_of(env, 0).verified > repaired; }, 10s));
   EXPECT_FALSE(record_of(env, 0).drift);
   env.remove_set("drift");
+}
+
+// Restart safety: a controller killed after creating a round's verify pod finds that pod by
+// name when it comes back and records its outcome (the check is not run twice), and verify
+// pods no round expects (a round recorded before the kill) are deleted.
+TEST(HostPkgReverify, RestartAdoptsTheRoundsPodAndCleansOrphans) {
+  HostPkgEnv env(1, false);
+  env.reverify_interval = 1s;
+  env.start_controller();
+  const std::string n0 = env.node(0);
+  std::string yaml = "apiVersion: gpufleet.io/v1alpha1\nkind: HostPackageSet\nmetadata: {name: "
+                     "adopt}\nspec:\n  nodeSelector:\n    matchExpressions:\n    - {key: "
+                     "kubernetes.io/hostname, operator: In, values: " +
+                     env.node_list(0, 1) +
+                     "}\n  reverify: {interval: 1h}\n  packages:\n    tune:\n      version: "
+                     "1.0.0\n      image: example.com/tune\n";
+  env.apply(yaml);
+  ASSERT_TRUE(HostPkgEnv::eventually(
+      [&] { return env.get_set("adopt").get_string({"status", "phase"}) == "Complete"; }, 30s));
+  env.stop_controller();  // "killed": the next round is due but nobody runs it
+
+  std::int64_t round = read_record(env.get_node(n0), "adopt").record.value().verified;
+  HostPackageSet set = parse_host_package_set(env.get_set("adopt"));
+  DesiredState d = digest(set);
+  StagePodOptions o{env.stage_namespace(), "example.com/gpufleet:test", ""};
+  // What the killed controller had created: this round's pod, which runs to its end meanwhile.
+  core::Value current = verify_pod(set, d, n0, set.packages[0], round, o);
+  // And a pod of a round recorded long ago.
+  core::Value stale = verify_pod(set, d, n0, set.packages[0], round - 1000, o);
+  env.client().create(kube::resources::pods(), current);
+  env.client().create(kube::resources::pods(), stale);
+  const std::string ns = env.stage_namespace();
+  const std::string current_name(current.get_string({"metadata", "name"}));
+  const std::string stale_name(stale.get_string({"metadata", "name"}));
+  const std::string key = verify_key(set.packages[0], d, round);
+  ASSERT_TRUE(HostPkgEnv::eventually(
+      [&] { return count(env.sim().host_read(n0, sim::kHostStepHistory), key + " ") == 1; }, 15s));
+
+  env.start_controller();
+  ASSERT_TRUE(HostPkgEnv::eventually(
+      [&] {
+        auto r = read_record(env.get_node(n0), "adopt").record;
+        return r && r->verified > round;
+      },
+      15s))
+      << dump(env, "adopt");
+  EXPECT_TRUE(HostPkgEnv::eventually(
+      [&] {
+        return !env.client().try_get(kube::resources::pods(), ns, stale_name).has_value() &&
+               !env.client().try_get(kube::resources::pods(), ns, current_name).has_value();
+      },
+      10s))
+      << "the orphaned and the adopted pod are cleaned up";
+  EXPECT_EQ(count(env.sim().host_read(n0, sim::kHostStepHistory), key + " "), 1)
+      << "the round's check ran twice";
+  EXPECT_FALSE(read_record(env.get_node(n0), "adopt").record->drift);
+  env.remove_set("adopt");
 }
 
 }  // namespace
