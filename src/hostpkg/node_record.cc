@@ -66,11 +66,11 @@ core::Value record_to_value(const NodeRecord& r) {
 RecordRead record_from_value(const core::Value& v) noexcept {
   RecordRead out;
   try {
-    const core::Map& m = strict_map(
-        v, "record",
-        {"format", "set", "generation", "installed", "pendingInterrupt", "pendingPost",
-         "interrupted", "state", "rollout", "batch", "epoch", "bootID", "failure", "started",
-         "verified", "drift", "reapply"});
+    const core::Map& m =
+        strict_map(v, "record",
+                   {"format", "set", "generation", "installed", "pendingInterrupt", "pendingPost",
+                    "interrupted", "state", "rollout", "batch", "epoch", "bootID", "failure",
+                    "started", "verified", "drift", "reapply"});
     std::int64_t format = optional_int(m, "record", "format", 0, 0, 1000);
     if (format != NodeRecord::kFormat) {
       throw core::InvalidInput("record.format: " + std::to_string(format) +

@@ -70,7 +70,7 @@ struct NodeRecord {
 
   // Re-verification (reverify.h). All three are written only when set, so a record of a set
   // without reverify reads the same in a controller that predates them.
-  std::int64_t verified = 0;  // when the checks last ran on the node (Unix seconds; 0: never)
+  std::int64_t verified = 0;   // when the checks last ran on the node (Unix seconds; 0: never)
   std::optional<Drift> drift;  // the last verification failed
   // Packages onDrift: Reapply sent back through the rollout: the stage planner treats them
   // as not installed, so they are applied again (with their config, interrupt and checks).

@@ -52,8 +52,7 @@ bool reapply_drifted(NodeRecord& record, const HostPackageSet& set) {
   return record.reapply.insert(record.drift->package).second;
 }
 
-std::string verify_key(const Package& package, const DesiredState& desired,
-                       std::int64_t round) {
+std::string verify_key(const Package& package, const DesiredState& desired, std::int64_t round) {
   std::string hash;
   for (std::size_t i = 0; i < desired.set->packages.size(); ++i) {
     if (desired.set->packages[i].name == package.name) hash = desired.package_config_hash[i];

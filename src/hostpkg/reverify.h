@@ -59,7 +59,6 @@ bool reapply_drifted(NodeRecord& record, const HostPackageSet& set);
 
 // The idempotence key of one package's verification in one round (the round is the record's
 // `verified` it started from): "<package>/verify/<version>/<config-hash>/r<round>".
-std::string verify_key(const Package& package, const DesiredState& desired,
-                       std::int64_t round);
+std::string verify_key(const Package& package, const DesiredState& desired, std::int64_t round);
 
 }  // namespace gpufleet::hostpkg

@@ -491,11 +491,11 @@ HostPackageSet parse_host_package_set(const core::Value& object) {
   check_object_header(object, "HostPackageSet", set.name);
   const core::Value* spec = object.find("spec");
   if (spec == nullptr) throw InvalidInput("spec: required; a HostPackageSet needs spec.packages");
-  const core::Map& m = strict_map(
-      *spec, "spec",
-      {"nodeSelector", "packages", "priority", "sequencing", "runtimeRequired", "autoTaintNewNodes",
-       "additionalTolerations", "protectedPods", "pause", "disable", "deploymentPolicy",
-       "reverify"});
+  const core::Map& m =
+      strict_map(*spec, "spec",
+                 {"nodeSelector", "packages", "priority", "sequencing", "runtimeRequired",
+                  "autoTaintNewNodes", "additionalTolerations", "protectedPods", "pause", "disable",
+                  "deploymentPolicy", "reverify"});
   if (const core::Value* ns = m.find("nodeSelector")) {
     set.node_selector = LabelSelector::parse(*ns, "spec.nodeSelector");
   }

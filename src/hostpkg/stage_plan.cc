@@ -93,9 +93,8 @@ NodePlan plan_node(const DesiredState& desired, const NodeRecord& record) {
     const Package& p = set.packages[i];
     auto it = record.installed.find(p.name);
     // A drifted package sent back by onDrift: Reapply is applied again from scratch.
-    const InstalledPackage* inst = it == record.installed.end() || record.reapply.contains(p.name)
-                                       ? nullptr
-                                       : &it->second;
+    const InstalledPackage* inst =
+        it == record.installed.end() || record.reapply.contains(p.name) ? nullptr : &it->second;
     bool config_from_scratch = inst == nullptr;
     if (inst == nullptr) {
       PlannedStep s;

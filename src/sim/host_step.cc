@@ -221,8 +221,8 @@ HostStepOutcome run_host_step(const HostStepRequest& req, const HostStepBehaviou
         std::string got = have == host.sysctls().end() ? "unset" : have->second;
         if (got != want) {
           status = "check-failed";
-          message = "the " + st + " check of " + req.package + " " + req.version + " failed: " +
-                    k + " is " + got + ", want " + want;
+          message = "the " + st + " check of " + req.package + " " + req.version + " failed: " + k +
+                    " is " + got + ", want " + want;
           break;
         }
       }
@@ -233,9 +233,10 @@ HostStepOutcome run_host_step(const HostStepRequest& req, const HostStepBehaviou
         if (content) want = replace_version(*content, req.version);
         if (have != want) {
           status = "check-failed";
-          message = "the " + st + " check of " + req.package + " " + req.version + " failed: " +
-                    path + (want ? (have ? " differs from what the package wrote" : " is missing")
-                                 : " should not exist");
+          message = "the " + st + " check of " + req.package + " " + req.version +
+                    " failed: " + path +
+                    (want ? (have ? " differs from what the package wrote" : " is missing")
+                          : " should not exist");
         }
       }
     }

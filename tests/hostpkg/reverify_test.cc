@@ -45,8 +45,8 @@ TEST(Reverify, SpecDefaultsOffAndParses) {
   EXPECT_FALSE(off.reverify.enabled());
   EXPECT_EQ(off.reverify.on_drift, DriftAction::Report);
 
-  HostPackageSet s = set_from_yaml("  reverify: {interval: 6h, onDrift: Reapply}\n" +
-                                   std::string(kPackages));
+  HostPackageSet s =
+      set_from_yaml("  reverify: {interval: 6h, onDrift: Reapply}\n" + std::string(kPackages));
   EXPECT_TRUE(s.reverify.enabled());
   EXPECT_EQ(s.reverify.interval, 6h);
   EXPECT_EQ(s.reverify.on_drift, DriftAction::Reapply);

@@ -190,10 +190,12 @@ TEST(StepResultValue, StaysUnderTheTerminationMessageLimit) {
 // the last line it printed.
 TEST_F(StepRunner, VerifyModeRunsOnlyTheChecksAndIsNeverSkipped) {
   script("apply.sh", "echo must-not-run > /etc/ran\n");
-  script("apply-check.sh", "echo $GPUFLEET_STAGE >> /etc/checks\ntest \"$(cat /etc/value)\" = 1 || "
-                           "{ echo \"value is $(cat /etc/value), want 1\"; exit 3; }\n");
-  script("config-check.sh", "echo $GPUFLEET_STAGE >> /etc/checks\n"
-                            "test \"$(cat $GPUFLEET_CONFIG_DIR/a.conf)\" = kept\n");
+  script("apply-check.sh",
+         "echo $GPUFLEET_STAGE >> /etc/checks\ntest \"$(cat /etc/value)\" = 1 || "
+         "{ echo \"value is $(cat /etc/value), want 1\"; exit 3; }\n");
+  script("config-check.sh",
+         "echo $GPUFLEET_STAGE >> /etc/checks\n"
+         "test \"$(cat $GPUFLEET_CONFIG_DIR/a.conf)\" = kept\n");
   write(root_ / "etc/value", "1");
   write(root_ / "var/lib/gpufleet/hostpkg/sysctl/1.0.0/config/a.conf", "kept");
   write(base_ / "config/a.conf", "new");

@@ -165,9 +165,9 @@ Metrics register_metrics(core::metrics::Registry& r) {
                             "Interrupts delivered (reboots verified by boot ID).", {"set", "kind"});
   m.writes = &r.counter("gpufleet_hostpkg_api_writes_total",
                         "Writes the hostpkg controller sent to the API server, by kind.", {"kind"});
-  m.verifications = &r.counter("gpufleet_hostpkg_verifications_total",
-                               "Node re-verifications finished (spec.reverify), by result.",
-                               {"set", "result"});
+  m.verifications =
+      &r.counter("gpufleet_hostpkg_verifications_total",
+                 "Node re-verifications finished (spec.reverify), by result.", {"set", "result"});
   m.drift = &r.counter("gpufleet_hostpkg_drift_detected_total",
                        "Failed re-verifications: a package's checks failed on a finished node.",
                        {"set", "package"});
@@ -871,8 +871,8 @@ void HostPkgReconciler::write_status(Pass& p, const RolloutPlan* plan, const std
   if (auto e = parse_int(kube::annotation_of(obj, kResetAnnotation))) epoch = *e;
   st["resetEpoch"] = epoch;
   std::vector<std::string> msgs = p.node_messages;
-  for (const auto& m : p.drift_messages) msgs.push_back(m.substr(0, m.find(": ")) + ": Drifted: " +
-                                                        m.substr(m.find(": ") + 2));
+  for (const auto& m : p.drift_messages)
+    msgs.push_back(m.substr(0, m.find(": ")) + ": Drifted: " + m.substr(m.find(": ") + 2));
   if (plan != nullptr) {
     for (const auto& m : plan->malformed) msgs.push_back(m);
     for (const auto& m : plan->blocked) msgs.push_back(m);
@@ -915,7 +915,7 @@ void HostPkgReconciler::write_status(Pass& p, const RolloutPlan* plan, const std
            is_blocked ? (msgs.empty() ? message : join(msgs, "; ", 5)) : "nothing is blocked");
   std::vector<std::string> drift_msgs = p.drift_messages;
   set_cond("Drifted", p.drifted > 0,
-           p.drifted > 0                ? "ChecksFailed"
+           p.drifted > 0              ? "ChecksFailed"
            : p.set.reverify.enabled() ? "NoDrift"
                                       : "ReverifyDisabled",
            p.drifted > 0 ? std::to_string(p.drifted) + " node(s) failed re-verification (" +

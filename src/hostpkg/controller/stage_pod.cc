@@ -220,8 +220,8 @@ core::Value verify_pod(const HostPackageSet& set, const DesiredState& desired,
     list += (list.empty() ? "" : ",") + std::string(stage_name(st));
   }
   step.timeout = timeout;
-  core::Value pod = stage_pod(set, node, step, StagePodOptions{options.namespace_,
-                                                               options.runner_image, ""});
+  core::Value pod =
+      stage_pod(set, node, step, StagePodOptions{options.namespace_, options.runner_image, ""});
   const std::string key = verify_key(package, desired, round);
   core::Value& meta = pod["metadata"];
   meta["name"] = verify_pod_name(set.name, node, key);

@@ -61,7 +61,10 @@ TEST(HostPkgReverify, ReportsDriftThenReapplyRepairs) {
   const std::string n0 = env.node(0), n1 = env.node(1);
   env.apply(set_yaml(env, "Report"));
   ASSERT_TRUE(HostPkgEnv::eventually(
-      [&] { return env.get_set("drift").get_string({"status", "phase"}) == "Complete"; }, 30s))
+      [&] {
+        return env.get_set("drift").get_string({"status", "phase"}) == "Complete";
+      },
+      30s))
       << dump(env);
   ASSERT_EQ(env.sim().host_read(n0, "/proc/sys/vm/max_map_count").value_or(""), "1048576\n");
 
@@ -127,8 +130,8 @@ TEST(HostPkgReverify, ReportsDriftThenReapplyRepairs) {
   ASSERT_TRUE(HostPkgEnv::eventually(
       [&] {
         core::Value s = env.get_set("drift");
-        return s.get_string({"status", "phase"}) == "Complete" &&
-               status_int(s, "drifted") == 0 && condition(s, "Drifted").status == "False" &&
+        return s.get_string({"status", "phase"}) == "Complete" && status_int(s, "drifted") == 0 &&
+               condition(s, "Drifted").status == "False" &&
                count(env.sim().host_read(n0, sim::kHostStepHistory), "tune/apply/") == 2;
       },
       30s))
@@ -156,15 +159,19 @@ TEST(HostPkgReverify, RestartAdoptsTheRoundsPodAndCleansOrphans) {
   env.reverify_interval = 1s;
   env.start_controller();
   const std::string n0 = env.node(0);
-  std::string yaml = "apiVersion: gpufleet.io/v1alpha1\nkind: HostPackageSet\nmetadata: {name: "
-                     "adopt}\nspec:\n  nodeSelector:\n    matchExpressions:\n    - {key: "
-                     "kubernetes.io/hostname, operator: In, values: " +
-                     env.node_list(0, 1) +
-                     "}\n  reverify: {interval: 1h}\n  packages:\n    tune:\n      version: "
-                     "1.0.0\n      image: example.com/tune\n";
+  std::string yaml =
+      "apiVersion: gpufleet.io/v1alpha1\nkind: HostPackageSet\nmetadata: {name: "
+      "adopt}\nspec:\n  nodeSelector:\n    matchExpressions:\n    - {key: "
+      "kubernetes.io/hostname, operator: In, values: " +
+      env.node_list(0, 1) +
+      "}\n  reverify: {interval: 1h}\n  packages:\n    tune:\n      version: "
+      "1.0.0\n      image: example.com/tune\n";
   env.apply(yaml);
   ASSERT_TRUE(HostPkgEnv::eventually(
-      [&] { return env.get_set("adopt").get_string({"status", "phase"}) == "Complete"; }, 30s));
+      [&] {
+        return env.get_set("adopt").get_string({"status", "phase"}) == "Complete";
+      },
+      30s));
   env.stop_controller();  // "killed": the next round is due but nobody runs it
 
   std::int64_t round = read_record(env.get_node(n0), "adopt").record.value().verified;
