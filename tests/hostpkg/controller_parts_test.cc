@@ -114,18 +114,22 @@ status:
   progress: 3/8
   inProgress: 1
   failed: 1
+  drifted: 2
   target: abc
   compartments:
   - {name: canary, nodes: 2, done: 2, budget: 1, batch: 2, batchSize: 1}
   - {name: default, nodes: 6, done: 1, inProgress: 1, failed: 1, budget: 2, batch: 1, batchSize: 2, stopped: true, stopReason: "1 consecutive failed batches"}
   conditions:
   - {type: Stopped, status: "True", reason: FailureThreshold, message: "failing nodes: n3"}
+  - {type: Drifted, status: "True", reason: ChecksFailed, message: "n5: p: value is 0"}
 )");
   std::string out = render_status({s});
   EXPECT_NE(out.find("gpu-sysctl  Stopped  3/8"), std::string::npos) << out;
   EXPECT_NE(out.find("canary   [####################] 2/2"), std::string::npos) << out;
   EXPECT_NE(out.find("STOPPED: 1 consecutive failed batches"), std::string::npos) << out;
   EXPECT_NE(out.find("Stopped: FailureThreshold: failing nodes: n3"), std::string::npos) << out;
+  EXPECT_NE(out.find("DRIFTED"), std::string::npos) << out;
+  EXPECT_NE(out.find("Drifted: ChecksFailed: n5: p: value is 0"), std::string::npos) << out;
   core::Value doc = status_document({s});
   EXPECT_EQ((*doc.get({"hostPackageSets"}))[0].get_string({"status", "progress"}), "3/8");
 }
