@@ -623,6 +623,13 @@ std::int64_t HostPkgReconciler::reverify(Pass& p) {
                                    seen_rec->drift->message);
     }
     if (!reverify_eligible(*seen_rec, p.desired)) continue;
+    if (!pods.empty()) {
+      // This round's pods are wanted even while the node is not due (yet, or any more after a
+      // clock step): deleting one now would run its check a second time later.
+      for (const Package& pkg : p.set.packages)
+        expected.insert(
+            verify_pod_name(set_name, n.name, verify_key(pkg, p.desired, seen_rec->verified)));
+    }
     const bool reapply = p.set.reverify.on_drift == DriftAction::Reapply && seen_rec->drift &&
                          p.set.find(seen_rec->drift->package) != nullptr;
     std::int64_t due = reverify_due(*seen_rec, set_name, n.name, interval);
