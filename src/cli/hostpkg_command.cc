@@ -24,9 +24,20 @@ struct PkgStepFlags {
   std::string interrupt = "none";
   std::vector<std::string> services;
   std::vector<std::string> env;
+  std::vector<std::string> verify;
 };
 
 void run_pkg_step(PkgStepFlags& f) {
+  for (const std::string& v : f.verify) {
+    hostpkg::Stage st{};
+    if (!hostpkg::parse_stage(v, st) || st == hostpkg::Stage::Interrupt) {
+      throw core::InvalidInput("--verify '" + v +
+                               "': list the stages whose checks to run, of apply, upgrade, "
+                               "uninstall, config and post-interrupt (e.g. apply,post-interrupt)");
+    }
+    f.req.verify.push_back(st);
+  }
+  if (f.stage.empty() && !f.req.verify.empty()) f.stage = f.verify.front();
   if (!hostpkg::parse_stage(f.stage, f.req.stage)) {
     throw core::InvalidInput(
         "--stage '" + f.stage +
@@ -71,8 +82,12 @@ void setup_pkg_step(CLI::App& root) {
   cmd->add_option("--from-version", flags->req.from_version,
                   "installed version (upgrade, downgrade)");
   cmd->add_option("--stage", flags->stage,
-                  "apply | upgrade | uninstall | config | interrupt | post-interrupt")
-      ->required();
+                  "apply | upgrade | uninstall | config | interrupt | post-interrupt (required "
+                  "unless --verify is given)");
+  cmd->add_option("--verify", flags->verify,
+                  "verify mode (re-verification): run only these stages' checks, in order, "
+                  "e.g. apply,config,post-interrupt; never skipped, changes nothing on the host")
+      ->delimiter(',');
   cmd->add_option("--config-hash", flags->req.config_hash,
                   "hash of the package's configMap (idempotence key)");
   cmd->add_option("--change", flags->req.change,

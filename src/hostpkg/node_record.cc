@@ -47,16 +47,30 @@ core::Value record_to_value(const NodeRecord& r) {
   v["bootID"] = r.boot_id;
   v["failure"] = r.failure;
   if (r.started != 0) v["started"] = r.started;
+  if (r.verified != 0) v["verified"] = r.verified;
+  if (r.drift) {
+    core::Value d = core::Value::map();
+    d["package"] = r.drift->package;
+    d["message"] = r.drift->message;
+    d["since"] = r.drift->since;
+    v["drift"] = std::move(d);
+  }
+  if (!r.reapply.empty()) {
+    core::Value l = core::Value::list();
+    for (const std::string& p : r.reapply) l.push_back(p);
+    v["reapply"] = std::move(l);
+  }
   return v;
 }
 
 RecordRead record_from_value(const core::Value& v) noexcept {
   RecordRead out;
   try {
-    const core::Map& m = strict_map(
-        v, "record",
-        {"format", "set", "generation", "installed", "pendingInterrupt", "pendingPost",
-         "interrupted", "state", "rollout", "batch", "epoch", "bootID", "failure", "started"});
+    const core::Map& m =
+        strict_map(v, "record",
+                   {"format", "set", "generation", "installed", "pendingInterrupt", "pendingPost",
+                    "interrupted", "state", "rollout", "batch", "epoch", "bootID", "failure",
+                    "started", "verified", "drift", "reapply"});
     std::int64_t format = optional_int(m, "record", "format", 0, 0, 1000);
     if (format != NodeRecord::kFormat) {
       throw core::InvalidInput("record.format: " + std::to_string(format) +
@@ -116,6 +130,18 @@ RecordRead record_from_value(const core::Value& v) noexcept {
     r.boot_id = optional_string(m, "record", "bootID").value_or("");
     r.failure = optional_string(m, "record", "failure").value_or("");
     r.started = optional_int(m, "record", "started", 0, 0, INT64_MAX / 2);
+    r.verified = optional_int(m, "record", "verified", 0, 0, INT64_MAX / 2);
+    if (const core::Value* d = m.find("drift"); d && !d->is_null()) {
+      const core::Map& dm = strict_map(*d, "record.drift", {"package", "message", "since"});
+      Drift drift;
+      drift.package = required_string(dm, "record.drift", "package");
+      drift.message = optional_string(dm, "record.drift", "message").value_or("");
+      drift.since = optional_int(dm, "record.drift", "since", 0, 0, INT64_MAX / 2);
+      r.drift = std::move(drift);
+    }
+    for (std::string& p : string_list(m.find("reapply"), "record.reapply")) {
+      r.reapply.insert(std::move(p));
+    }
     out.record = std::move(r);
   } catch (const std::exception& e) {
     out.record.reset();

@@ -36,6 +36,15 @@ enum class NodeState : unsigned char {
 };
 std::string_view node_state_name(NodeState s) noexcept;
 
+// A failed re-verification (reverify.h): which package's check failed, what it said, and since
+// when the node has been drifted (Unix seconds; kept while later checks keep failing).
+struct Drift {
+  std::string package;
+  std::string message;
+  std::int64_t since = 0;
+  friend bool operator==(const Drift&, const Drift&) = default;
+};
+
 struct NodeRecord {
   static constexpr std::int64_t kFormat = 1;
 
@@ -58,6 +67,14 @@ struct NodeRecord {
   // When the node was started in this change (Unix seconds; 0: unknown). The protected-pod
   // wait is measured from it, so a restarted controller keeps the same deadline.
   std::int64_t started = 0;
+
+  // Re-verification (reverify.h). All three are written only when set, so a record of a set
+  // without reverify reads the same in a controller that predates them.
+  std::int64_t verified = 0;   // when the checks last ran on the node (Unix seconds; 0: never)
+  std::optional<Drift> drift;  // the last verification failed
+  // Packages onDrift: Reapply sent back through the rollout: the stage planner treats them
+  // as not installed, so they are applied again (with their config, interrupt and checks).
+  std::set<std::string> reapply;
 
   friend bool operator==(const NodeRecord&, const NodeRecord&) = default;
 };

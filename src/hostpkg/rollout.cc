@@ -114,9 +114,10 @@ RolloutPlan plan_rollout(const RolloutInput& in) {
         cls = Class::Failed;
       } else {
         std::string reason;
-        NodeNeed need = rec.state == NodeState::Done && rec.rollout == desired.target
-                            ? NodeNeed::UpToDate  // finished this very change: nothing to plan
-                            : node_need(desired, rec, &reason);
+        NodeNeed need =
+            rec.state == NodeState::Done && rec.rollout == desired.target && rec.reapply.empty()
+                ? NodeNeed::UpToDate  // finished this very change: nothing to plan
+                : node_need(desired, rec, &reason);
         if (need == NodeNeed::Blocked) {
           cls = Class::Blocked;
           ++plan.blocked_count;
@@ -158,8 +159,10 @@ RolloutPlan plan_rollout(const RolloutInput& in) {
     }
     if (cls != Class::Done) any_unfinished = true;
     const NodeRecord* rec = n->record;
-    if (rec != nullptr && cls != Class::Malformed && rec->rollout == desired.target &&
-        rec->epoch == in.reset_epoch && rec->batch >= 0) {
+    // A node sent back by onDrift: Reapply (pending again at the same target) left its old
+    // batch: it is not a failure of that batch, and it starts in a new one.
+    if (rec != nullptr && cls != Class::Malformed && cls != Class::Pending &&
+        rec->rollout == desired.target && rec->epoch == in.reset_epoch && rec->batch >= 0) {
       BatchCount& b = w.batches[rec->batch];
       ++b.started;
       if (cls == Class::InProgress)

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "core/time.h"
 #include "hostpkg/strict.h"
 
 namespace gpufleet::hostpkg {
@@ -242,6 +243,39 @@ Package parse_package(const std::string& name, const core::Value& v) {
   return p;
 }
 
+// {interval: 6h, onDrift: Report|Reapply}. interval "0" (or absent) turns it off.
+Reverify parse_reverify(const core::Value& v, const std::string& f) {
+  const core::Map& m = strict_map(v, f, {"interval", "onDrift"});
+  Reverify r;
+  if (auto text = optional_string(m, f, "interval")) {
+    auto d = core::try_parse_duration(*text);
+    if (!d || *d < std::chrono::nanoseconds::zero()) {
+      throw InvalidInput(f + ".interval: \"" + *text +
+                         "\" is not a duration; write e.g. \"6h\" or \"30m\" (0 turns it off)");
+    }
+    auto secs = std::chrono::duration_cast<seconds>(*d);
+    if (d->count() != 0 && (secs < Reverify::kMinInterval || secs > Reverify::kMaxInterval)) {
+      throw InvalidInput(f + ".interval: \"" + *text + "\" is outside " +
+                         core::format_duration(Reverify::kMinInterval) + " to " +
+                         core::format_duration(Reverify::kMaxInterval) +
+                         "; checks run on every selected node, so re-verify at most every "
+                         "minute (0 turns it off)");
+    }
+    r.interval = d->count() == 0 ? seconds(0) : secs;
+  }
+  std::string action = optional_string(m, f, "onDrift").value_or("Report");
+  if (action == "Report") {
+    r.on_drift = DriftAction::Report;
+  } else if (action == "Reapply") {
+    r.on_drift = DriftAction::Reapply;
+  } else {
+    throw InvalidInput(f + ".onDrift: \"" + action +
+                       "\" is not a drift action; use Report (only report) or Reapply (roll the "
+                       "package out again on the drifted node)");
+  }
+  return r;
+}
+
 Budget parse_budget(const core::Value& v, const std::string& f) {
   const core::Map& m = strict_map(v, f, {"count", "percent"});
   bool has_count = m.contains("count"), has_percent = m.contains("percent");
@@ -360,6 +394,14 @@ std::string_view downgrade_name(DowngradeRule r) noexcept {
   return "?";
 }
 
+std::string_view drift_action_name(DriftAction a) noexcept {
+  switch (a) {
+    case DriftAction::Report: return "Report";
+    case DriftAction::Reapply: return "Reapply";
+  }
+  return "?";
+}
+
 std::string_view strategy_name(StrategyKind k) noexcept {
   switch (k) {
     case StrategyKind::Fixed: return "fixed";
@@ -449,10 +491,11 @@ HostPackageSet parse_host_package_set(const core::Value& object) {
   check_object_header(object, "HostPackageSet", set.name);
   const core::Value* spec = object.find("spec");
   if (spec == nullptr) throw InvalidInput("spec: required; a HostPackageSet needs spec.packages");
-  const core::Map& m = strict_map(
-      *spec, "spec",
-      {"nodeSelector", "packages", "priority", "sequencing", "runtimeRequired", "autoTaintNewNodes",
-       "additionalTolerations", "protectedPods", "pause", "disable", "deploymentPolicy"});
+  const core::Map& m =
+      strict_map(*spec, "spec",
+                 {"nodeSelector", "packages", "priority", "sequencing", "runtimeRequired",
+                  "autoTaintNewNodes", "additionalTolerations", "protectedPods", "pause", "disable",
+                  "deploymentPolicy", "reverify"});
   if (const core::Value* ns = m.find("nodeSelector")) {
     set.node_selector = LabelSelector::parse(*ns, "spec.nodeSelector");
   }
@@ -499,6 +542,9 @@ HostPackageSet parse_host_package_set(const core::Value& object) {
     set.protected_pod_wait =
         optional_duration(pm, "spec.protectedPods", "waitTimeout", std::chrono::seconds(3600),
                           std::chrono::hours(24 * 7));
+  }
+  if (const core::Value* rv = m.find("reverify"); rv && !rv->is_null()) {
+    set.reverify = parse_reverify(*rv, "spec.reverify");
   }
   const core::Value* pk = m.find("packages");
   if (pk == nullptr || !pk->is_map() || pk->as_map().empty()) {

@@ -80,6 +80,20 @@ struct Package {
   }
 };
 
+// Periodic re-verification of nodes that finished the set (docs/hostpkg.md "Drift"): every
+// `interval` the checks of each package run again on the node, without cordon or drain. A
+// failed check marks the node Drifted; with Reapply the package goes back through the rollout.
+enum class DriftAction : unsigned char { Report, Reapply };
+std::string_view drift_action_name(DriftAction a) noexcept;
+
+struct Reverify {
+  static constexpr std::chrono::seconds kMinInterval{60};
+  static constexpr std::chrono::seconds kMaxInterval{30 * 24 * 3600};
+  std::chrono::seconds interval{0};  // 0: off (the default)
+  DriftAction on_drift = DriftAction::Report;
+  [[nodiscard]] bool enabled() const noexcept { return interval.count() > 0; }
+};
+
 enum class Sequencing : unsigned char {
   Node,  // a node starts this set once lower-priority-number sets are complete on that node
   All,   // this set starts only when lower-priority-number sets are complete on all nodes
@@ -100,6 +114,7 @@ struct HostPackageSet {
   bool has_protected_pods = false;
   std::chrono::seconds protected_pod_wait{3600};
   core::Value additional_tolerations = core::Value::list();
+  Reverify reverify;
 
   [[nodiscard]] const Package* find(std::string_view package) const noexcept;
 };

@@ -92,7 +92,9 @@ NodePlan plan_node(const DesiredState& desired, const NodeRecord& record) {
   for (std::size_t i = 0; i < set.packages.size(); ++i) {
     const Package& p = set.packages[i];
     auto it = record.installed.find(p.name);
-    const InstalledPackage* inst = it == record.installed.end() ? nullptr : &it->second;
+    // A drifted package sent back by onDrift: Reapply is applied again from scratch.
+    const InstalledPackage* inst =
+        it == record.installed.end() || record.reapply.contains(p.name) ? nullptr : &it->second;
     bool config_from_scratch = inst == nullptr;
     if (inst == nullptr) {
       PlannedStep s;
@@ -211,6 +213,9 @@ NodeNeed node_need(const DesiredState& desired, const NodeRecord& record, std::s
   const HostPackageSet& set = *desired.set;
   bool work = record.pending_interrupt.kind != InterruptKind::None ||
               (record.interrupted && !record.pending_post.empty());
+  for (const std::string& name : record.reapply) {
+    if (set.find(name) != nullptr) work = true;
+  }
   for (const auto& [name, inst] : record.installed) {
     if (inst.uninstall_supported && set.find(name) == nullptr) work = true;
   }
@@ -240,13 +245,20 @@ NodeNeed node_need(const DesiredState& desired, const NodeRecord& record, std::s
 void record_step_done(NodeRecord& record, const DesiredState& desired, const PlannedStep& step) {
   const HostPackageSet& set = *desired.set;
   const Package* p = step.package.empty() ? nullptr : set.find(step.package);
+  // A drifted package whose apply, upgrade, config or uninstall just passed its check (or
+  // is gone) is no longer drifted.
+  if (record.drift && record.drift->package == step.package && step.stage != Stage::PostInterrupt)
+    record.drift.reset();
   switch (step.stage) {
     case Stage::Apply:
     case Stage::Upgrade: {
       InstalledPackage& inst = record.installed[step.package];
       inst.version = step.version;
       inst.image = step.image;
-      if (step.stage == Stage::Apply) inst.config_hashes.clear();
+      if (step.stage == Stage::Apply) {
+        inst.config_hashes.clear();
+        record.reapply.erase(step.package);
+      }
       if (p != nullptr) {
         inst.uninstall_supported = p->uninstall_supported;
         inst.interrupt = p->interrupt;
@@ -285,6 +297,7 @@ void mark_node_done(NodeRecord& record, const DesiredState& desired) {
   // Without an interrupt there is no post-interrupt check; nothing stays due.
   record.pending_post.clear();
   record.interrupted = false;
+  record.reapply.clear();
 }
 
 }  // namespace gpufleet::hostpkg

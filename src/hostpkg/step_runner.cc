@@ -212,15 +212,15 @@ std::string_view step_status_name(StepStatus s) noexcept {
 }
 
 std::string step_key(const StepRequest& req) {
-  return req.package + "/" + std::string(stage_name(req.stage)) + "/" + req.version + "/" +
-         req.config_hash + "/" + req.change;
+  return req.package + "/" + (req.verify.empty() ? std::string(stage_name(req.stage)) : "verify") +
+         "/" + req.version + "/" + req.config_hash + "/" + req.change;
 }
 
 core::Value result_to_value(const StepRequest& req, const StepResult& r) {
   core::Value v = core::Value::map();
   v["package"] = req.package;
   v["version"] = req.version;
-  v["stage"] = std::string(stage_name(req.stage));
+  v["stage"] = req.verify.empty() ? std::string(stage_name(req.stage)) : "verify";
   v["key"] = step_key(req);
   v["status"] = std::string(step_status_name(r.status));
   v["exitCode"] = r.exit_code;
@@ -253,8 +253,18 @@ StepResult run_step(const StepRequest& req) {
   }
   const std::string key = step_key(req);
   const std::string host_dir = std::string(kHostBase) + "/" + req.package + "/" + req.version;
-  const bool interrupt = req.stage == Stage::Interrupt;
-  if (!interrupt) {
+  const bool verify = !req.verify.empty();
+  const bool interrupt = !verify && req.stage == Stage::Interrupt;
+  if (verify) {
+    for (Stage st : req.verify) {
+      fs::path p = fs::path(req.package_dir) / script_name(st, true);
+      if (st == Stage::Interrupt || !fs::is_regular_file(p)) {
+        throw core::InvalidInput("pkg-step: the package has no " + p.string() +
+                                 "; verification runs the checks of apply, config and "
+                                 "post-interrupt, which every package ships");
+      }
+    }
+  } else if (!interrupt) {
     for (bool check : {false, true}) {
       fs::path p = fs::path(req.package_dir) / script_name(req.stage, check);
       if (!fs::is_regular_file(p)) {
@@ -276,7 +286,7 @@ StepResult run_step(const StepRequest& req) {
     e["attempt"] = result.attempt;
     return e;
   };
-  if (h.succeeded) {
+  if (h.succeeded && !verify) {
     result.status = StepStatus::Skipped;
     result.exit_code = 0;
     result.attempt = h.attempts;
@@ -301,9 +311,10 @@ StepResult run_step(const StepRequest& req) {
   } else {
     write_file_atomic((staged / "interrupt.sh").string(), interrupt_script(req.interrupt));
   }
-  fs::remove_all(staged / "config");
+  // Verification checks what the config stage left there; it never replaces it.
+  if (!verify) fs::remove_all(staged / "config");
   fs::create_directories(staged / "config");
-  if (!req.config_dir.empty() && fs::is_directory(req.config_dir)) {
+  if (!verify && !req.config_dir.empty() && fs::is_directory(req.config_dir)) {
     for (const auto& e : fs::directory_iterator(req.config_dir)) {
       // ConfigMap volumes hold ..data links; only the plain keys are files to hand over.
       std::string name = e.path().filename().string();
@@ -359,6 +370,36 @@ StepResult run_step(const StepRequest& req) {
     return result;
   };
 
+  if (verify) {
+    // Each stage's check with that stage's name in GPUFLEET_STAGE; the first failure wins.
+    std::string what = "verification of " + req.package + " " + req.version;
+    for (Stage st : req.verify) {
+      std::vector<std::string> venv = env;
+      for (std::string& e : venv) {
+        if (e.starts_with("GPUFLEET_STAGE=")) e = "GPUFLEET_STAGE=" + std::string(stage_name(st));
+      }
+      Exec check = run_command(command(script_name(st, true)), venv, chroot_dir, deadline);
+      result.check_output = std::move(check.tail);
+      result.exit_code = check.exit_code;
+      std::string name(stage_name(st));
+      if (check.timed_out) {
+        return finish(StepStatus::TimedOut, "the " + name + " check in the " + what +
+                                                " did not finish within " +
+                                                core::format_duration(req.timeout));
+      }
+      if (check.exit_code != 0) {
+        std::string last = result.check_output;
+        while (!last.empty() && (last.back() == '\n' || last.back() == ' ')) last.pop_back();
+        if (auto nl = last.rfind('\n'); nl != std::string::npos) last = last.substr(nl + 1);
+        return finish(StepStatus::CheckFailed,
+                      "the " + name + " check of " + req.package + " " + req.version +
+                          " failed with exit code " + std::to_string(check.exit_code) +
+                          (last.empty() ? "" : ": " + last.substr(0, 300)));
+      }
+    }
+    result.exit_code = 0;
+    return finish(StepStatus::Succeeded, what + " passed");
+  }
   if (interrupt && req.interrupt.kind == InterruptKind::Reboot) {
     // The reboot takes this process with it: record success first; the controller confirms
     // the reboot by the node's boot ID changing.

@@ -42,6 +42,10 @@ struct StepRequest {
   std::string config_dir;  // empty: no config files
   std::map<std::string, std::string> env;
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
+  // Non-empty: verify mode (re-verification, reverify.h): run only these stages' checks, in
+  // order, stopping at the first failure; never skipped, nothing but the runner's own copy of
+  // the package scripts is written to the host. Succeeded or check-failed (timed-out).
+  std::vector<Stage> verify;
   std::string history_path;  // per-node history (JSON lines); empty: none
   std::string result_path;   // e.g. /dev/termination-log; empty: none
 };

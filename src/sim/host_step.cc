@@ -156,6 +156,14 @@ std::optional<HostStepRequest> host_step_request(const core::Value& pod) {
     return v != nullptr && v->is_string() ? v->as_string() : std::string();
   };
   r.key = ann("hostpkg.gpufleet.io/key");
+  if (std::string v = ann("hostpkg.gpufleet.io/verify"); !v.empty()) {
+    for (std::size_t pos = 0; pos <= v.size();) {
+      auto comma = v.find(',', pos);
+      if (comma == std::string::npos) comma = v.size();
+      if (comma > pos) r.verify.push_back(v.substr(pos, comma - pos));
+      pos = comma + 1;
+    }
+  }
   r.version = ann("hostpkg.gpufleet.io/version");
   if (std::string i = ann("hostpkg.gpufleet.io/interrupt"); !i.empty()) {
     try {
@@ -188,7 +196,52 @@ HostStepOutcome run_host_step(const HostStepRequest& req, const HostStepBehaviou
       if (pos == 0 || (*text)[pos - 1] == '\n') ++tries;
   }
   const bool interrupt = req.stage == "interrupt";
-  if (history_has(host, req.key, "succeeded", nullptr)) {
+  if (req.stage == "verify") {
+    // Checks only: declared failures for "verify", then each stage's effects against the host.
+    if (behaviour != nullptr) {
+      for (const HostStepFailure& f : behaviour->failures) {
+        if (f.stage != "verify") continue;
+        if (!f.nodes.empty() && !core::glob_match(f.nodes, req.node)) continue;
+        if (f.times > 0 && tries >= f.times) continue;
+        status = f.status == "failed" ? "check-failed" : f.status;
+        message = f.message.empty() ? "verification of " + req.package + " " + req.version + " " +
+                                          status + " (simulated)"
+                                    : f.message;
+        break;
+      }
+    }
+    for (const std::string& st : req.verify) {
+      if (status != "succeeded" || behaviour == nullptr) break;
+      auto it = behaviour->effects.find(st);
+      if (it == behaviour->effects.end()) continue;
+      const HostEffect& e = it->second;
+      for (const auto& [k, v] : e.sysctls) {
+        std::string want = replace_version(v, req.version);
+        auto have = host.sysctls().find(k);
+        std::string got = have == host.sysctls().end() ? "unset" : have->second;
+        if (got != want) {
+          status = "check-failed";
+          message = "the " + st + " check of " + req.package + " " + req.version + " failed: " + k +
+                    " is " + got + ", want " + want;
+          break;
+        }
+      }
+      for (const auto& [path, content] : e.files) {
+        if (status != "succeeded") break;
+        auto have = host.read(path);
+        std::optional<std::string> want;
+        if (content) want = replace_version(*content, req.version);
+        if (have != want) {
+          status = "check-failed";
+          message = "the " + st + " check of " + req.package + " " + req.version +
+                    " failed: " + path +
+                    (want ? (have ? " differs from what the package wrote" : " is missing")
+                          : " should not exist");
+        }
+      }
+    }
+    if (message.empty()) message = "verification of " + req.package + " " + req.version + " passed";
+  } else if (history_has(host, req.key, "succeeded", nullptr)) {
     status = "skipped";
     message = req.stage + " of " + req.package + " " + req.version + " already done (skipped)";
   } else {

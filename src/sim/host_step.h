@@ -24,7 +24,9 @@
 // duration (the pod dies with it; the boot ID changes), restartServices / restartAllServices
 // append to /var/lib/gpufleet/hostpkg/restarts on the host model, one line per interrupt.
 // Every step appends "<key> <status>" to /var/lib/gpufleet/hostpkg/history; a key that
-// succeeded before is "skipped" without effect (the runner's idempotence).
+// succeeded before is "skipped" without effect (the runner's idempotence). Verify pods (stage
+// label "verify", stages in the hostpkg.gpufleet.io/verify annotation) change nothing: their
+// checks compare the declared effects with the host model, and they are never skipped.
 #pragma once
 
 #include <map>
@@ -75,6 +77,11 @@ struct HostStepRequest {
   std::string key;
   std::string interrupt;  // interrupt stage: none | reboot | restartServices | restartAllServices
   std::vector<std::string> services;
+  // Verify pods (stage "verify", re-verification): the stages whose checks run. The simulated
+  // check of a stage compares the stage's declared effects (sysctls, files) with the host
+  // model, so a test drifts a node by changing its host (a `host` event); a failure declared
+  // with `stage: verify` fails the check outright.
+  std::vector<std::string> verify;
 };
 // nullopt for a pod that is not a stage pod.
 std::optional<HostStepRequest> host_step_request(const core::Value& pod);

@@ -9,6 +9,7 @@
 #include "hostpkg/controller/record_store.h"
 #include "hostpkg/controller/stage_pod.h"
 #include "hostpkg/controller/status_view.h"
+#include "hostpkg/reverify.h"
 #include "hostpkg/stage_plan.h"
 #include "sim/host_step.h"
 
@@ -113,18 +114,22 @@ status:
   progress: 3/8
   inProgress: 1
   failed: 1
+  drifted: 2
   target: abc
   compartments:
   - {name: canary, nodes: 2, done: 2, budget: 1, batch: 2, batchSize: 1}
   - {name: default, nodes: 6, done: 1, inProgress: 1, failed: 1, budget: 2, batch: 1, batchSize: 2, stopped: true, stopReason: "1 consecutive failed batches"}
   conditions:
   - {type: Stopped, status: "True", reason: FailureThreshold, message: "failing nodes: n3"}
+  - {type: Drifted, status: "True", reason: ChecksFailed, message: "n5: p: value is 0"}
 )");
   std::string out = render_status({s});
   EXPECT_NE(out.find("gpu-sysctl  Stopped  3/8"), std::string::npos) << out;
   EXPECT_NE(out.find("canary   [####################] 2/2"), std::string::npos) << out;
   EXPECT_NE(out.find("STOPPED: 1 consecutive failed batches"), std::string::npos) << out;
   EXPECT_NE(out.find("Stopped: FailureThreshold: failing nodes: n3"), std::string::npos) << out;
+  EXPECT_NE(out.find("DRIFTED"), std::string::npos) << out;
+  EXPECT_NE(out.find("Drifted: ChecksFailed: n5: p: value is 0"), std::string::npos) << out;
   core::Value doc = status_document({s});
   EXPECT_EQ((*doc.get({"hostPackageSets"}))[0].get_string({"status", "progress"}), "3/8");
 }
@@ -138,7 +143,7 @@ failures:
 )"),
                                                   "test", "hostStep");
   sim::HostModel host;
-  sim::HostStepRequest req{"n1", "p", "apply", "1.0.0", "p/apply/1.0.0//g0", "", {}};
+  sim::HostStepRequest req{"n1", "p", "apply", "1.0.0", "p/apply/1.0.0//g0", "", {}, {}};
   auto first = sim::run_host_step(req, &b, host);
   EXPECT_EQ(first.exit_code, 0);
   EXPECT_EQ(core::parse_json(first.result_json).get_string({"status"}), "succeeded");
@@ -146,17 +151,76 @@ failures:
   EXPECT_EQ(host.read("/proc/sys/vm/max_map_count").value_or(""), "1048576\n");
   auto again = sim::run_host_step(req, &b, host);
   EXPECT_EQ(core::parse_json(again.result_json).get_string({"status"}), "skipped");
-  sim::HostStepRequest cfg{"n2", "p", "config", "1.0.0", "p/config/1.0.0/h/g1", "", {}};
+  sim::HostStepRequest cfg{"n2", "p", "config", "1.0.0", "p/config/1.0.0/h/g1", "", {}, {}};
   EXPECT_EQ(sim::run_host_step(cfg, &b, host).exit_code, 1);
   EXPECT_EQ(sim::run_host_step(cfg, &b, host).exit_code, 0) << "times: 1 fails only once";
-  sim::HostStepRequest reboot{"n1", "s", "interrupt", "t", "*/interrupt/t//g2", "reboot", {}};
+  sim::HostStepRequest reboot{"n1", "s", "interrupt", "t", "*/interrupt/t//g2", "reboot", {}, {}};
   EXPECT_TRUE(sim::run_host_step(reboot, &b, host).reboot);
   sim::HostStepRequest restart{
-      "n1", "s", "interrupt", "t", "*/interrupt/t//g3", "restartServices", {"a.service"}};
+      "n1", "s", "interrupt", "t", "*/interrupt/t//g3", "restartServices", {"a.service"}, {}};
   EXPECT_FALSE(sim::run_host_step(restart, &b, host).reboot);
   EXPECT_EQ(host.read(sim::kHostStepRestarts).value_or(""), "restartServices a.service\n");
   core::Value bad = core::parse_yaml("{effects: {reboot: {}}}");
   EXPECT_THROW(sim::parse_host_step(bad, "t", "hostStep"), core::InvalidInput);
+}
+
+// Re-verification's verify pod: the apply pod of the package (pinned, package image handed
+// over) with the runner in verify mode, named per node and round; the simulator reads it as
+// a check-only step that compares the declared effects with the host model.
+TEST(StagePod, VerifyPodChecksOnlyAndTheSimComparesTheHost) {
+  HostPackageSet set = parse_host_package_set(core::parse_yaml(R"(
+apiVersion: gpufleet.io/v1alpha1
+kind: HostPackageSet
+metadata: {name: s1}
+spec:
+  reverify: {interval: 1h}
+  packages:
+    p: {version: 1.0.0, image: r.example/p, interrupt: {type: restartServices, services: [a]}}
+)"));
+  DesiredState d = digest(set);
+  StagePodOptions o{"ns1", "runner:1", ""};
+  core::Value pod = verify_pod(set, d, "n1", set.packages[0], 1700, o);
+  EXPECT_EQ(pod.get_string({"spec", "nodeName"}), "n1");
+  EXPECT_EQ(pod.get_string({"metadata", "labels", "hostpkg.gpufleet.io/stage"}), "verify");
+  EXPECT_EQ(pod.get_string({"metadata", "annotations", "hostpkg.gpufleet.io/verify"}),
+            "apply,post-interrupt");
+  std::string key(pod.get_string({"metadata", "annotations", "hostpkg.gpufleet.io/key"}));
+  EXPECT_TRUE(key.starts_with("p/verify/1.0.0/") && key.ends_with("/r1700")) << key;
+  EXPECT_EQ(pod.get_string({"metadata", "name"}), verify_pod_name("s1", "n1", key));
+  EXPECT_NE(verify_pod(set, d, "n1", set.packages[0], 1800, o).get_string({"metadata", "name"}),
+            pod.get_string({"metadata", "name"}))
+      << "each round its own pod";
+  EXPECT_FALSE(pod.get({"spec", "hostPID"})->as_bool());
+  std::string args = core::to_json(*pod.get({"spec", "containers"}));
+  EXPECT_NE(args.find("\"--verify\",\"apply,post-interrupt\""), std::string::npos) << args;
+  EXPECT_EQ(args.find("\"--stage\""), std::string::npos) << args;
+  EXPECT_NE(args.find("\"--change\",\"r1700\""), std::string::npos) << args;
+  EXPECT_EQ((*pod.get({"spec", "initContainers"}))[0].get_string({"image"}), "r.example/p:1.0.0");
+
+  sim::HostStepBehaviour b = sim::parse_host_step(core::parse_yaml(R"(
+effects:
+  apply: {sysctls: {vm.max_map_count: "1048576"}, files: {/etc/v: "{version}"}}
+)"),
+                                                  "test", "hostStep");
+  sim::HostModel host;
+  sim::HostStepRequest apply{"n1", "p", "apply", "1.0.0", "p/apply/1.0.0//g0", "", {}, {}};
+  sim::run_host_step(apply, &b, host);
+  auto req = sim::host_step_request(pod);
+  ASSERT_TRUE(req);
+  EXPECT_EQ(req->stage, "verify");
+  EXPECT_EQ(req->verify, (std::vector<std::string>{"apply", "post-interrupt"}));
+  auto ok = sim::run_host_step(*req, &b, host);
+  EXPECT_EQ(ok.exit_code, 0) << ok.result_json;
+  EXPECT_EQ(sim::run_host_step(*req, &b, host).exit_code, 0) << "never skipped, still passes";
+  host.set_sysctl("vm.max_map_count", "65530", false);  // someone edited the host
+  auto drifted = sim::run_host_step(*req, &b, host);
+  EXPECT_EQ(drifted.exit_code, 1);
+  core::Value r = core::parse_json(drifted.result_json);
+  EXPECT_EQ(r.get_string({"status"}), "check-failed");
+  EXPECT_NE(r.get_string({"message"}).find("vm.max_map_count is 65530, want 1048576"),
+            std::string::npos)
+      << drifted.result_json;
+  EXPECT_EQ(host.sysctls().at("vm.max_map_count"), "65530") << "a check changes nothing";
 }
 
 }  // namespace

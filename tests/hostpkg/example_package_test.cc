@@ -7,6 +7,7 @@
 
 #include "core/yaml.h"
 #include "host_root.h"
+#include "hostpkg/reverify.h"
 #include "hostpkg/stage_plan.h"
 #include "hostpkg/step_runner.h"
 
@@ -139,8 +140,32 @@ TEST_F(ExamplePackage, InstallsChangesAndUninstallsOnARealRoot) {
   EXPECT_EQ(read(root_ / "proc/sys/vm/max_map_count"), "2097152\n");
   EXPECT_FALSE(fs::exists(root_ / "etc/sysctl.d/60-sysctl-91-net.conf"));
 
+  // Re-verification (reverify.h) runs the package's checks on the finished node: they pass
+  // while the host holds...
+  StepRequest verify;
+  verify.package = "sysctl";
+  verify.version = "1.0.0";
+  verify.verify = verify_stages(*set2.find("sysctl"));
+  EXPECT_EQ(verify.verify, (std::vector<Stage>{Stage::Apply, Stage::Config, Stage::PostInterrupt}));
+  verify.config_hash = digest(set2).package_config_hash[0];
+  verify.change = "r1";
+  verify.host_root = root_.string();
+  verify.package_dir = (kExample / "pkg").string();
+  verify.history_path = (root_ / "var/lib/gpufleet/hostpkg/history.jsonl").string();
+  verify.timeout = std::chrono::seconds(30);
+  StepResult held = run_step(verify);
+  EXPECT_EQ(held.status, StepStatus::Succeeded) << held.message << held.check_output;
+
   // A post-interrupt check that finds the kernel disagreeing fails the step.
   write(root_ / "proc/sys/vm/max_map_count", "65530\n");
+  // ... and catch the drift (the same key runs again: checks are never skipped).
+  StepResult drifted = run_step(verify);
+  EXPECT_EQ(drifted.status, StepStatus::CheckFailed);
+  EXPECT_NE(drifted.message.find("the post-interrupt check of sysctl 1.0.0 failed"),
+            std::string::npos)
+      << drifted.message;
+  EXPECT_NE(drifted.check_output.find("vm.max_map_count is 65530, want 2097152"), std::string::npos)
+      << drifted.check_output;
   StepRequest check;
   check.package = "sysctl";
   check.version = "1.0.0";

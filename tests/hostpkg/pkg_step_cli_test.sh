@@ -38,6 +38,19 @@ run --stage post-interrupt > /dev/null || rc=$?
 grep -q '"status":"check-failed"' "$tmp/result.json" || fail "post-interrupt result: $(cat "$tmp/result.json")"
 grep -q 'vm.max_map_count is <missing>, want 1048576' "$tmp/result.json" || fail "check output missing"
 
+# Verify mode: the apply check passes (never skipped); with the post-interrupt check it fails
+# the same way, naming that check.
+run --verify apply,config > /dev/null || fail "verify exited $?"
+grep -q '"status":"succeeded"' "$tmp/result.json" || fail "verify result: $(cat "$tmp/result.json")"
+grep -q '"stage":"verify"' "$tmp/result.json" || fail "verify stage: $(cat "$tmp/result.json")"
+rc=0
+run --verify apply,post-interrupt > /dev/null || rc=$?
+[ "$rc" = 1 ] || fail "verify with post-interrupt exit $rc, want 1"
+grep -q 'the post-interrupt check of sysctl 1.0.0 failed' "$tmp/result.json" || fail "verify failure: $(cat "$tmp/result.json")"
+rc=0
+run --verify interrupt 2> "$tmp/err" > /dev/null || rc=$?
+[ "$rc" = 2 ] || fail "verify interrupt exit $rc, want 2"
+
 rc=0
 "$gpufleet" pkg-step --package sysctl --version 1.0.0 --stage nonsense 2> "$tmp/err" || rc=$?
 [ "$rc" = 2 ] || fail "bad stage exit $rc, want 2"

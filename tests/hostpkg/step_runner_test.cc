@@ -184,5 +184,46 @@ TEST(StepResultValue, StaysUnderTheTerminationMessageLimit) {
   EXPECT_LE(core::to_json(result_to_value(req, r)).size(), 4096u);
 }
 
+// Verify mode (re-verification): only the listed stages' checks run, in order, each with its
+// stage in GPUFLEET_STAGE; the stage scripts never run, the config the config stage left is
+// not replaced, a passing key is never skipped, and the first failing check is reported with
+// the last line it printed.
+TEST_F(StepRunner, VerifyModeRunsOnlyTheChecksAndIsNeverSkipped) {
+  script("apply.sh", "echo must-not-run > /etc/ran\n");
+  script("apply-check.sh",
+         "echo $GPUFLEET_STAGE >> /etc/checks\ntest \"$(cat /etc/value)\" = 1 || "
+         "{ echo \"value is $(cat /etc/value), want 1\"; exit 3; }\n");
+  script("config-check.sh",
+         "echo $GPUFLEET_STAGE >> /etc/checks\n"
+         "test \"$(cat $GPUFLEET_CONFIG_DIR/a.conf)\" = kept\n");
+  write(root_ / "etc/value", "1");
+  write(root_ / "var/lib/gpufleet/hostpkg/sysctl/1.0.0/config/a.conf", "kept");
+  write(base_ / "config/a.conf", "new");
+  req_.config_dir = (base_ / "config").string();
+  req_.verify = {Stage::Apply, Stage::Config};
+  req_.change = "r100";
+  StepResult r = run_step(req_);
+  EXPECT_EQ(r.status, StepStatus::Succeeded) << r.message << r.check_output;
+  EXPECT_FALSE(fs::exists(root_ / "etc/ran")) << "a stage script ran";
+  EXPECT_EQ(read(root_ / "etc/checks"), "apply\nconfig\n");
+  EXPECT_EQ(read(root_ / "var/lib/gpufleet/hostpkg/sysctl/1.0.0/config/a.conf"), "kept");
+  core::Value v = result();
+  EXPECT_EQ(v.get_string({"stage"}), "verify");
+  EXPECT_EQ(v.get_string({"key"}), "sysctl/verify/1.0.0/abc/r100");
+
+  // The same key again runs again (a check proves the present, not the past), and drift shows.
+  write(root_ / "etc/value", "0");
+  r = run_step(req_);
+  EXPECT_EQ(r.status, StepStatus::CheckFailed);
+  EXPECT_NE(r.message.find("the apply check of sysctl 1.0.0 failed with exit code 3: value is 0, "
+                           "want 1"),
+            std::string::npos)
+      << r.message;
+  EXPECT_EQ(result().get_string({"status"}), "check-failed");
+
+  req_.verify = {Stage::Uninstall};
+  EXPECT_THROW(run_step(req_), core::InvalidInput) << "no uninstall-check.sh in the package";
+}
+
 }  // namespace
 }  // namespace gpufleet::hostpkg

@@ -17,6 +17,7 @@
 #include "core/time.h"
 #include "hostpkg/controller/record_store.h"
 #include "hostpkg/controller/stage_pod.h"
+#include "hostpkg/reverify.h"
 #include "hostpkg/rollout.h"
 #include "hostpkg/stage_plan.h"
 #include "kube/api/conditions.h"
@@ -147,6 +148,8 @@ struct Metrics {
   core::metrics::Counter* steps = nullptr;
   core::metrics::Counter* interrupts = nullptr;
   core::metrics::Counter* writes = nullptr;
+  core::metrics::Counter* verifications = nullptr;
+  core::metrics::Counter* drift = nullptr;
 };
 
 Metrics register_metrics(core::metrics::Registry& r) {
@@ -162,6 +165,12 @@ Metrics register_metrics(core::metrics::Registry& r) {
                             "Interrupts delivered (reboots verified by boot ID).", {"set", "kind"});
   m.writes = &r.counter("gpufleet_hostpkg_api_writes_total",
                         "Writes the hostpkg controller sent to the API server, by kind.", {"kind"});
+  m.verifications =
+      &r.counter("gpufleet_hostpkg_verifications_total",
+                 "Node re-verifications finished (spec.reverify), by result.", {"set", "result"});
+  m.drift = &r.counter("gpufleet_hostpkg_drift_detected_total",
+                       "Failed re-verifications: a package's checks failed on a finished node.",
+                       {"set", "package"});
   return m;
 }
 
@@ -235,6 +244,14 @@ class HostPkgReconciler : public controller::Reconciler {
   void write_status(Pass& p, const RolloutPlan* plan, const std::string& phase,
                     const std::string& message);
   void taints(Pass& p);
+  // Re-verification of finished nodes; returns when the next node is due (0: none).
+  std::int64_t reverify(Pass& p);
+  std::chrono::seconds reverify_interval(const HostPackageSet& set) const {
+    if (settings_.reverify_interval.count() > 0 && set.reverify.enabled())
+      return std::max(std::chrono::seconds(1), std::chrono::duration_cast<std::chrono::seconds>(
+                                                   settings_.reverify_interval));
+    return set.reverify.interval;
+  }
   void record_event(const core::Value& set, kube::EventType type, std::string_view reason,
                     std::string_view note) {
     events_.record(set, type, reason, "Rollout", note);
@@ -267,6 +284,10 @@ struct HostPkgReconciler::Pass {
   std::vector<std::string> node_messages;              // "node: why" for blocked / failed nodes
   std::int64_t drain_blocked = 0, protected_wait = 0;
   bool waiting = false;
+  // Re-verification: drifted nodes ("node: package: message"), verify pods running.
+  std::int64_t drifted = 0;
+  std::vector<std::string> drift_messages;
+  bool verifying = false;
 };
 
 core::Value HostPkgReconciler::patch_node(const std::string& name, const core::Value& patch,
@@ -450,6 +471,8 @@ HostPkgReconciler::Drive HostPkgReconciler::drive_node(Pass& p, const std::strin
     if (plan.steps.empty()) {
       mark_node_done(rec, p.desired);
       rec.started = 0;
+      // The change's checks just ran: the next re-verification is an interval from now.
+      if (p.set.reverify.enabled()) rec.verified = unix_now();
       core::Value base = kube::uncordon_patch(node, kOwner).value_or(core::Value::map());
       node = patch_node(node_name, record_patch(node, set_name, rec, std::move(base)), "done");
       // The node's stage pods have served their purpose.
@@ -559,6 +582,166 @@ HostPkgReconciler::Drive HostPkgReconciler::drive_node(Pass& p, const std::strin
     node = patch_node(node_name, record_patch(node, set_name, rec), "record");
   }
   return Drive::Waiting;
+}
+
+std::int64_t HostPkgReconciler::reverify(Pass& p) {
+  const std::string& set_name = p.set.name;
+  const bool enabled = p.set.reverify.enabled() && !p.deleting;
+  const std::chrono::seconds interval = reverify_interval(p.set);
+  const std::int64_t now = unix_now();
+  std::int64_t next_due = 0;
+
+  // The verify pods this set has now; the ones no current round expects are cleaned up below.
+  std::unordered_map<std::string, kube::ObjectPtr> pods;
+  for (const auto& sp : stage_pods_.list()) {
+    if (kube::label_of(*sp, kSetLabel) == set_name &&
+        kube::label_of(*sp, kStageLabel) == kVerifyStage)
+      pods.emplace(std::string(kube::name_of(*sp)), sp);
+  }
+  std::int64_t in_flight = 0;
+  for (const auto& [_, pod] : pods) {
+    if (!stage_outcome(*pod)) ++in_flight;
+  }
+  std::unordered_set<std::string> expected;
+  auto remove_pod = [&](const std::string& name) {
+    try {
+      metrics_.writes->with({"pod-delete"}).inc();
+      client_.remove(kube::resources::pods(), settings_.namespace_, name);
+    } catch (const kube::ApiError& e) {
+      if (!is(e, kube::Reason::NotFound)) throw;
+    }
+  };
+
+  for (std::size_t i = 0; i < p.nodes.size(); ++i) {
+    const NodeScan& n = p.nodes[i];
+    const NodeRecord* seen_rec = p.inputs[i].record;
+    if (seen_rec == nullptr || !p.set.node_selector.matches(n.labels) || !enabled) continue;
+    if (seen_rec->drift) {
+      ++p.drifted;
+      if (p.drift_messages.size() < kMaxNamedNodes)
+        p.drift_messages.push_back(n.name + ": " + seen_rec->drift->package + ": " +
+                                   seen_rec->drift->message);
+    }
+    if (!reverify_eligible(*seen_rec, p.desired)) continue;
+    if (!pods.empty()) {
+      // This round's pods are wanted even while the node is not due (yet, or any more after a
+      // clock step): deleting one now would run its check a second time later.
+      for (const Package& pkg : p.set.packages)
+        expected.insert(
+            verify_pod_name(set_name, n.name, verify_key(pkg, p.desired, seen_rec->verified)));
+    }
+    const bool reapply = p.set.reverify.on_drift == DriftAction::Reapply && seen_rec->drift &&
+                         p.set.find(seen_rec->drift->package) != nullptr;
+    std::int64_t due = reverify_due(*seen_rec, set_name, n.name, interval);
+    if (!reapply && due > now) {
+      next_due = next_due == 0 ? due : std::min(next_due, due);
+      continue;
+    }
+    if (!n.ready && !reapply) continue;  // looked at again when it is Ready (a Node event)
+
+    kube::ObjectPtr cached = nodes_.get(n.name);
+    if (cached == nullptr) continue;
+    RecordRead rr = read_record(*cached, set_name);
+    if (!rr.record || !reverify_eligible(*rr.record, p.desired)) continue;
+    NodeRecord rec = *rr.record;
+    try {
+      // onDrift: Reapply for a node drifted before the policy said so: straight to the rollout.
+      if (reapply_drifted(rec, p.set)) {
+        patch_node(n.name, record_patch(*cached, set_name, rec), "record");
+        continue;
+      }
+      // One package at a time, in the set's order; the first failure decides.
+      VerifyOutcome outcome;
+      bool finished = true;
+      std::vector<std::string> round_pods;
+      for (const Package& pkg : p.set.packages) {
+        std::string key = verify_key(pkg, p.desired, rec.verified);
+        std::string name = verify_pod_name(set_name, n.name, key);
+        expected.insert(name);
+        round_pods.push_back(name);
+        auto it = pods.find(name);
+        if (it == pods.end()) {
+          finished = false;
+          if (in_flight >= settings_.reverify_max_in_flight) break;  // spread: next pass
+          StagePodOptions o{settings_.namespace_, settings_.runner_image, ""};
+          try {
+            metrics_.writes->with({"pod-create"}).inc();
+            client_.create(kube::resources::pods(),
+                           verify_pod(p.set, p.desired, n.name, pkg, rec.verified, o),
+                           kFieldManager);
+          } catch (const kube::ApiError& e) {
+            if (!is(e, kube::Reason::AlreadyExists)) throw;  // created before a restart
+          }
+          ++in_flight;
+          break;
+        }
+        std::optional<StageOutcome> out = stage_outcome(*it->second);
+        if (!out) {
+          auto created =
+              kube::parse_rfc3339(it->second->get_string({"metadata", "creationTimestamp"}));
+          std::chrono::seconds limit{0};
+          for (Stage st : verify_stages(pkg)) limit = std::max(limit, pkg.timeout(st));
+          if (created && Clock::now() > *created + limit + std::chrono::minutes(3)) {
+            outcome = {false, pkg.name,
+                       "verify pod " + name + " did not finish within its timeout"};
+            break;
+          }
+          finished = false;
+          break;
+        }
+        if (!out->ok) {
+          outcome = {false, pkg.name, out->status + ": " + out->message};
+          break;
+        }
+      }
+      if (!finished) {
+        p.verifying = true;
+        continue;
+      }
+      const bool was_drifted = rec.drift.has_value();
+      record_verification(rec, now, outcome, p.set.reverify.on_drift);
+      patch_node(n.name, record_patch(*cached, set_name, rec), "record");
+      metrics_.verifications->with({set_name, outcome.ok ? "passed" : "drifted"}).inc();
+      if (!outcome.ok) {
+        metrics_.drift->with({set_name, outcome.package}).inc();
+        record_event(*p.object, kube::EventType::Warning, "NodeDrifted",
+                     n.name + ": " + outcome.package + ": " + outcome.message +
+                         (p.set.reverify.on_drift == DriftAction::Reapply
+                              ? " (re-applying it through the rollout)"
+                              : " (onDrift: Report)"));
+        if (!was_drifted) {
+          ++p.drifted;
+          if (p.drift_messages.size() < kMaxNamedNodes)
+            p.drift_messages.push_back(n.name + ": " + outcome.package + ": " + outcome.message);
+        }
+        log::warn("hostpkg: node drifted",
+                  {{"set", set_name}, {"node", n.name}, {"package", outcome.package}});
+      } else if (was_drifted) {
+        --p.drifted;
+        std::erase_if(p.drift_messages,
+                      [&](const std::string& m) { return m.starts_with(n.name + ": "); });
+        record_event(*p.object, kube::EventType::Normal, "NodeVerified",
+                     n.name + ": every package passed its checks again; no longer drifted");
+      }
+      // The round is recorded: its pods have served (a later pass cleans up any left over).
+      for (const std::string& name : round_pods) {
+        if (pods.contains(name)) remove_pod(name);
+        expected.erase(name);
+        pods.erase(name);
+      }
+      std::int64_t next = reverify_due(rec, set_name, n.name, interval);
+      next_due = next_due == 0 ? next : std::min(next_due, next);
+    } catch (const kube::ApiError& e) {
+      if (!is(e, kube::Reason::Conflict)) throw;
+      p.verifying = true;  // the Node changed under us: re-read it next pass
+    }
+  }
+  // Verify pods of rounds already recorded, of nodes that left or started a change, of a
+  // set that no longer re-verifies: adopted above when still wanted, removed here otherwise.
+  for (const auto& [name, pod] : pods) {
+    if (!expected.contains(name)) remove_pod(name);
+  }
+  return next_due;
 }
 
 void HostPkgReconciler::taints(Pass& p) {
@@ -689,11 +872,14 @@ void HostPkgReconciler::write_status(Pass& p, const RolloutPlan* plan, const std
   st["pending"] = pending;
   st["blocked"] = blocked;
   st["malformed"] = plan != nullptr ? plan->malformed_count : 0;
+  st["drifted"] = p.drifted;
   st["progress"] = std::to_string(done) + "/" + std::to_string(nodes);
   std::int64_t epoch = 0;
   if (auto e = parse_int(kube::annotation_of(obj, kResetAnnotation))) epoch = *e;
   st["resetEpoch"] = epoch;
   std::vector<std::string> msgs = p.node_messages;
+  for (const auto& m : p.drift_messages)
+    msgs.push_back(m.substr(0, m.find(": ")) + ": Drifted: " + m.substr(m.find(": ") + 2));
   if (plan != nullptr) {
     for (const auto& m : plan->malformed) msgs.push_back(m);
     for (const auto& m : plan->blocked) msgs.push_back(m);
@@ -734,6 +920,18 @@ void HostPkgReconciler::write_status(Pass& p, const RolloutPlan* plan, const std
                                                 : "NodesBlocked")
                       : "NotBlocked",
            is_blocked ? (msgs.empty() ? message : join(msgs, "; ", 5)) : "nothing is blocked");
+  std::vector<std::string> drift_msgs = p.drift_messages;
+  set_cond("Drifted", p.drifted > 0,
+           p.drifted > 0              ? "ChecksFailed"
+           : p.set.reverify.enabled() ? "NoDrift"
+                                      : "ReverifyDisabled",
+           p.drifted > 0 ? std::to_string(p.drifted) + " node(s) failed re-verification (" +
+                               (p.set.reverify.on_drift == DriftAction::Reapply
+                                    ? "onDrift: Reapply, re-applying"
+                                    : "onDrift: Report") +
+                               "): " + join(drift_msgs, "; ", 5)
+           : p.set.reverify.enabled() ? "every verified node passed its checks"
+                                      : "spec.reverify is off");
   st["conditions"] = std::move(conds);
 
   // Events on transitions the status shows for the first time.
@@ -753,6 +951,7 @@ void HostPkgReconciler::write_status(Pass& p, const RolloutPlan* plan, const std
   metrics_.nodes->with({sn, "failed"}).set(static_cast<double>(failed));
   metrics_.nodes->with({sn, "pending"}).set(static_cast<double>(pending));
   metrics_.nodes->with({sn, "blocked"}).set(static_cast<double>(blocked));
+  metrics_.nodes->with({sn, "drifted"}).set(static_cast<double>(p.drifted));
   metrics_.stopped->with({sn}).set(stopped ? 1 : 0);
 
   const core::Value* cur = obj.find("status");
@@ -919,6 +1118,8 @@ Result HostPkgReconciler::reconcile_pass(const Request& req, std::stop_token sto
     }
   }
   taints(p);
+  std::int64_t next_verify = 0;
+  if (!stop.stop_requested()) next_verify = reverify(p);
 
   bool stopped = false;
   for (const auto& c : plan.compartments) stopped = stopped || c.stopped;
@@ -947,14 +1148,20 @@ Result HostPkgReconciler::reconcile_pass(const Request& req, std::stop_token sto
   if (p.deleting && plan.complete && in_progress.empty()) {
     // Everything that supports uninstall is uninstalled; records stay on the Nodes.
     ensure_finalizer(obj, false);
-    for (const char* state : {"done", "in_progress", "failed", "pending", "blocked"}) {
+    for (const char* state : {"done", "in_progress", "failed", "pending", "blocked", "drifted"}) {
       metrics_.nodes->with({p.set.name, state}).set(0);
     }
     metrics_.stopped->with({p.set.name}).set(0);
     return {};
   }
   write_status(p, &plan, phase, message);
-  if (waiting || !plan.start.empty()) return Result{settings_.poll, false};
+  if (waiting || !plan.start.empty() || p.verifying) return Result{settings_.poll, false};
+  if (next_verify > 0) {
+    // Wake when the next node is due (requeue_after, never a busy loop); a second of slack
+    // so the node is past due when the pass runs.
+    std::int64_t wait_s = std::max<std::int64_t>(1, next_verify - unix_now() + 1);
+    return Result{std::chrono::milliseconds(wait_s * 1000), false};
+  }
   return {};
 }
 
@@ -976,6 +1183,22 @@ ControllerSettings settings_from(const controller::Context& context) {
     throw core::InvalidInput("--set hostpkg.poll=" + poll +
                              " is not a positive duration (e.g. 2s, 500ms)");
   s.poll = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+  std::string rv = context.setting("hostpkg.reverify-interval", "");
+  if (!rv.empty()) {
+    auto r = core::try_parse_duration(rv);
+    if (!r || r->count() <= 0)
+      throw core::InvalidInput("--set hostpkg.reverify-interval=" + rv +
+                               " is not a positive duration (e.g. 5s; for tests and demos only)");
+    s.reverify_interval = std::chrono::duration_cast<std::chrono::milliseconds>(*r);
+  }
+  std::string inflight = context.setting("hostpkg.reverify-max-in-flight", "");
+  if (!inflight.empty()) {
+    auto n = parse_int(inflight);
+    if (!n || *n < 1)
+      throw core::InvalidInput("--set hostpkg.reverify-max-in-flight=" + inflight +
+                               " is not a positive whole number of verify pods");
+    s.reverify_max_in_flight = *n;
+  }
   std::string max = context.setting("hostpkg.max-unavailable", "");
   std::string topo = context.setting("hostpkg.topology-key", "");
   std::string per = context.setting("hostpkg.max-unavailable-per-domain", "");

@@ -44,6 +44,12 @@ struct ControllerSettings {
   bool has_cluster_budget = false;
   ClusterBudget cluster;
   std::chrono::milliseconds poll{2000};  // re-look while waiting on pods, drains, reboots
+  // Re-verification: at most this many verify pods of one set run at once (they are cheap
+  // but the fleet may be 5,000 nodes whose records say "never verified").
+  std::int64_t reverify_max_in_flight = 50;
+  // > 0: replaces the interval of every set that enables spec.reverify. For tests and demos,
+  // whose intervals are shorter than the schema's 1m minimum; never needed in production.
+  std::chrono::milliseconds reverify_interval{0};
 };
 
 // Reads the --set hostpkg.* settings; throws core::InvalidInput naming the setting and fix.

@@ -1,6 +1,7 @@
 #include "hostpkg/controller/stage_pod.h"
 
 #include "core/json.h"
+#include "hostpkg/reverify.h"
 #include "kube/api/objects.h"
 
 namespace gpufleet::hostpkg {
@@ -189,6 +190,67 @@ core::Value stage_pod(const HostPackageSet& set, const std::string& node, const 
   c["terminationMessagePolicy"] = "File";
   c["volumeMounts"] = std::move(mounts);
   spec["containers"].push_back(std::move(c));
+  return pod;
+}
+
+std::string verify_pod_name(std::string_view set, std::string_view node, std::string_view key) {
+  std::string id(set);
+  id += '\n';
+  id += node;
+  id += '\n';
+  id += key;
+  return "hp-" + short_hash(id);
+}
+
+core::Value verify_pod(const HostPackageSet& set, const DesiredState& desired,
+                       const std::string& node, const Package& package, std::int64_t round,
+                       const StagePodOptions& options) {
+  // The same pod as the package's apply stage (image hand-over, host mount, env), with the
+  // runner in verify mode.
+  PlannedStep step;
+  step.package = package.name;
+  step.stage = Stage::Apply;
+  step.version = package.version_text;
+  step.image = package.image;
+  std::vector<Stage> stages = verify_stages(package);
+  std::chrono::seconds timeout{0};
+  std::string list;
+  for (Stage st : stages) {
+    timeout = std::max(timeout, package.timeout(st));
+    list += (list.empty() ? "" : ",") + std::string(stage_name(st));
+  }
+  step.timeout = timeout;
+  core::Value pod =
+      stage_pod(set, node, step, StagePodOptions{options.namespace_, options.runner_image, ""});
+  const std::string key = verify_key(package, desired, round);
+  core::Value& meta = pod["metadata"];
+  meta["name"] = verify_pod_name(set.name, node, key);
+  meta["labels"][std::string(kStageLabel)] = std::string(kVerifyStage);
+  meta["annotations"][std::string(kKeyAnnotation)] = key;
+  meta["annotations"][std::string(kVerifyAnnotation)] = list;
+  core::Value& args = pod["spec"]["containers"].as_list().front()["args"];
+  core::Value out = core::Value::list();
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i].as_string();
+    if (a == "--stage") {
+      out.push_back("--verify");
+      out.push_back(list);
+      ++i;
+    } else if (a == "--change") {
+      out.push_back(a);
+      out.push_back("r" + std::to_string(round));
+      ++i;
+    } else {
+      out.push_back(a);
+    }
+  }
+  for (std::size_t i = 0; i < desired.set->packages.size(); ++i) {
+    if (desired.set->packages[i].name == package.name) {
+      out.push_back("--config-hash");
+      out.push_back(desired.package_config_hash[i]);
+    }
+  }
+  args = std::move(out);
   return pod;
 }
 

@@ -27,6 +27,9 @@ inline constexpr std::string_view kVersionAnnotation = "hostpkg.gpufleet.io/vers
 inline constexpr std::string_view kInterruptAnnotation = "hostpkg.gpufleet.io/interrupt";
 inline constexpr std::string_view kChangedKeysAnnotation = "hostpkg.gpufleet.io/changed-keys";
 inline constexpr std::string_view kStepContainer = "step";
+// Verify pods (re-verification): stage label "verify", the checked stages in this annotation.
+inline constexpr std::string_view kVerifyStage = "verify";
+inline constexpr std::string_view kVerifyAnnotation = "hostpkg.gpufleet.io/verify";
 
 struct StagePodOptions {
   std::string namespace_;
@@ -39,6 +42,14 @@ std::string stage_pod_name(std::string_view set, std::string_view node, const Pl
 
 core::Value stage_pod(const HostPackageSet& set, const std::string& node, const PlannedStep& step,
                       const StagePodOptions& options);
+
+// A verify pod: the package's checks only (`pkg-step --verify apply,...`, reverify.h), pinned
+// to the node like a stage pod, for round `round` (the record's `verified` it started from).
+// Named "hp-<16 hex>" from set, node and verify key, so a restarted controller finds it.
+std::string verify_pod_name(std::string_view set, std::string_view node, std::string_view key);
+core::Value verify_pod(const HostPackageSet& set, const DesiredState& desired,
+                       const std::string& node, const Package& package, std::int64_t round,
+                       const StagePodOptions& options);
 
 // The ConfigMap holding one package's configMap files: named by set, package and content
 // hash, so a change makes a new one and a running pod never sees its files change under it.

@@ -25,7 +25,7 @@ std::string progress_bar(std::int64_t done, std::int64_t total, int width) {
 
 std::string render_status(const std::vector<core::Value>& sets) {
   std::vector<std::vector<std::string>> rows = {
-      {"NAME", "PHASE", "PROGRESS", "ACTIVE", "FAILED", "BLOCKED", "TARGET"}};
+      {"NAME", "PHASE", "PROGRESS", "ACTIVE", "FAILED", "BLOCKED", "DRIFTED", "TARGET"}};
   for (const auto& s : sets) {
     rows.push_back({std::string(s.get_string({"metadata", "name"})),
                     std::string(s.get_string({"status", "phase"}, "Unknown")),
@@ -33,6 +33,7 @@ std::string render_status(const std::vector<core::Value>& sets) {
                     std::to_string(int_at(s, {"status", "inProgress"})),
                     std::to_string(int_at(s, {"status", "failed"})),
                     std::to_string(int_at(s, {"status", "blocked"})),
+                    std::to_string(int_at(s, {"status", "drifted"})),
                     std::string(s.get_string({"status", "target"}, "-"))});
   }
   std::vector<std::size_t> widths(rows.front().size(), 0);
@@ -70,8 +71,10 @@ std::string render_status(const std::vector<core::Value>& sets) {
     if (const core::Value* conds = s.get({"status", "conditions"}); conds && conds->is_list()) {
       for (const auto& c : conds->as_list()) {
         std::string type(c.get_string({"type"})), st(c.get_string({"status"}));
-        bool bad = (type == "Ready") ? st != "True"
-                                     : (type == "Stopped" || type == "Blocked") && st == "True";
+        bool bad =
+            (type == "Ready")
+                ? st != "True"
+                : (type == "Stopped" || type == "Blocked" || type == "Drifted") && st == "True";
         if (bad && type != "Ready")
           out += "  " + type + ": " + std::string(c.get_string({"reason"})) + ": " +
                  std::string(c.get_string({"message"})) + "\n";

@@ -9,12 +9,18 @@
 
 #include <atomic>
 #include <map>
+#include <memory>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "core/json.h"
 #include "hostpkg/controller/record_store.h"
+#include "hostpkg/controller/stage_pod.h"
+#include "hostpkg/reverify.h"
+#include "hostpkg/stage_plan.h"
 #include "hostpkg_env.h"
+#include "kube/api/meta.h"
 #include "kube/api/objects.h"
 #include "process.h"
 #include "sim/host_step.h"
@@ -112,6 +118,120 @@ TEST(HostPkgFault, KillNineDuringRolloutKeepsInvariants) {
       ++interrupts;
     EXPECT_EQ(interrupts, 1) << "interrupted more than once: " << history;
   }
+}
+
+// kill -9 the controller again and again while it re-verifies finished nodes (a 1s interval
+// through hostpkg.reverify-interval): no round's check ever runs twice on a node (each verify
+// key at most once in the host history), rounds go on, no node is cordoned for a check, no
+// drift is invented, and the verify pods left are only those of the nodes' current rounds.
+TEST(HostPkgFault, KillNineDuringReverifyNeverRunsARoundTwice) {
+  constexpr int kNodes = 4;
+  HostPkgEnv env(kNodes, /*controller=*/false);
+  std::string pool = env.node(0);
+  const std::string name = "reverify-" + pool.substr(0, pool.size() - 4);
+  env.apply("apiVersion: gpufleet.io/v1alpha1\nkind: HostPackageSet\nmetadata: {name: " + name +
+            "}\nspec:\n  nodeSelector:\n    matchExpressions:\n    - {key: kubernetes.io/hostname, "
+            "operator: In, values: " +
+            env.node_list(0, kNodes) +
+            "}\n  reverify: {interval: 1h}\n  packages:\n"
+            "    a:\n      version: 1.0.0\n      image: example.com/a\n"
+            "    b:\n      version: 1.0.0\n      image: example.com/b\n      dependsOn: [a]\n");
+  const char* kc = std::getenv("KUBECONFIG");
+  auto controller = [&] {
+    return std::make_unique<ct::Child>(
+        std::vector<std::string>{ct::gpufleet_bin(), "controller", "--controllers=hostpkg",
+                                 "--kubeconfig", kc ? kc : "", "--metrics-addr",
+                                 "127.0.0.1:" + std::to_string(ct::free_port()), "--set",
+                                 "hostpkg.namespace=" + env.stage_namespace(), "--set",
+                                 "hostpkg.runner-image=example.com/gpufleet:test", "--set",
+                                 "hostpkg.poll=300ms", "--set", "hostpkg.reverify-interval=1s"},
+        "/tmp/hostpkg-fault-reverify-" + std::to_string(::getpid()) + ".log");
+  };
+  {
+    auto c = controller();
+    ASSERT_TRUE(HostPkgEnv::eventually(
+        [&] {
+          return env.get_set(name).get_string({"status", "phase"}) == "Complete";
+        },
+        60s));
+    c->signal(SIGTERM);
+    c->wait(10s);
+  }
+
+  std::atomic<bool> stop{false}, cordoned{false};
+  std::thread watch([&] {
+    while (!stop) {
+      for (int i = 0; i < kNodes; ++i) {
+        try {
+          if (kube::node::unschedulable(env.get_node(env.node(i)))) cordoned = true;
+        } catch (const std::exception&) {
+        }
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+  });
+  std::mt19937 rng(static_cast<unsigned>(::getpid()));
+  std::uniform_int_distribution<int> pause_ms(300, 1800);
+  for (int kill = 0; kill < 10; ++kill) {
+    auto c = controller();
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(rng)));
+    c->signal(SIGKILL);
+    c->wait(10s);
+  }
+  HostPackageSet set = parse_host_package_set(env.get_set(name));
+  DesiredState d = digest(set);
+  // Verify pods of rounds already recorded (left by a kill between the record and the clean-up)
+  // are deleted by the next controller: eventually every verify pod is of a current round.
+  auto stale_pods = [&] {
+    std::vector<std::string> stale;
+    auto pods = env.client().list(kube::resources::pods(), env.stage_namespace()).items;
+    std::set<std::string> current;
+    for (int i = 0; i < kNodes; ++i) {
+      RecordRead rr = read_record(env.get_node(env.node(i)), name);
+      if (!rr.record) continue;
+      for (const Package& p : set.packages)
+        current.insert(verify_pod_name(name, env.node(i), verify_key(p, d, rr.record->verified)));
+    }
+    for (const auto& pod : pods) {
+      std::string pn(kube::name_of(pod));
+      if (kube::label_of(pod, "hostpkg.gpufleet.io/stage") == "verify" && !current.contains(pn))
+        stale.push_back(pn);
+    }
+    return stale;
+  };
+  {
+    auto c = controller();  // a last one that cleans up, runs a few rounds and stops cleanly
+    EXPECT_TRUE(HostPkgEnv::eventually([&] { return stale_pods().empty(); }, 15s))
+        << "verify pods of recorded rounds left behind: " << stale_pods().size();
+    std::this_thread::sleep_for(3s);
+    c->signal(SIGTERM);
+    c->wait(10s);
+  }
+  stop = true;
+  watch.join();
+  EXPECT_FALSE(cordoned) << "a check cordoned a node";
+
+  for (int i = 0; i < kNodes; ++i) {
+    const std::string n = env.node(i);
+    SCOPED_TRACE(n);
+    RecordRead rr = read_record(env.get_node(n), name);
+    ASSERT_TRUE(rr.record) << rr.error;
+    EXPECT_EQ(rr.record->state, NodeState::Done);
+    EXPECT_FALSE(rr.record->drift) << rr.record->drift->message;
+    std::string history = env.sim().host_read(n, sim::kHostStepHistory).value_or("");
+    std::map<std::string, int> runs;
+    std::size_t pos = 0;
+    while (pos < history.size()) {
+      std::size_t nl = history.find('\n', pos);
+      std::string line = history.substr(pos, nl == std::string::npos ? nl : nl - pos);
+      pos = nl == std::string::npos ? history.size() : nl + 1;
+      if (line.find("/verify/") != std::string::npos) ++runs[line.substr(0, line.find(' '))];
+    }
+    EXPECT_GE(runs.size(), 4u) << "too few verification rounds: " << history;
+    for (const auto& [key, count] : runs)
+      EXPECT_EQ(count, 1) << key << " ran " << count << " times";
+  }
+  env.remove_set(name);
 }
 
 }  // namespace

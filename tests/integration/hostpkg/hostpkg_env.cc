@@ -132,6 +132,7 @@ void HostPkgEnv::start_controller() {
   s.namespace_ = ns_;
   s.runner_image = "example.com/gpufleet:test";
   s.poll = 300ms;
+  s.reverify_interval = reverify_interval;
   setup_hostpkg(*manager_, s);
   stop_ = std::stop_source();
   thread_ = std::thread([this] { manager_->run(stop_.get_token()); });

@@ -31,6 +31,9 @@ class HostPkgEnv {
   // Node names i..j-1 as a YAML flow list.
   std::string node_list(int from, int to) const;
 
+  // > 0: the controller's hostpkg.reverify-interval (replaces every set's reverify interval,
+  // which the schema keeps at 1m or more), set before start_controller().
+  std::chrono::milliseconds reverify_interval{0};
   void start_controller();
   void stop_controller();
 
