@@ -91,6 +91,11 @@ grep -q 'privileged: true' "$work/nokmsg.yaml" && fail "agent.kernelLog=false st
 grep -q '/dev/kmsg' "$work/nokmsg.yaml" && fail "agent.kernelLog=false still mounts /dev/kmsg"
 "$helm" template gpufleet "$chart" -n "$ns" --kube-version "$kv" --set serviceMonitor.enabled=true >"$work/sm.yaml"
 [[ "$(grep -c '^kind: ServiceMonitor' "$work/sm.yaml")" == 3 ]] || fail "serviceMonitor.enabled=true should render one ServiceMonitor per controller"
+[[ "$(grep -c '^kind: PodMonitor' "$work/sm.yaml")" == 1 ]] || fail "serviceMonitor.enabled=true should render a PodMonitor for the agents"
+# The agent serves /metrics on the pod network (not loopback, where nothing could scrape it)
+# and is probed there.
+agent="$(q '{range .items[?(@.kind=="DaemonSet")]}{.spec.template.spec.containers[0].args}|{.spec.template.spec.containers[0].ports[0].containerPort}|{.spec.template.spec.containers[0].readinessProbe.httpGet.path}{end}')"
+grep -q '"--metrics-address=:9464".*|9464|/readyz$' <<<"$agent" || fail "agent metrics not on :9464 with a readiness probe: $agent"
 # The admission webhook: one per controller with validators, trusting the CA of the Secret
 # the controllers serve from, whose certificate names both Services.
 hooks="$(q '{range .items[?(@.kind=="ValidatingWebhookConfiguration")]}{range .webhooks[*]}{.name}={.clientConfig.service.name}:{.clientConfig.caBundle}{"\n"}{end}{end}')"
