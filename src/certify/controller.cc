@@ -996,6 +996,28 @@ void setup_certify(controller::Manager& manager, const controller::Context& cont
     return {kube::object_key(kube::namespace_of(p), j)};
   });
 
+  // The admission webhook refuses what the API server's schema cannot check (a threshold that
+  // does not compile) with the same parser the reconciler uses; the reconciler's
+  // Accepted=False stays for objects stored while no webhook was registered.
+  for (bool wr : {false, true}) {
+    manager.admission().add(
+        std::string(resources::certifications().group), wr ? "WorkloadRun" : "Certification",
+        [wr](const controller::AdmissionRequest& r) {
+          if ((r.operation != "CREATE" && r.operation != "UPDATE") || r.spec_unchanged())
+            return controller::AdmissionResult::allow();
+          const core::Value* spec = r.object.find("spec");
+          try {
+            if (wr)
+              (void)parse_workload_run_spec(spec ? *spec : core::Value());
+            else
+              (void)parse_certification_spec(spec ? *spec : core::Value(), Catalog::builtin());
+          } catch (const SpecError& e) {
+            return controller::AdmissionResult::deny(e.what());
+          }
+          return controller::AdmissionResult::allow();
+        });
+  }
+
   for (bool wr : {false, true}) {
     RunKind k{wr ? resources::workload_runs() : resources::certifications(),
               wr ? "WorkloadRun" : "Certification", wr};

@@ -17,6 +17,7 @@
 #include "recipe/overrides.h"
 #include "recipe/recipe.h"
 #include "recipe/sshsig.h"
+#include "recipe/vendor.h"
 
 extern char** environ;
 
@@ -33,6 +34,9 @@ struct BundleFlags {
   std::vector<std::string> system_tolerations, accelerated_tolerations;
   recipe::BundleOptions options;
   std::string config_file;
+  bool vendor_charts = false;
+  bool images = false;
+  recipe::HelmToolOptions helm;
 };
 
 // A config file fills in what the flags leave out (flags win).
@@ -131,11 +135,27 @@ void run_bundle(const BundleFlags& f) {
   s.system_tolerations = tolerations("--system-toleration", f.system_tolerations);
   s.accelerated_tolerations = tolerations("--accelerated-toleration", f.accelerated_tolerations);
   s.storage_class = f.storage_class;
+  if (f.vendor_charts)
+    options.vendored = recipe::fetch_charts(recipe::bundled_recipe(r, options), f.helm);
   recipe::Bundle bundle = recipe::render_bundle(r, deployer, options);
+  std::size_t images = 0;
+  if (f.images) {
+    // For mirroring: one image per line, covered by the checksums like every other file.
+    std::string text;
+    for (const std::string& image : recipe::bundle_images(r, bundle, options, f.helm)) {
+      text += image + "\n";
+      ++images;
+    }
+    bundle["images.txt"] = {text, false};
+    bundle["checksums.txt"] = {recipe::checksums_of(bundle), false};
+  }
   recipe::write_bundle(bundle, f.output);
   if (!f.sign_key.empty()) sign_bundle(f.output, f.sign_key);
   std::cout << "wrote " << bundle.size() << " files for " << f.deployer << " to " << f.output;
   if (!options.overrides.empty()) std::cout << " with " << options.overrides.size() << " overrides";
+  if (!options.vendored.empty())
+    std::cout << ", " << options.vendored.size() << " charts vendored (vendor/provenance.yaml)";
+  if (f.images) std::cout << ", " << images << " images listed in images.txt";
   if (f.sign_key.empty()) {
     std::cout << " (verify with: cd " << f.output << " && sha256sum -c checksums.txt)\n";
   } else {
@@ -182,6 +202,18 @@ void setup_bundle(CLI::App& root) {
   cmd->add_option("--accelerated-toleration", flags->accelerated_tolerations,
                   "KEY[=VALUE][:EFFECT] tolerated by GPU node agents (repeatable)");
   cmd->add_option("--storage-class", flags->storage_class, "StorageClass of persistent volumes");
+  cmd->add_flag("--vendor-charts", flags->vendor_charts,
+                "pull every chart from its repository into the bundle (vendor/, with "
+                "provenance); the scripts install from there (helm, helmfile deployers)");
+  cmd->add_flag("--images", flags->images,
+                "list every container image the bundle runs in images.txt (helm template with "
+                "the bundle's values), for mirroring");
+  cmd->add_option("--helm", flags->helm.helm, "helm binary for --vendor-charts and --images")
+      ->capture_default_str();
+  cmd->add_option("--chart-ca-file", flags->helm.ca_file,
+                  "CA certificate (PEM) of chart repositories, for --vendor-charts and --images");
+  cmd->add_flag("--plain-http", flags->helm.plain_http,
+                "reach OCI chart registries over plain HTTP (--vendor-charts, --images)");
   cmd->add_option("--sign-key", flags->sign_key,
                   "sign checksums.txt with this SSH Ed25519 private key (ssh-keygen -Y sign);\n"
                   "writes checksums.txt.sig");

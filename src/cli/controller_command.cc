@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -41,6 +42,8 @@ struct ControllerFlags {
   std::string renew_deadline = "10s";
   std::string retry_period = "2s";
   std::string metrics_addr = "127.0.0.1:8080";
+  std::string webhook_addr;
+  std::string webhook_cert_dir;
   std::string shutdown_grace = "30s";
   double kube_qps = 50;
   int kube_burst = 100;
@@ -92,6 +95,19 @@ void run_controllers(const ControllerFlags& f) {
   mo.retry_period = millis("--retry-period", f.retry_period);
   mo.shutdown_grace = millis("--shutdown-grace", f.shutdown_grace);
   mo.metrics_address = f.metrics_addr;
+  if (!f.webhook_addr.empty()) {
+    if (f.webhook_cert_dir.empty())
+      throw core::InvalidInput("--webhook-addr " + f.webhook_addr +
+                               " needs --webhook-cert-dir DIR holding tls.crt and tls.key (the "
+                               "API server calls webhooks over HTTPS only)");
+    mo.webhook_address = f.webhook_addr;
+    mo.webhook_cert_file = (std::filesystem::path(f.webhook_cert_dir) / "tls.crt").string();
+    mo.webhook_key_file = (std::filesystem::path(f.webhook_cert_dir) / "tls.key").string();
+  } else if (!f.webhook_cert_dir.empty()) {
+    throw core::InvalidInput("--webhook-cert-dir " + f.webhook_cert_dir +
+                             " without --webhook-addr: give the address to serve the webhook on "
+                             "(e.g. :9443), or drop --webhook-cert-dir");
+  }
   if (mo.leader_election &&
       !(mo.lease_duration > mo.renew_deadline && mo.renew_deadline > mo.retry_period)) {
     throw core::InvalidInput("--lease-duration " + f.lease_duration + " > --renew-deadline " +
@@ -166,6 +182,11 @@ void setup_controller(CLI::App& root) {
   cmd->add_option("--metrics-addr", flags->metrics_addr,
                   "host:port for /metrics, /healthz, /readyz (\"\" = off; :PORT = all interfaces)")
       ->capture_default_str();
+  cmd->add_option("--webhook-addr", flags->webhook_addr,
+                  "host:port of the validating admission webhook (HTTPS; \"\" = off)");
+  cmd->add_option("--webhook-cert-dir", flags->webhook_cert_dir,
+                  "folder with the webhook's tls.crt and tls.key (a mounted kubernetes.io/tls "
+                  "Secret)");
   cmd->add_option("--shutdown-grace", flags->shutdown_grace,
                   "time queued reconciles get to finish on SIGTERM")
       ->capture_default_str();

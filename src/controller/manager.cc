@@ -2,9 +2,12 @@
 
 #include <unistd.h>
 
+#include <condition_variable>
 #include <set>
+#include <thread>
 
 #include "core/errors.h"
+#include "core/file_reader.h"
 #include "core/http_server.h"
 #include "core/log.h"
 #include "kube/leader_election.h"
@@ -24,6 +27,22 @@ void wait_for_stop(std::stop_token stop) {
   std::condition_variable_any cv;
   std::unique_lock lock(mu);
   cv.wait(lock, stop, [] { return false; });
+}
+
+// A PEM file of the webhook's certificate or key; names the file and the fix when unreadable.
+std::string read_pem(const std::string& path, std::string_view what) {
+  std::string text;
+  try {
+    text = core::read_file(path);
+  } catch (const std::exception& e) {
+    throw core::InvalidInput("cannot read the webhook's " + std::string(what) + " " + path + ": " +
+                             e.what() + " (--webhook-cert-dir must hold tls.crt and tls.key)");
+  }
+  if (text.find("-----BEGIN ") == std::string::npos) {
+    throw core::InvalidInput("the webhook's " + std::string(what) + " " + path +
+                             " is not PEM (no -----BEGIN line)");
+  }
+  return text;
 }
 
 }  // namespace
@@ -113,13 +132,23 @@ Manager::Manager(kube::Client& client, ManagerOptions options)
                         ->gauge("gpufleet_controller_leader",
                                 "1 while this process leads (always 1 without leader election).",
                                 {"manager"})
-                        .with({options_.name})) {
+                        .with({options_.name})),
+      admission_(options_.registry) {
   if (options_.identity.empty()) options_.identity = default_identity();
   if (options_.lease_name.empty()) options_.lease_name = options_.name;
   if (options_.registry == nullptr) {
     throw core::InvalidInput("manager " + options_.name + ": registry must not be null");
   }
   if (!options_.metrics_address.empty()) core::parse_bind_address(options_.metrics_address);
+  if (!options_.webhook_address.empty()) {
+    core::parse_bind_address(options_.webhook_address);
+    if (options_.webhook_cert_file.empty() || options_.webhook_key_file.empty()) {
+      throw core::InvalidInput("manager " + options_.name + ": the webhook on " +
+                               options_.webhook_address +
+                               " needs a certificate and a key (--webhook-cert-dir with tls.crt "
+                               "and tls.key); the API server calls webhooks over HTTPS only");
+    }
+  }
 }
 
 Manager::~Manager() {
@@ -127,6 +156,7 @@ Manager::~Manager() {
   for (auto& [key, cache] : caches_) cache->stop();
   for (auto& c : controllers_) c->stop_now();
   if (server_) server_->stop();
+  if (webhook_server_) webhook_server_->stop();
 }
 
 Cache& Manager::cache(const kube::ResourceId& resource, const CacheOptions& options) {
@@ -228,6 +258,62 @@ void Manager::lead(std::stop_token lead, std::stop_token shutdown) {
   leader_gauge_.set(0);
 }
 
+void Manager::serve_webhook(std::string cert_pem, std::string key_pem) {
+  const core::BindAddress bind = core::parse_bind_address(options_.webhook_address);
+  core::HttpServerOptions so;
+  so.address = bind.address;
+  // A restart for a new certificate keeps the port the first start bound (":0" in tests).
+  so.port = webhook_port_.load() != 0 ? webhook_port_.load() : bind.port;
+  so.registry = nullptr;  // metrics are on the metrics address
+  so.tls_cert_pem = std::move(cert_pem);
+  so.tls_key_pem = std::move(key_pem);
+  so.post_handlers["/validate"] = [this](std::string_view body) { return admission_.serve(body); };
+  webhook_server_ = std::make_unique<core::HttpServer>(std::move(so));
+  webhook_port_ = webhook_server_->port();
+  std::string kinds;
+  for (const auto& k : admission_.kinds()) kinds += (kinds.empty() ? "" : ",") + k;
+  core::log::info("serving the admission webhook",
+                  {{"url", webhook_server_->url() + "/validate"}, {"kinds", kinds}});
+}
+
+// A rotated certificate (the Secret's files swapped by the kubelet, or cert-manager renewing)
+// is picked up without a restart: the files are compared every period, and a changed pair
+// that loads replaces the server; one that does not is logged and the old pair kept.
+void Manager::reload_webhook_certificate(std::stop_token stop, std::string cert_pem,
+                                         std::string key_pem) {
+  std::mutex mu;
+  std::condition_variable_any cv;
+  while (true) {
+    {
+      std::unique_lock lock(mu);
+      if (cv.wait_for(lock, stop, options_.webhook_reload_period, [] { return false; }) ||
+          stop.stop_requested())
+        return;
+    }
+    std::string cert, key;
+    try {
+      cert = read_pem(options_.webhook_cert_file, "certificate");
+      key = read_pem(options_.webhook_key_file, "private key");
+    } catch (const std::exception& e) {
+      core::log::error("webhook certificate unreadable; keeping the one in use",
+                       {{"error", e.what()}});
+      continue;
+    }
+    if (cert == cert_pem && key == key_pem) continue;
+    webhook_server_->stop();
+    try {
+      serve_webhook(cert, key);
+      cert_pem = std::move(cert);
+      key_pem = std::move(key);
+      core::log::info("webhook certificate reloaded", {{"file", options_.webhook_cert_file}});
+    } catch (const std::exception& e) {
+      core::log::error("new webhook certificate refused; keeping the one in use",
+                       {{"error", e.what()}});
+      serve_webhook(cert_pem, key_pem);
+    }
+  }
+}
+
 Manager::Exit Manager::run(std::stop_token stop) {
   if (running_.exchange(true)) throw core::InvalidInput("manager " + options_.name + " runs once");
   leader_gauge_.set(0);
@@ -251,6 +337,14 @@ Manager::Exit Manager::run(std::stop_token stop) {
     server_ = std::make_unique<core::HttpServer>(std::move(so));
     metrics_port_ = server_->port();
     core::log::info("serving metrics and health", {{"url", server_->url()}});
+  }
+  std::jthread reload_certificate;
+  if (!options_.webhook_address.empty()) {
+    std::string cert = read_pem(options_.webhook_cert_file, "certificate");
+    std::string key = read_pem(options_.webhook_key_file, "private key");
+    serve_webhook(cert, key);
+    reload_certificate = std::jthread(
+        [this, cert, key](std::stop_token st) { reload_webhook_certificate(st, cert, key); });
   }
 
   Exit exit = Exit::Stopped;
@@ -282,6 +376,8 @@ Manager::Exit Manager::run(std::stop_token stop) {
     for (auto& [key, cache] : caches_) cache->stop();
   }
   if (server_) server_->stop();
+  reload_certificate = {};  // joins before the server it replaces is stopped
+  if (webhook_server_) webhook_server_->stop();
   return exit;
 }
 

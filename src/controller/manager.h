@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "controller/admission.h"
 #include "controller/cache.h"
 #include "controller/controller.h"
 #include "controller/mapping.h"
@@ -57,6 +58,15 @@ struct ManagerOptions {
   // How long in-flight and queued keys may take to finish on shutdown before their
   // reconciles are asked to stop.
   std::chrono::milliseconds shutdown_grace{30000};
+  // "host:port" of the validating admission webhook (HTTPS, POST /validate), served on every
+  // replica whether it leads or not; "" = none. Needs the two PEM files below (the chart
+  // mounts them from a Secret as tls.crt and tls.key).
+  std::string webhook_address;
+  std::string webhook_cert_file;
+  std::string webhook_key_file;
+  // How often the two files are compared with the pair in use (a rotated pair is served
+  // without a restart).
+  std::chrono::milliseconds webhook_reload_period{10000};
 };
 
 // Where a controller's events come from and how they are filtered.
@@ -123,6 +133,8 @@ class Manager {
   ControllerBuilder controller(std::string name) {
     return ControllerBuilder(*this, std::move(name));
   }
+  // Validators of the kinds this process's controllers own (admission.h); add them before run().
+  [[nodiscard]] AdmissionHandler& admission() noexcept { return admission_; }
   // An event recorder reporting as "gpufleet.io/<controller>" from this process's identity.
   kube::EventRecorder& event_recorder(const std::string& controller);
 
@@ -137,6 +149,8 @@ class Manager {
   [[nodiscard]] bool caches_synced() const;
   // The metrics server's port once run() has bound it (0 before, or without a server).
   [[nodiscard]] std::uint16_t metrics_port() const noexcept { return metrics_port_.load(); }
+  // The webhook server's port once run() has bound it (0 before, or without a webhook).
+  [[nodiscard]] std::uint16_t webhook_port() const noexcept { return webhook_port_.load(); }
   [[nodiscard]] std::vector<Controller*> controllers() const;
 
  private:
@@ -144,6 +158,8 @@ class Manager {
   Controller& add_controller(std::unique_ptr<Controller> c);
   void lead(std::stop_token lead, std::stop_token shutdown);
   bool wait_for_caches(std::stop_token stop);
+  void serve_webhook(std::string cert_pem, std::string key_pem);
+  void reload_webhook_certificate(std::stop_token stop, std::string cert_pem, std::string key_pem);
   std::string debug_caches() const;
 
   kube::Client& client_;
@@ -154,6 +170,9 @@ class Manager {
   std::vector<std::unique_ptr<Controller>> controllers_;
   std::map<std::string, std::unique_ptr<kube::EventRecorder>> recorders_;
   std::unique_ptr<core::HttpServer> server_;
+  AdmissionHandler admission_;
+  std::unique_ptr<core::HttpServer> webhook_server_;
+  std::atomic<std::uint16_t> webhook_port_{0};
   std::atomic<bool> running_{false};
   std::atomic<bool> leader_{false};
   std::atomic<std::uint16_t> metrics_port_{0};

@@ -10,6 +10,7 @@
 #include <charconv>
 #include <cstring>
 #include <exception>
+#include <vector>
 
 #include "core/errors.h"
 
@@ -20,6 +21,7 @@ struct HttpServer::Impl {
   MHD_Daemon* daemon = nullptr;
   std::uint16_t port = 0;
   bool ipv6 = false;
+  bool tls = false;
 };
 
 namespace {
@@ -55,15 +57,64 @@ MHD_Result send_check(MHD_Connection* connection, const HealthCheck& check, std:
                  status.reason.empty() ? std::string(what) + " failed" : status.reason);
 }
 
+// A POST body being received: MHD hands it over in pieces across calls of handle().
+struct Upload {
+  std::string body;
+  bool too_large = false;
+};
+
+MHD_Result handle_post(const HttpServerOptions& options, const HttpPostHandler& handler,
+                       MHD_Connection* connection, const char* upload_data,
+                       std::size_t* upload_data_size, void** request_state) {
+  auto* upload = static_cast<Upload*>(*request_state);
+  if (upload == nullptr) {  // headers only so far
+    *request_state = new Upload;
+    return MHD_YES;
+  }
+  if (*upload_data_size > 0) {
+    if (!upload->too_large && upload->body.size() + *upload_data_size <= options.max_body_bytes) {
+      upload->body.append(upload_data, *upload_data_size);
+    } else {
+      upload->too_large = true;
+      upload->body.clear();
+    }
+    *upload_data_size = 0;
+    return MHD_YES;
+  }
+  if (upload->too_large) {
+    return respond(connection, 413, kTextPlain,
+                   "request body over " + std::to_string(options.max_body_bytes) + " bytes\n");
+  }
+  try {
+    const HttpResponse r = handler(upload->body);
+    return respond(connection, r.status, r.content_type, r.body);
+  } catch (const std::exception& e) {
+    return respond(connection, 500, kTextPlain, std::string("internal error: ") + e.what() + "\n");
+  } catch (...) {
+    return respond(connection, 500, kTextPlain, "internal error\n");
+  }
+}
+
+void request_completed(void* /*cls*/, MHD_Connection* /*connection*/, void** request_state,
+                       MHD_RequestTerminationCode /*code*/) {
+  delete static_cast<Upload*>(*request_state);
+  *request_state = nullptr;
+}
+
 MHD_Result handle(void* cls, MHD_Connection* connection, const char* url, const char* method,
-                  const char* /*version*/, const char* /*upload_data*/,
-                  std::size_t* /*upload_data_size*/, void** /*request_state*/) {
+                  const char* /*version*/, const char* upload_data, std::size_t* upload_data_size,
+                  void** request_state) {
   const auto& options = static_cast<HttpServer::Impl*>(cls)->options;
   const std::string_view m = method;
+  const std::string_view path = url;
+  if (m == MHD_HTTP_METHOD_POST) {
+    if (auto it = options.post_handlers.find(std::string(path)); it != options.post_handlers.end())
+      return handle_post(options, it->second, connection, upload_data, upload_data_size,
+                         request_state);
+  }
   if (m != MHD_HTTP_METHOD_GET && m != MHD_HTTP_METHOD_HEAD) {
     return respond(connection, 405, kTextPlain, "method not allowed: use GET\n", "GET, HEAD");
   }
-  const std::string_view path = url;
   try {
     if (path == "/metrics" && options.registry != nullptr) {
       return respond(connection, 200, metrics::kExpositionContentType, options.registry->render());
@@ -174,27 +225,54 @@ BindAddress parse_bind_address(std::string_view text) {
 }
 
 HttpServer::HttpServer(HttpServerOptions options) : impl_(std::make_unique<Impl>()) {
-  for (const auto& [path, handler] : options.handlers) {
+  const auto check_path = [](const std::string& path, bool has_handler) {
     if (path == "/metrics" || path == "/healthz" || path == "/readyz" || path.empty() ||
-        path[0] != '/' || !handler) {
+        path[0] != '/' || !has_handler) {
       throw InvalidInput("invalid extra HTTP handler \"" + path +
                          "\": it needs a path starting with '/', other than /metrics, /healthz "
                          "and /readyz, and a function");
     }
+  };
+  for (const auto& [path, handler] : options.handlers) check_path(path, bool(handler));
+  for (const auto& [path, handler] : options.post_handlers) check_path(path, bool(handler));
+  const bool tls = !options.tls_cert_pem.empty() || !options.tls_key_pem.empty();
+  if (tls && (options.tls_cert_pem.empty() || options.tls_key_pem.empty())) {
+    throw InvalidInput(std::string("HTTPS needs both a certificate and a private key; the ") +
+                       (options.tls_cert_pem.empty() ? "certificate" : "key") +
+                       " is empty (give both PEM files, or neither for plain HTTP)");
+  }
+  if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+    throw InvalidInput(
+        "HTTPS asked for, but this libmicrohttpd was built without TLS support "
+        "(install Debian's libmicrohttpd12, which uses GnuTLS)");
   }
   impl_->options = std::move(options);
+  impl_->tls = tls;
   const int fd = listen_on(impl_->options.address, impl_->options.port, impl_->ipv6, impl_->port);
   unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD;
   if (impl_->ipv6) flags |= MHD_USE_IPv6;
+  if (tls) flags |= MHD_USE_TLS;
+  const auto& o = impl_->options;
+  // Options as an array, so the TLS ones are there only with TLS. The PEM strings live in
+  // impl_->options as long as the daemon does.
+  std::vector<MHD_OptionItem> items = {
+      {MHD_OPTION_LISTEN_SOCKET, fd, nullptr},
+      {MHD_OPTION_CONNECTION_TIMEOUT, static_cast<intptr_t>(o.connection_timeout.count()), nullptr},
+      {MHD_OPTION_CONNECTION_LIMIT, static_cast<intptr_t>(o.connection_limit), nullptr},
+      {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&request_completed), nullptr},
+  };
+  if (tls) {
+    items.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(o.tls_key_pem.c_str())});
+    items.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(o.tls_cert_pem.c_str())});
+  }
+  items.push_back({MHD_OPTION_END, 0, nullptr});
   impl_->daemon = MHD_start_daemon(flags, 0, nullptr, nullptr, &handle, impl_.get(),
-                                   MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_TIMEOUT,
-                                   static_cast<unsigned>(impl_->options.connection_timeout.count()),
-                                   MHD_OPTION_CONNECTION_LIMIT, impl_->options.connection_limit,
-                                   MHD_OPTION_END);
+                                   MHD_OPTION_ARRAY, items.data(), MHD_OPTION_END);
   if (impl_->daemon == nullptr) {
     ::close(fd);
-    throw InvalidInput("cannot start the HTTP server on " + url() +
-                       ": libmicrohttpd refused to start");
+    throw InvalidInput(
+        "cannot start the HTTP server on " + url() + ": libmicrohttpd refused to " +
+        (tls ? "start (is the certificate or key malformed, or do they not match?)" : "start"));
   }
 }
 
@@ -205,7 +283,7 @@ std::uint16_t HttpServer::port() const noexcept { return impl_->port; }
 std::string HttpServer::url() const {
   std::string host = impl_->options.address == "localhost" ? "127.0.0.1" : impl_->options.address;
   if (impl_->ipv6) host = "[" + host + "]";
-  return "http://" + host + ":" + std::to_string(impl_->port);
+  return (impl_->tls ? "https://" : "http://") + host + ":" + std::to_string(impl_->port);
 }
 
 void HttpServer::stop() noexcept {

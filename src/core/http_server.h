@@ -6,10 +6,12 @@
 //   core::HttpServer server(std::move(opts));
 //   log::info("serving", {{"url", server.url()}});
 //
-// GET (and HEAD, which is GET without the body) only: other methods get 405 with "Allow".
-// /metrics renders the registry (text format 0.0.4); /healthz and /readyz answer 200 "ok" or
-// 503 with the reason; any other path gets 404. Checks run on the server thread, so they must
-// be quick and thread-safe; an exception from a check is a 503 naming it.
+// GET (and HEAD, which is GET without the body), plus POST on the paths given post handlers
+// (admission webhooks); other methods get 405 with "Allow". With a certificate and key it
+// serves HTTPS only (GnuTLS inside libmicrohttpd). /metrics renders the registry (text format
+// 0.0.4); /healthz and /readyz answer 200 "ok" or 503 with the reason; any other path gets 404.
+// Checks run on the server thread, so they must be quick and thread-safe; an exception from a check
+// is a 503 naming it.
 #pragma once
 
 #include <chrono>
@@ -40,6 +42,8 @@ struct HttpResponse {
   std::string body;
 };
 using HttpHandler = std::function<HttpResponse()>;
+// A POST endpoint: the whole request body in (bounded by max_body_bytes), the answer out.
+using HttpPostHandler = std::function<HttpResponse(std::string_view body)>;
 
 struct HttpServerOptions {
   // An IPv4 or IPv6 literal, or "localhost". Loopback by default: exposing metrics beyond the
@@ -52,6 +56,13 @@ struct HttpServerOptions {
   // More GET endpoints by exact path (for example "/debug/queues"); they may not replace
   // /metrics, /healthz or /readyz.
   std::map<std::string, HttpHandler> handlers;
+  // POST endpoints by exact path. A body over max_body_bytes is read and dropped, then
+  // answered 413 (the handler never sees it).
+  std::map<std::string, HttpPostHandler> post_handlers;
+  std::size_t max_body_bytes = 4 << 20;
+  // PEM certificate (chain) and private key: both set serves HTTPS only; neither, HTTP.
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
   std::chrono::seconds connection_timeout{10};  // idle connections are closed after this
   unsigned connection_limit = 64;
 };
@@ -76,7 +87,7 @@ class HttpServer {
 
   // The port actually bound (useful with port 0).
   [[nodiscard]] std::uint16_t port() const noexcept;
-  // "http://127.0.0.1:41234" ("http://[::1]:41234" for IPv6).
+  // "http://127.0.0.1:41234" ("http://[::1]:41234" for IPv6; "https://" with TLS).
   [[nodiscard]] std::string url() const;
   // Stops accepting and waits for the server thread; idempotent.
   void stop() noexcept;

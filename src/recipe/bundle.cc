@@ -1,5 +1,6 @@
 #include "recipe/bundle.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/atomic_file.h"
@@ -142,18 +143,68 @@ std::string checksums_of(const Bundle& bundle) {
   return out;
 }
 
-Bundle render_bundle(const Recipe& given, Deployer deployer, const BundleOptions& options) {
+namespace {
+
+// The recorded overrides: the scheduling shortcuts, then -f/--set (later wins).
+std::vector<Override> recorded_overrides(const Recipe& installable, const BundleOptions& options) {
+  std::vector<Override> recorded = scheduling_overrides(installable, options.scheduling);
+  recorded.insert(recorded.end(), options.overrides.begin(), options.overrides.end());
+  return recorded;
+}
+
+// Points each vendored component at its archive and adds the archives and their provenance.
+void add_vendored(Recipe& recipe, Deployer deployer, const BundleOptions& options, Bundle& out) {
+  if (options.vendored.empty()) return;
+  if (deployer != Deployer::Helm && deployer != Deployer::Helmfile) {
+    throw core::InvalidInput(
+        "--vendor-charts works with the helm and helmfile deployers; " +
+        std::string(deployer_name(deployer)) +
+        " fetches charts from their repositories itself (point it at a mirror of them instead)");
+  }
+  core::Value provenance = core::Value::map();
+  provenance["apiVersion"] = "gpufleet.io/v1alpha1";
+  provenance["kind"] = "VendoredCharts";
+  provenance["charts"] = core::Value::list();
+  for (const VendoredChart& v : options.vendored) {
+    auto it = std::find_if(recipe.components.begin(), recipe.components.end(),
+                           [&](const Component& c) { return c.name == v.component; });
+    if (it == recipe.components.end()) continue;  // disabled by an override, or external
+    if (v.file.empty() || v.file.find('/') != std::string::npos || v.file.starts_with(".")) {
+      throw core::InvalidInput("vendored chart of " + v.component + ": file name '" + v.file +
+                               "' must be a plain file name (e.g. gpu-operator-v25.10.0.tgz)");
+    }
+    it->chart.vendored = "vendor/" + v.file;
+    out[it->chart.vendored] = {v.content, false};
+    core::Value e = core::Value::map();
+    e["component"] = v.component;
+    e["chart"] = v.chart;
+    e["version"] = v.version;
+    e["repository"] = v.repository;
+    e["file"] = it->chart.vendored;
+    e["sha256"] = v.sha256;
+    provenance["charts"].push_back(std::move(e));
+  }
+  out["vendor/provenance.yaml"] = {detail::generated_by(recipe) + core::to_yaml(provenance), false};
+}
+
+}  // namespace
+
+Recipe bundled_recipe(const Recipe& given, const BundleOptions& options) {
   // External components (installed by someone else) are recorded but not installed.
   const Recipe installable = installable_part(given);
-  Bundle out;
   // The pools' node selector first (derived from the recipe: its digest stays), then the
-  // recorded overrides: shortcuts, then -f/--set (later wins).
+  // recorded overrides.
   Recipe base =
       apply_overrides(installable, pool_selector_overrides(installable, options.scheduling));
   base.digest = installable.digest;
-  std::vector<Override> recorded = scheduling_overrides(installable, options.scheduling);
-  recorded.insert(recorded.end(), options.overrides.begin(), options.overrides.end());
-  const Recipe recipe = apply_overrides(base, recorded);
+  return apply_overrides(base, recorded_overrides(installable, options));
+}
+
+Bundle render_bundle(const Recipe& given, Deployer deployer, const BundleOptions& options) {
+  Bundle out;
+  const std::vector<Override> recorded = recorded_overrides(installable_part(given), options);
+  Recipe recipe = bundled_recipe(given, options);
+  add_vendored(recipe, deployer, options, out);
   switch (deployer) {
     case Deployer::Helm: detail::render_helm(recipe, options, out); break;
     case Deployer::ArgoCd: detail::render_argocd(recipe, options, out); break;

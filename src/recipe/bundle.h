@@ -28,6 +28,17 @@ struct BundleFile {
 // Relative path -> file; std::map keeps paths sorted for the checksums file.
 using Bundle = std::map<std::string, BundleFile>;
 
+// A chart archive the bundle carries (gpufleet bundle --vendor-charts, vendor.h).
+struct VendoredChart {
+  std::string component;
+  std::string repository;  // where it was pulled from
+  std::string chart;
+  std::string version;
+  std::string file;     // the archive's name, under vendor/ in the bundle
+  std::string sha256;   // of content
+  std::string content;  // the .tgz
+};
+
 struct BundleOptions {
   // Argo CD app-of-apps: the Git repository and path the bundle is pushed to.
   std::string repo_url;
@@ -40,7 +51,14 @@ struct BundleOptions {
   // Scheduling shortcuts, written to the value paths the registry declares; applied before
   // `overrides` (an explicit --set wins) and recorded with them.
   SchedulingShortcuts scheduling;
+  // Charts carried in the bundle (vendor/<file>) and installed from there, with
+  // vendor/provenance.yaml; only the helm and helmfile deployers install from archives.
+  std::vector<VendoredChart> vendored;
 };
+
+// The recipe a bundle installs: external components left out, the pools' node selectors, the
+// scheduling shortcuts and the overrides applied (its digest names them all).
+Recipe bundled_recipe(const Recipe& given, const BundleOptions& options);
 
 // Renders the bundle, including recipe.yaml (the recipe as given) and checksums.txt. With
 // overrides, the bundle renders apply_overrides(recipe), records them in overrides.yaml and

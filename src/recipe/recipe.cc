@@ -242,7 +242,9 @@ Recipe recipe_from_value(const Value& doc, std::string_view source) {
     expect_map(*chart, w + ".chart");
     const Value* manifests = e.find("manifests");
     c.chart = {str(*chart, "repository", w + ".chart", manifests == nullptr),
-               str(*chart, "name", w + ".chart"), str(*chart, "version", w + ".chart")};
+               str(*chart, "name", w + ".chart"),
+               str(*chart, "version", w + ".chart"),
+               {}};
     require_exact_pin(c.chart.version, w + ".chart.version");
     if (manifests != nullptr) {
       c.manifests = manifests_from(*manifests, w + ".manifests");

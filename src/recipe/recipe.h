@@ -17,13 +17,17 @@ struct ChartSource {
                            // empty: a wrapper chart rendered from Component::manifests
   std::string name;
   std::string version;  // exact pin
+  // Set only while bundling with --vendor-charts: the archive's path in the bundle
+  // ("vendor/<chart>-<version>.tgz"); the chart is then installed from it.
+  std::string vendored;
   bool is_oci() const { return repository.rfind("oci://", 0) == 0; }
   // A wrapper chart the bundle carries (local-charts/<name>/), rendered from Component::manifests.
   bool is_local() const { return repository.empty(); }
   // A chart built into gpufleet (deploy/chart/<name>); bundles carry it (builtin_charts.h).
   bool is_builtin() const { return repository == "builtin"; }
-  // Either way the chart travels in the bundle, under local-charts/<name>/.
-  bool in_bundle() const { return is_local() || is_builtin(); }
+  bool is_vendored() const { return !vendored.empty(); }
+  // In each case the chart travels in the bundle: local-charts/<name>/, or vendor/ (an archive).
+  bool in_bundle() const { return is_local() || is_builtin() || is_vendored(); }
 };
 
 // Raw manifests or a kustomize directory of the library, rendered at resolution: every

@@ -204,13 +204,14 @@ void add_components(Recipe& r, const Library& lib, const Value& merged) {
                            ": an overlay gives it a chart, but the registry declares it as "
                            "manifests; a component is one or the other");
       }
-      comp.chart = {"", name, std::string(m->get_string({"version"}))};
+      comp.chart = {"", name, std::string(m->get_string({"version"})), {}};
       comp.manifests = render_manifests(lib, name, std::string(m->get_string({"kind"})),
                                         std::string(m->get_string({"path"})));
     } else {
       comp.chart = {std::string(c.get_string({"chart", "repository"})),
                     std::string(c.get_string({"chart", "name"})),
-                    std::string(c.get_string({"chart", "version"}))};
+                    std::string(c.get_string({"chart", "version"})),
+                    {}};
     }
     comp.namespace_ = std::string(c.get_string({"namespace"}));
     if (const Value* v = c.find("values")) comp.values = *v;

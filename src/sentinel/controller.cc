@@ -1055,6 +1055,17 @@ std::unique_ptr<Remediator> make_annotation_remediator(kube::Client& client) {
 }
 
 void setup_sentinel(controller::Manager& manager, SentinelOptions options) {
+  // The admission webhook refuses a policy whose rules do not compile (or break a limit the
+  // schema cannot express), with the parser and compiler the policy reconciler uses.
+  manager.admission().add(
+      api::sentinel_policies().group, "SentinelPolicy", [](const controller::AdmissionRequest& r) {
+        if ((r.operation != "CREATE" && r.operation != "UPDATE") || r.spec_unchanged())
+          return controller::AdmissionResult::allow();
+        const core::Value* spec = r.object.find("spec");
+        const Policy p = Policy::from_spec(spec != nullptr ? *spec : core::Value());
+        (void)RuleSet::compile(p.rules, p.cost_limit);  // InvalidInput: denied with its words
+        return controller::AdmissionResult::allow();
+      });
   auto state = std::make_shared<State>();
   // The registry hands out the same series to a second Metrics on it (a second Manager).
   state->metrics = std::make_shared<Metrics>(*manager.options().registry);

@@ -9,6 +9,7 @@
 
 #include "core/errors.h"
 #include "http_test_client.h"
+#include "support/self_signed.h"
 
 namespace gpufleet::core {
 namespace {
@@ -90,6 +91,76 @@ TEST(HttpServer, FailingChecksAndExtraHandlers) {
   HttpServerOptions bad;
   bad.handlers["/metrics"] = [] { return HttpResponse{}; };
   EXPECT_THROW(HttpServer{std::move(bad)}, InvalidInput);
+}
+
+TEST(HttpServer, PostHandlersGetTheWholeBody) {
+  HttpServerOptions options;
+  options.max_body_bytes = 1 << 20;
+  options.post_handlers["/validate"] = [](std::string_view body) {
+    return HttpResponse{
+        200, "application/json",
+        "got " + std::to_string(body.size()) + ":" + std::string(body.substr(0, 8))};
+  };
+  HttpServer server(std::move(options));
+  // Large enough that libmicrohttpd hands it over in several pieces.
+  std::string big(600 * 1000, 'x');
+  big.replace(0, 8, "{\"a\":12}");
+  const auto r = http_request(server.url() + "/validate", "POST", &big);
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "got 600000:{\"a\":12}");
+  const std::string empty;
+  EXPECT_EQ(http_request(server.url() + "/validate", "POST", &empty).body, "got 0:");
+  // Over the limit: read and dropped, 413, the handler never called.
+  const std::string huge(1 << 21, 'y');
+  const auto t = http_request(server.url() + "/validate", "POST", &huge);
+  EXPECT_EQ(t.status, 413) << t.error;
+  EXPECT_NE(t.body.find("over 1048576 bytes"), std::string::npos) << t.body;
+  // GET of a POST path, POST of a GET path.
+  EXPECT_EQ(http_request(server.url() + "/validate").status, 404);
+  EXPECT_EQ(http_request(server.url() + "/healthz", "POST", &empty).status, 405);
+}
+
+TEST(HttpServer, ServesHttpsWithTheGivenCertificate) {
+  const auto cert = gpufleet::testing::make_self_signed_cert();
+  HttpServerOptions options;
+  options.tls_cert_pem = cert.cert_pem;
+  options.tls_key_pem = cert.key_pem;
+  options.post_handlers["/validate"] = [](std::string_view body) {
+    return HttpResponse{200, "text/plain", std::string(body)};
+  };
+  HttpServer server(std::move(options));
+  EXPECT_EQ(server.url(), "https://127.0.0.1:" + std::to_string(server.port()));
+  const std::string body = "hello";
+  const auto r = http_request(server.url() + "/validate", "POST", &body, cert.cert_pem);
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(r.body, "hello");
+  EXPECT_EQ(http_request(server.url() + "/healthz", "GET", nullptr, cert.cert_pem).status, 200);
+  // Not trusted without the CA; plain HTTP is not answered.
+  const auto other = gpufleet::testing::make_self_signed_cert("someone-else");
+  EXPECT_NE(http_request(server.url() + "/healthz", "GET", nullptr, other.cert_pem).error, "");
+  EXPECT_NE(http_request("http://127.0.0.1:" + std::to_string(server.port()) + "/healthz").status,
+            200);
+
+  // Half a configuration, or PEM that is not a key, is refused by name.
+  HttpServerOptions half;
+  half.tls_cert_pem = cert.cert_pem;
+  try {
+    HttpServer s(std::move(half));
+    FAIL() << "started HTTPS without a key";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("the key is empty"), std::string::npos) << e.what();
+  }
+  HttpServerOptions junk;
+  junk.tls_cert_pem = cert.cert_pem;
+  junk.tls_key_pem = "-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n";
+  try {
+    HttpServer s(std::move(junk));
+    FAIL() << "started HTTPS with a broken key";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("certificate or key malformed"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(HttpServer, BindErrorsNameTheAddress) {

@@ -14,7 +14,10 @@ struct HttpResult {
   std::string error;  // curl's message when the request failed
 };
 
-inline HttpResult http_request(const std::string& url, const char* method = "GET") {
+// `post_body` is sent with POST; `ca_pem` (PEM text) is the only CA trusted for https URLs.
+inline HttpResult http_request(const std::string& url, const char* method = "GET",
+                               const std::string* post_body = nullptr,
+                               const std::string& ca_pem = {}) {
   // Global initialisation is not thread-safe everywhere; a function-local static is.
   static const bool initialised = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
   HttpResult r;
@@ -39,8 +42,17 @@ inline HttpResult http_request(const std::string& url, const char* method = "GET
     curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
   } else if (std::string(method) != "GET") {
     curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
-    if (std::string(method) == "POST") curl_easy_setopt(curl, CURLOPT_POSTFIELDS, "x=1");
+    if (std::string(method) == "POST") {
+      if (post_body != nullptr) {
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(post_body->size()));
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, post_body->data());
+      } else {
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, "x=1");
+      }
+    }
   }
+  curl_blob ca{const_cast<char*>(ca_pem.data()), ca_pem.size(), CURL_BLOB_COPY};
+  if (!ca_pem.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &ca);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r.body);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, append);

@@ -285,7 +285,7 @@ TEST(BundleTest, BuiltinChartVersionMustMatchThePin) {
     EXPECT_THAT(e.what(), HasSubstr("the recipe pins '9.9.9'"));
   }
   for (Component& c : r.components) {
-    if (c.name == "gpufleet") c.chart = {"builtin", "nosuchchart", "1.0.0"};
+    if (c.name == "gpufleet") c.chart = {"builtin", "nosuchchart", "1.0.0", {}};
   }
   EXPECT_THROW(render_bundle(r, Deployer::Helm, {}), core::InvalidInput);
 }

@@ -29,7 +29,7 @@ std::string install_script(const Recipe& r, const Component& c) {
   }
   s += "helm upgrade --install " + shell_quote(c.name) + " ";
   if (c.chart.in_bundle()) {
-    // The wrapper chart of a manifest component, carried by the bundle.
+    // The wrapper chart of a manifest component, or a vendored archive, carried by the bundle.
     s += shell_quote("../../" + local_chart_dir(c)) + " \\\n";
   } else if (c.chart.is_oci()) {
     s += shell_quote(c.chart.repository + "/" + c.chart.name) + " \\\n";
@@ -268,6 +268,7 @@ std::string readme(const Recipe& r) {
     std::string chart = c.chart.is_local() ? local_chart_dir(c) + " (" + c.manifests->kind + " " +
                                                  c.manifests->path + ")"
                                            : c.chart.repository + "/" + c.chart.name;
+    if (c.chart.is_vendored()) chart += " (in this bundle: " + c.chart.vendored + ")";
     s += "| " + std::to_string(c.level) + " | " + c.name + " | " + chart + " | " + c.chart.version +
          " | " + c.namespace_ + " |\n";
   }

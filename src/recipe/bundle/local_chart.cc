@@ -7,7 +7,9 @@
 
 namespace gpufleet::recipe::detail {
 
-std::string local_chart_dir(const Component& c) { return "local-charts/" + c.name; }
+std::string local_chart_dir(const Component& c) {
+  return c.chart.is_vendored() ? c.chart.vendored : "local-charts/" + c.name;
+}
 
 void add_local_charts(const Recipe& r, Bundle& out) {
   for (const Component& c : r.components) {

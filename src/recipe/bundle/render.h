@@ -16,7 +16,7 @@ void render_helmfile(const Recipe& r, const BundleOptions& o, Bundle& out);
 
 // Local wrapper charts of manifest components: local-charts/<name>/ (Chart.yaml,
 // files/manifests.yaml, templates/manifests.yaml). Not charts/: inside the argocd-helm chart
-// that folder would make them subcharts.
+// that folder would make them subcharts. A vendored chart's path is its archive, vendor/...
 std::string local_chart_dir(const Component& c);
 void add_local_charts(const Recipe& r, Bundle& out);
 

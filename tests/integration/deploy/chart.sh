@@ -40,6 +40,7 @@ reject controller.replicas=0 "at '/controller/replicas': minimum: got 0, want 1"
 reject agent.bogus=1 "at '/agent': additional properties 'bogus' not allowed"
 reject controller.leaseDuration=soon "at '/controller/leaseDuration'"
 reject image.pullPolicy=Sometimes "at '/image/pullPolicy'"
+reject webhook.failurePolicy=Sometimes "at '/webhook/failurePolicy'"
 
 # The recipe library's reference to this chart must be true: the chart is built into gpufleet
 # (embedded from deploy/chart at build time, carried by every bundle), named and versioned as here.
@@ -96,5 +97,33 @@ grep -q -- '--remediation=off' "$work/nokmsg.yaml" || fail "agent.remediation.en
 grep -q '/dev/kmsg' "$work/nokmsg.yaml" && fail "agent.kernelLog=false still mounts /dev/kmsg"
 "$helm" template gpufleet "$chart" -n "$ns" --kube-version "$kv" --set serviceMonitor.enabled=true >"$work/sm.yaml"
 [[ "$(grep -c '^kind: ServiceMonitor' "$work/sm.yaml")" == 3 ]] || fail "serviceMonitor.enabled=true should render one ServiceMonitor per controller"
+[[ "$(grep -c '^kind: PodMonitor' "$work/sm.yaml")" == 1 ]] || fail "serviceMonitor.enabled=true should render a PodMonitor for the agents"
+# The agent serves /metrics on the pod network (not loopback, where nothing could scrape it)
+# and is probed there.
+agent="$(q '{range .items[?(@.kind=="DaemonSet")]}{.spec.template.spec.containers[0].args}|{.spec.template.spec.containers[0].ports[0].containerPort}|{.spec.template.spec.containers[0].readinessProbe.httpGet.path}{end}')"
+grep -q '"--metrics-address=:9464".*|9464|/readyz$' <<<"$agent" || fail "agent metrics not on :9464 with a readiness probe: $agent"
+# The admission webhook: one per controller with validators, trusting the CA of the Secret
+# the controllers serve from, whose certificate names both Services.
+hooks="$(q '{range .items[?(@.kind=="ValidatingWebhookConfiguration")]}{range .webhooks[*]}{.name}={.clientConfig.service.name}:{.clientConfig.caBundle}{"\n"}{end}{end}')"
+ca="$(q '{range .items[?(@.kind=="Secret")]}{.data.ca\.crt}{end}')"
+[[ -n "$ca" ]] || fail "no webhook Secret with ca.crt rendered"
+grep -qx "certify.gpufleet.io=gpufleet-certify-webhook:$ca" <<<"$hooks" || fail "certify's webhook missing or not trusting the Secret's CA: $hooks"
+grep -qx "sentinel.gpufleet.io=gpufleet-sentinel-webhook:$ca" <<<"$hooks" || fail "sentinel's webhook missing or not trusting the Secret's CA: $hooks"
+[[ "$(wc -l <<<"$hooks")" == 2 ]] || fail "expected 2 webhooks (certify, sentinel): $hooks"
+if command -v openssl >/dev/null; then
+  crt="$(q '{range .items[?(@.kind=="Secret")]}{.data.tls\.crt}{end}')"
+  sans="$(base64 -d <<<"$crt" | openssl x509 -noout -ext subjectAltName 2>/dev/null)"
+  for svc in certify sentinel; do
+    grep -q "DNS:gpufleet-$svc-webhook.$ns.svc" <<<"$sans" || fail "webhook certificate does not name gpufleet-$svc-webhook.$ns.svc: $sans"
+  done
+  base64 -d <<<"$crt" | openssl verify -CAfile <(base64 -d <<<"$ca") >/dev/null 2>&1 || fail "webhook certificate not signed by the caBundle's CA"
+fi
+grep -q '"--controllers=certify","--leader-elect".*"--webhook-addr=:9443","--webhook-cert-dir=/etc/gpufleet/webhook"' <<<"$args" || fail "certify does not serve the webhook: $args"
+grep '"--controllers=hostpkg"' <<<"$args" | grep -q webhook && fail "hostpkg serves a webhook it has no validators for: $args"
+"$helm" template gpufleet "$chart" -n "$ns" --kube-version "$kv" --set webhook.enabled=false >"$work/nowh.yaml"
+grep -qE 'ValidatingWebhookConfiguration|--webhook-addr|gpufleet-webhook-tls' "$work/nowh.yaml" && fail "webhook.enabled=false still renders webhook parts"
+"$helm" template gpufleet "$chart" -n "$ns" --kube-version "$kv" --set controllers.certify.enabled=false >"$work/nocert.yaml"
+grep -q 'certify.gpufleet.io' "$work/nocert.yaml" && fail "a disabled certify still has a webhook"
+grep -q 'sentinel.gpufleet.io' "$work/nocert.yaml" || fail "sentinel's webhook went with certify's"
 grep -qE '^\s*-?\s*(verbs|resources|apiGroups): \[?.*"?\*' "$work/all.yaml" && fail "an RBAC rule uses a wildcard"
-echo "chart: PASS (lint --strict, schema, CRDs identical, server dry-run, rendered promises)"
+echo "chart: PASS (lint --strict, schema, CRDs identical, server dry-run, rendered promises, webhook)"

@@ -141,3 +141,16 @@ Cluster-wide rules here; leader election Leases are a Role in the release namesp
   resources: [events]
   verbs: [create, patch]
 {{- end -}}
+
+{{/*
+Controllers that serve the validating webhook, with the resources each validates (a YAML
+map; only enabled controllers). setup_certify and setup_sentinel register the same kinds.
+*/}}
+{{- define "gpufleet.webhookControllers" -}}
+{{- if .Values.controllers.certify.enabled }}
+certify: [certifications, workloadruns]
+{{- end }}
+{{- if .Values.controllers.sentinel.enabled }}
+sentinel: [sentinelpolicies]
+{{- end }}
+{{- end -}}

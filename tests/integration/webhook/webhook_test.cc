@@ -1,0 +1,247 @@
+// The validating admission webhook, called by the real kube-apiserver: a Certification whose
+// threshold does not compile and a SentinelPolicy whose rule does not compile are refused
+// before they are stored, with the controller's own words; good ones pass; a rotated serving
+// certificate is picked up without a restart. The Manager runs in process with certify's and
+// sentinel's real setup; the webhook configuration matches only this test's objects (an
+// objectSelector on a unique label), so a failing server cannot disturb other tests.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <thread>
+
+#include "certify/controller.h"
+#include "controller/manager.h"
+#include "controller/registry.h"
+#include "core/base64.h"
+#include "core/yaml.h"
+#include "kube/errors.h"
+#include "sentinel/controller.h"
+#include "support/self_signed.h"
+#include "test_env.h"
+
+namespace gpufleet {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+const kube::ResourceId kWebhooks{"admissionregistration.k8s.io", "v1",
+                                 "validatingwebhookconfigurations", false};
+const kube::ResourceId kCertifications{"gpufleet.io", "v1alpha1", "certifications", true};
+const kube::ResourceId kSentinelPolicies{"gpufleet.io", "v1alpha1", "sentinelpolicies", false};
+
+std::string kubectl() {
+  std::string kl = kube::testing::env_or_empty("KUBE_LOCAL_BIN");
+  return (kl.empty() ? std::string("kubectl") : "'" + kl + "' kubectl") + " --kubeconfig '" +
+         kube::testing::env_or_empty("KUBECONFIG") + "'";
+}
+
+bool eventually(const std::function<bool()>& f, std::chrono::seconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    if (f()) return true;
+    std::this_thread::sleep_for(200ms);
+  }
+  return f();
+}
+
+core::Value webhook_config(const std::string& name, const std::string& label, std::uint16_t port,
+                           const std::string& ca_pem) {
+  core::Value w = core::parse_yaml(R"(
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+webhooks:
+- name: certify.gpufleet.io
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Fail
+  timeoutSeconds: 5
+  rules:
+  - apiGroups: [gpufleet.io]
+    apiVersions: ["*"]
+    operations: [CREATE, UPDATE]
+    resources: [certifications, workloadruns]
+    scope: "*"
+- name: sentinel.gpufleet.io
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Fail
+  timeoutSeconds: 5
+  rules:
+  - apiGroups: [gpufleet.io]
+    apiVersions: ["*"]
+    operations: [CREATE, UPDATE]
+    resources: [sentinelpolicies]
+    scope: "*"
+)");
+  w["metadata"]["name"] = name;
+  // Both served by the one in-process Manager (the chart has a Service per controller).
+  for (auto& hook : w["webhooks"].as_list()) {
+    hook["clientConfig"]["url"] = "https://127.0.0.1:" + std::to_string(port) + "/validate";
+    hook["clientConfig"]["caBundle"] = core::base64_encode(ca_pem);
+    hook["objectSelector"]["matchLabels"]["gpufleet.io/webhook-test"] = label;
+  }
+  return w;
+}
+
+class WebhookIT : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* f : {"certification", "workloadrun", "validationrequest", "sentinelpolicy",
+                          "remediation", "nodehealth"}) {
+      ASSERT_EQ(
+          kube::testing::run_command(kubectl() + " apply --server-side --force-conflicts -f " +
+                                     GPUFLEET_SOURCE_DIR "/deploy/crds/" + f + ".yaml >/dev/null"),
+          0)
+          << f;
+    }
+    ASSERT_EQ(kube::testing::run_command(
+                  kubectl() + " wait --for=condition=Established --timeout=30s "
+                              "crd/certifications.gpufleet.io crd/sentinelpolicies.gpufleet.io "
+                              ">/dev/null"),
+              0);
+    dir_ = fs::temp_directory_path() / kube::testing::unique_name("webhook-it");
+    cert_ = testing::make_self_signed_cert();
+    testing::write_cert_dir(cert_, dir_.string());
+    label_ = kube::testing::unique_name("wh");
+    hook_name_ = kube::testing::unique_name("gpufleet-webhook-it");
+  }
+  void TearDown() override {
+    try {
+      client_.remove(kWebhooks, "", hook_name_);
+    } catch (const std::exception&) {
+    }
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  core::Value certification(const std::string& threshold) const {
+    core::Value c = core::parse_yaml(R"(
+apiVersion: gpufleet.io/v1alpha1
+kind: Certification
+metadata: {namespace: default}
+spec:
+  targets: {nodeNames: [no-such-node]}
+  categories:
+  - name: communication/nccl-all-reduce
+)");
+    c["metadata"]["name"] = kube::testing::unique_name("wh-cert");
+    c["metadata"]["labels"]["gpufleet.io/webhook-test"] = label_;
+    c["spec"]["categories"].as_list()[0]["thresholds"]["busBandwidthGBps"] = threshold;
+    return c;
+  }
+  core::Value policy(const std::string& when) const {
+    core::Value p = core::parse_yaml(R"(
+apiVersion: gpufleet.io/v1alpha1
+kind: SentinelPolicy
+spec:
+  rules:
+  - {name: xid-fatal, cordon: true}
+)");
+    p["metadata"]["name"] = kube::testing::unique_name("wh-policy");
+    p["metadata"]["labels"]["gpufleet.io/webhook-test"] = label_;
+    p["spec"]["rules"].as_list()[0]["when"] = when;
+    return p;
+  }
+  // Server-side dry run: admission runs in full, nothing is stored (so nothing is reconciled).
+  // Returns "" when admitted, else the API server's message.
+  std::string admit(const kube::ResourceId& r, const core::Value& obj) {
+    kube::ApplyOptions o;
+    o.field_manager = "webhook-it";
+    o.dry_run = true;
+    try {
+      client_.apply(r, obj, o);
+      return "";
+    } catch (const kube::ApiError& e) {
+      return e.what();
+    }
+  }
+
+  kube::Client client_{kube::testing::admin_config()};
+  fs::path dir_;
+  testing::ServingCert cert_;
+  std::string label_, hook_name_;
+};
+
+TEST_F(WebhookIT, RefusesWhatTheControllersCannotRunAndFollowsARotatedCertificate) {
+  controller::ManagerOptions mo;
+  mo.name = kube::testing::unique_name("webhook-it");
+  mo.metrics_address = "";
+  mo.webhook_address = "127.0.0.1:0";
+  mo.webhook_cert_file = (dir_ / "tls.crt").string();
+  mo.webhook_key_file = (dir_ / "tls.key").string();
+  mo.webhook_reload_period = 200ms;
+  kube::Client mgr_client(kube::testing::admin_config());
+  controller::Manager manager(mgr_client, mo);
+  controller::Context ctx;
+  ctx.namespace_ = "default";
+  certify::setup_certify(manager, ctx);
+  sentinel::SentinelOptions so;
+  so.policy = kube::testing::unique_name("no-such-policy");
+  sentinel::setup_sentinel(manager, std::move(so));
+  EXPECT_EQ(manager.admission().kinds(),
+            (std::vector<std::string>{"gpufleet.io/Certification", "gpufleet.io/SentinelPolicy",
+                                      "gpufleet.io/WorkloadRun"}));
+  std::stop_source stop;
+  std::thread run([&] { manager.run(stop.get_token()); });
+  struct Join {
+    std::stop_source& s;
+    std::thread& t;
+    ~Join() {
+      s.request_stop();
+      t.join();
+    }
+  } join{stop, run};
+  ASSERT_TRUE(eventually([&] { return manager.webhook_port() != 0; }, 10s));
+  client_.create(kWebhooks,
+                 webhook_config(hook_name_, label_, manager.webhook_port(), cert_.cert_pem));
+
+  // The API server picks the configuration up within a moment; then a threshold that does not
+  // compile is refused with certify's message naming the category, metric and expression.
+  std::string refused;
+  ASSERT_TRUE(eventually(
+      [&] {
+        refused = admit(kCertifications, certification("value >= "));
+        return !refused.empty();
+      },
+      30s))
+      << "a Certification with a broken threshold was admitted";
+  // The client names the webhook (kubectl prints the server's own words: admission webhook
+  // "certify.gpufleet.io" denied the request: ...).
+  EXPECT_NE(refused.find("denied by admission webhook 'certify.gpufleet.io'"), std::string::npos)
+      << refused;
+  EXPECT_NE(refused.find("spec.categories[0].thresholds.busBandwidthGBps"), std::string::npos)
+      << refused;
+  EXPECT_NE(refused.find("value >= "), std::string::npos) << refused;
+  EXPECT_EQ(admit(kCertifications, certification("value >= (groupSize > 8 ? 340.0 : 360.0)")), "");
+
+  // A SentinelPolicy rule that does not compile, or uses an unknown variable, is refused naming
+  // the rule; a good one passes.
+  const std::string bad_rule = admit(kSentinelPolicies, policy("event.check == 'xid' &&"));
+  EXPECT_NE(bad_rule.find("denied by admission webhook 'sentinel.gpufleet.io'"), std::string::npos)
+      << bad_rule;
+  EXPECT_NE(bad_rule.find("rule 'xid-fatal'.when"), std::string::npos) << bad_rule;
+  EXPECT_EQ(admit(kSentinelPolicies, policy("event.check == 'xid' && event.state == 'Fatal'")), "");
+
+  // Rotation: a new pair in the folder (as the kubelet swaps a Secret's files) and the new CA
+  // in the configuration; the server follows without a restart and still refuses.
+  const testing::ServingCert next = testing::make_self_signed_cert("gpufleet-rotated");
+  testing::write_cert_dir(next, dir_.string());
+  core::Value hook = client_.get(kWebhooks, "", hook_name_);
+  for (auto& h : hook["webhooks"].as_list())
+    h["clientConfig"]["caBundle"] = core::base64_encode(next.cert_pem);
+  client_.update(kWebhooks, hook);
+  ASSERT_TRUE(eventually(
+      [&] {
+        const std::string why = admit(kCertifications, certification("value >= "));
+        return why.find("denied by admission webhook") != std::string::npos;
+      },
+      30s))
+      << "no verdict from the webhook after the certificate was rotated";
+  EXPECT_EQ(admit(kCertifications, certification("value >= 1.0")), "");
+}
+
+}  // namespace
+}  // namespace gpufleet
