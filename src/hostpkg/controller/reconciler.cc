@@ -1231,6 +1231,21 @@ void setup_hostpkg(controller::Manager& manager, const controller::Context& cont
 }
 
 void setup_hostpkg(controller::Manager& manager, const ControllerSettings& settings) {
+  // The admission webhook refuses what the CRD schema cannot check (a dependsOn cycle, a
+  // version that is not semver, ...) with the parsers the reconciler uses.
+  const std::string group = sets_resource().group;
+  manager.admission().add(group, "HostPackageSet", [](const controller::AdmissionRequest& r) {
+    if ((r.operation != "CREATE" && r.operation != "UPDATE") || r.spec_unchanged())
+      return controller::AdmissionResult::allow();
+    (void)parse_host_package_set(r.object);  // InvalidInput: denied with its words
+    return controller::AdmissionResult::allow();
+  });
+  manager.admission().add(group, "DeploymentPolicy", [](const controller::AdmissionRequest& r) {
+    if ((r.operation != "CREATE" && r.operation != "UPDATE") || r.spec_unchanged())
+      return controller::AdmissionResult::allow();
+    (void)parse_deployment_policy(r.object);
+    return controller::AdmissionResult::allow();
+  });
   auto rec = std::make_shared<HostPkgReconciler>(manager, settings);
   controller::Cache& sets = rec->sets();
   // A Node event concerns every set selecting the node, and every set whose record is on it

@@ -109,21 +109,24 @@ ca="$(q '{range .items[?(@.kind=="Secret")]}{.data.ca\.crt}{end}')"
 [[ -n "$ca" ]] || fail "no webhook Secret with ca.crt rendered"
 grep -qx "certify.gpufleet.io=gpufleet-certify-webhook:$ca" <<<"$hooks" || fail "certify's webhook missing or not trusting the Secret's CA: $hooks"
 grep -qx "sentinel.gpufleet.io=gpufleet-sentinel-webhook:$ca" <<<"$hooks" || fail "sentinel's webhook missing or not trusting the Secret's CA: $hooks"
-[[ "$(wc -l <<<"$hooks")" == 2 ]] || fail "expected 2 webhooks (certify, sentinel): $hooks"
+grep -qx "hostpkg.gpufleet.io=gpufleet-hostpkg-webhook:$ca" <<<"$hooks" || fail "hostpkg's webhook missing or not trusting the Secret's CA: $hooks"
+[[ "$(wc -l <<<"$hooks")" == 3 ]] || fail "expected 3 webhooks (certify, sentinel, hostpkg): $hooks"
 if command -v openssl >/dev/null; then
   crt="$(q '{range .items[?(@.kind=="Secret")]}{.data.tls\.crt}{end}')"
   sans="$(base64 -d <<<"$crt" | openssl x509 -noout -ext subjectAltName 2>/dev/null)"
-  for svc in certify sentinel; do
+  for svc in certify sentinel hostpkg; do
     grep -q "DNS:gpufleet-$svc-webhook.$ns.svc" <<<"$sans" || fail "webhook certificate does not name gpufleet-$svc-webhook.$ns.svc: $sans"
   done
   base64 -d <<<"$crt" | openssl verify -CAfile <(base64 -d <<<"$ca") >/dev/null 2>&1 || fail "webhook certificate not signed by the caBundle's CA"
 fi
 grep -q '"--controllers=certify","--leader-elect".*"--webhook-addr=:9443","--webhook-cert-dir=/etc/gpufleet/webhook"' <<<"$args" || fail "certify does not serve the webhook: $args"
-grep '"--controllers=hostpkg"' <<<"$args" | grep -q webhook && fail "hostpkg serves a webhook it has no validators for: $args"
+grep '"--controllers=hostpkg"' <<<"$args" | grep -q -- '--webhook-addr' || fail "hostpkg does not serve the webhook: $args"
 "$helm" template gpufleet "$chart" -n "$ns" --kube-version "$kv" --set webhook.enabled=false >"$work/nowh.yaml"
 grep -qE 'ValidatingWebhookConfiguration|--webhook-addr|gpufleet-webhook-tls' "$work/nowh.yaml" && fail "webhook.enabled=false still renders webhook parts"
-"$helm" template gpufleet "$chart" -n "$ns" --kube-version "$kv" --set controllers.certify.enabled=false >"$work/nocert.yaml"
+"$helm" template gpufleet "$chart" -n "$ns" --kube-version "$kv" --set controllers.certify.enabled=false \
+  --set controllers.hostpkg.enabled=false >"$work/nocert.yaml"
 grep -q 'certify.gpufleet.io' "$work/nocert.yaml" && fail "a disabled certify still has a webhook"
-grep -q 'sentinel.gpufleet.io' "$work/nocert.yaml" || fail "sentinel's webhook went with certify's"
+grep -q 'hostpkg.gpufleet.io' "$work/nocert.yaml" && fail "a disabled hostpkg still has a webhook"
+grep -q 'sentinel.gpufleet.io' "$work/nocert.yaml" || fail "sentinel's webhook went with certify's and hostpkg's"
 grep -qE '^\s*-?\s*(verbs|resources|apiGroups): \[?.*"?\*' "$work/all.yaml" && fail "an RBAC rule uses a wildcard"
 echo "chart: PASS (lint --strict, schema, CRDs identical, server dry-run, rendered promises, webhook)"

@@ -132,13 +132,18 @@ for c in certify sentinel hostpkg; do
 done
 expect no gpufleet-certify update leases.coordination.k8s.io "$ns" gpufleet-sentinel
 
-# agent: its NodeHealth (which node: admission), its node, host package sets; nothing else.
+# agent: its NodeHealth (which node: admission), its node (watched, with a field selector on
+# its name, for sentinel's remediation requests: RBAC cannot scope a list to one name, so
+# list/watch is granted and the agent asks for its own node only), host package sets; it never
+# writes a Node.
 expect yes gpufleet-agent create nodehealths.gpufleet.io
 expect yes gpufleet-agent patch nodehealths.gpufleet.io/status
 expect yes gpufleet-agent get nodes
+expect yes gpufleet-agent list nodes
+expect yes gpufleet-agent watch nodes
 expect yes gpufleet-agent watch hostpackagesets.gpufleet.io
 expect no gpufleet-agent patch nodes
-expect no gpufleet-agent list nodes
+expect no gpufleet-agent update nodes
 expect no gpufleet-agent delete nodehealths.gpufleet.io
 expect no gpufleet-agent list pods
 expect no gpufleet-agent create pods/eviction

@@ -16,6 +16,7 @@
 #include "controller/registry.h"
 #include "core/base64.h"
 #include "core/yaml.h"
+#include "hostpkg/controller/reconciler.h"
 #include "kube/errors.h"
 #include "sentinel/controller.h"
 #include "support/self_signed.h"
@@ -31,6 +32,7 @@ const kube::ResourceId kWebhooks{"admissionregistration.k8s.io", "v1",
                                  "validatingwebhookconfigurations", false};
 const kube::ResourceId kCertifications{"gpufleet.io", "v1alpha1", "certifications", true};
 const kube::ResourceId kSentinelPolicies{"gpufleet.io", "v1alpha1", "sentinelpolicies", false};
+const kube::ResourceId kHostPackageSets{"gpufleet.io", "v1alpha1", "hostpackagesets", false};
 
 std::string kubectl() {
   std::string kl = kube::testing::env_or_empty("KUBE_LOCAL_BIN");
@@ -75,6 +77,17 @@ webhooks:
     operations: [CREATE, UPDATE]
     resources: [sentinelpolicies]
     scope: "*"
+- name: hostpkg.gpufleet.io
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Fail
+  timeoutSeconds: 5
+  rules:
+  - apiGroups: [gpufleet.io]
+    apiVersions: ["*"]
+    operations: [CREATE, UPDATE]
+    resources: [hostpackagesets, deploymentpolicies]
+    scope: "*"
 )");
   w["metadata"]["name"] = name;
   // Both served by the one in-process Manager (the chart has a Service per controller).
@@ -90,7 +103,7 @@ class WebhookIT : public ::testing::Test {
  protected:
   void SetUp() override {
     for (const char* f : {"certification", "workloadrun", "validationrequest", "sentinelpolicy",
-                          "remediation", "nodehealth"}) {
+                          "remediation", "nodehealth", "hostpackageset", "deploymentpolicy"}) {
       ASSERT_EQ(
           kube::testing::run_command(kubectl() + " apply --server-side --force-conflicts -f " +
                                      GPUFLEET_SOURCE_DIR "/deploy/crds/" + f + ".yaml >/dev/null"),
@@ -100,6 +113,7 @@ class WebhookIT : public ::testing::Test {
     ASSERT_EQ(kube::testing::run_command(
                   kubectl() + " wait --for=condition=Established --timeout=30s "
                               "crd/certifications.gpufleet.io crd/sentinelpolicies.gpufleet.io "
+                              "crd/hostpackagesets.gpufleet.io "
                               ">/dev/null"),
               0);
     dir_ = fs::temp_directory_path() / kube::testing::unique_name("webhook-it");
@@ -145,6 +159,22 @@ spec:
     p["spec"]["rules"].as_list()[0]["when"] = when;
     return p;
   }
+  // Two packages that depend on each other (a cycle the CRD schema cannot see).
+  core::Value package_set(bool cycle) const {
+    core::Value p = core::parse_yaml(R"(
+apiVersion: gpufleet.io/v1alpha1
+kind: HostPackageSet
+spec:
+  nodeSelector: {matchLabels: {gpufleet.io/webhook-test-nodes: "none"}}
+  packages:
+    first: {version: 1.0.0, image: registry.example/first, dependsOn: [second]}
+    second: {version: 1.0.0, image: registry.example/second}
+)");
+    p["metadata"]["name"] = kube::testing::unique_name("wh-set");
+    p["metadata"]["labels"]["gpufleet.io/webhook-test"] = label_;
+    if (cycle) p["spec"]["packages"]["second"]["dependsOn"].push_back("first");
+    return p;
+  }
   // Server-side dry run: admission runs in full, nothing is stored (so nothing is reconciled).
   // Returns "" when admitted, else the API server's message.
   std::string admit(const kube::ResourceId& r, const core::Value& obj) {
@@ -181,8 +211,10 @@ TEST_F(WebhookIT, RefusesWhatTheControllersCannotRunAndFollowsARotatedCertificat
   sentinel::SentinelOptions so;
   so.policy = kube::testing::unique_name("no-such-policy");
   sentinel::setup_sentinel(manager, std::move(so));
+  hostpkg::setup_hostpkg(manager, hostpkg::ControllerSettings{});
   EXPECT_EQ(manager.admission().kinds(),
-            (std::vector<std::string>{"gpufleet.io/Certification", "gpufleet.io/SentinelPolicy",
+            (std::vector<std::string>{"gpufleet.io/Certification", "gpufleet.io/DeploymentPolicy",
+                                      "gpufleet.io/HostPackageSet", "gpufleet.io/SentinelPolicy",
                                       "gpufleet.io/WorkloadRun"}));
   std::stop_source stop;
   std::thread run([&] { manager.run(stop.get_token()); });
@@ -224,6 +256,13 @@ TEST_F(WebhookIT, RefusesWhatTheControllersCannotRunAndFollowsARotatedCertificat
       << bad_rule;
   EXPECT_NE(bad_rule.find("rule 'xid-fatal'.when"), std::string::npos) << bad_rule;
   EXPECT_EQ(admit(kSentinelPolicies, policy("event.check == 'xid' && event.state == 'Fatal'")), "");
+
+  // A HostPackageSet whose packages depend on each other is refused naming the cycle.
+  const std::string cycle = admit(kHostPackageSets, package_set(true));
+  EXPECT_NE(cycle.find("denied by admission webhook 'hostpkg.gpufleet.io'"), std::string::npos)
+      << cycle;
+  EXPECT_NE(cycle.find("first"), std::string::npos) << cycle;
+  EXPECT_EQ(admit(kHostPackageSets, package_set(false)), "");
 
   // Rotation: a new pair in the folder (as the kubelet swaps a Secret's files) and the new CA
   // in the configuration; the server follows without a restart and still refuses.

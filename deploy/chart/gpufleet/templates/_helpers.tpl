@@ -144,7 +144,7 @@ Cluster-wide rules here; leader election Leases are a Role in the release namesp
 
 {{/*
 Controllers that serve the validating webhook, with the resources each validates (a YAML
-map; only enabled controllers). setup_certify and setup_sentinel register the same kinds.
+map; only enabled controllers). setup_certify, setup_sentinel and setup_hostpkg register the same kinds.
 */}}
 {{- define "gpufleet.webhookControllers" -}}
 {{- if .Values.controllers.certify.enabled }}
@@ -152,5 +152,8 @@ certify: [certifications, workloadruns]
 {{- end }}
 {{- if .Values.controllers.sentinel.enabled }}
 sentinel: [sentinelpolicies]
+{{- end }}
+{{- if .Values.controllers.hostpkg.enabled }}
+hostpkg: [hostpackagesets, deploymentpolicies]
 {{- end }}
 {{- end -}}
