@@ -38,6 +38,7 @@ state="$work/sim"
 controller_pid=""
 agent_pid=""
 agent_starts=0
+ns="sentinel-faults-$$"  # the workload pods' namespace (apirestart)
 fail() {
   echo "sentinel_faults: FAIL ($mode, SEED=$seed): $*" >&2
   echo "--- controller log (tail)" >&2; tail -n 40 "$work/controller.log" >&2 || true
@@ -52,7 +53,7 @@ cleanup() {
   for p in $controller_pid $agent_pid; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   "$gpufleet" sim stop --state-dir "$state" >/dev/null 2>&1 || true
-  kubectl delete namespace sentinel-faults --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  kubectl delete namespace "$ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true
   kubectl delete sentinelpolicy sentinel-faults --ignore-not-found --wait=false >/dev/null 2>&1 || true
   kubectl delete remediations,validationrequests -l sentinel.gpufleet.io/node --ignore-not-found --wait=false >/dev/null 2>&1 || true
   for n in $(ls "$state/nodes" 2>/dev/null); do
@@ -90,6 +91,7 @@ reboots() {  # reboot events for node $1 the simulator's inbox holds (pending an
   done
   echo "$n"
 }
+xid_reported() { [[ $(kubectl get nodehealth "$node" -o jsonpath='{.status.history[*].reason}' 2>/dev/null) == *Xid79* ]]; }
 rebooted() { (($(reboots "$1") >= 1)); }
 annotation() { kubectl get node "$1" -o jsonpath="{.metadata.annotations.${2//./\\.}}"; }
 has_request() { [[ -n $(annotation "$1" sentinel.gpufleet.io/remediation-request) ]]; }
@@ -102,7 +104,7 @@ start_agent() {
 kill_agent() {  # SIGKILL, the way the kernel ends an OOM-killed or evicted pod's process
   kill -9 "$agent_pid" 2>/dev/null || fail "the agent was not running before kill -9 ($1)"
   wait "$agent_pid" 2>/dev/null || true
-  echo "sentinel_faults: agent killed -9 $1 (NodeHealth remediation: '$(kubectl get nodehealth "$node" -o jsonpath='{.status.remediation.state}' 2>/dev/null)', reboots in the inbox: $(reboots "$node"))"
+  echo "sentinel_faults: agent killed -9 $1 (Xid 79 in NodeHealth: $(xid_reported && echo yes || echo no), remediation: '$(kubectl get nodehealth "$node" -o jsonpath='{.status.remediation.state}' 2>/dev/null)', reboots in the inbox: $(reboots "$node"))"
   agent_pid=""
 }
 start_controller() {
@@ -195,9 +197,9 @@ if [[ $mode == apirestart ]]; then
   # A workload pod on every faulty node and on one healthy node, each held by a
   # PodDisruptionBudget: the eviction is refused until the drain's deadline (10 s), so the
   # incidents sit in Draining when the control plane goes down.
-  kubectl create namespace sentinel-faults >/dev/null
+  kubectl create namespace "$ns" >/dev/null
   for n in "${faulty[@]}" "${healthy[0]}"; do
-    kubectl apply -n sentinel-faults -f - >/dev/null <<YAML
+    kubectl apply -n "$ns" -f - >/dev/null <<YAML
 apiVersion: v1
 kind: Pod
 metadata: {name: work-$n, labels: {app: work-$n}}
@@ -248,10 +250,10 @@ YAML
     check_once "$n"
   done
   for n in "${healthy[@]}"; do check_untouched "$n"; done
-  kubectl get pod -n sentinel-faults "work-${healthy[0]}" >/dev/null 2>&1 \
+  kubectl get pod -n "$ns" "work-${healthy[0]}" >/dev/null 2>&1 \
     || fail "the pod on healthy ${healthy[0]} was removed"
   for n in "${faulty[@]}"; do
-    ! kubectl get pod -n sentinel-faults "work-$n" >/dev/null 2>&1 || fail "the pod on $n was not drained"
+    ! kubectl get pod -n "$ns" "work-$n" >/dev/null 2>&1 || fail "the pod on $n was not drained"
   done
   status=$("$gpufleet" sentinel status --policy sentinel-faults -o json)
   grep -q '"state":"Closed"' <<<"$status" || fail "sentinel status: breaker not Closed: $status"
@@ -274,7 +276,6 @@ kill -STOP "$controller_pid"
 sleep "$((RANDOM % 15 / 10)).$((RANDOM % 10))"
 kill_agent "after the fault"
 start_agent
-xid_reported() { [[ $(kubectl get nodehealth "$node" -o jsonpath='{.status.history[*].reason}') == *Xid79* ]]; }
 until_ok 30 "$node: NodeHealth shows the Xid 79 after the agent's restart" xid_reported
 # 2. The agent is down when sentinel asks: the request is found when it starts again.
 kill_agent "before the request"
@@ -295,7 +296,7 @@ check_quarantine_once "$node"
 incident=$(kubectl get remediations -l "sentinel.gpufleet.io/node=$node" -o jsonpath='{.items[0].metadata.name}')
 # Nothing lost: the fault and the remediation's outcome are in NodeHealth.
 health_ok() {
-  [[ $(kubectl get nodehealth "$node" -o jsonpath='{.status.history[*].reason}') == *Xid79* ]] &&
+  xid_reported &&
     [[ $(kubectl get nodehealth "$node" -o jsonpath='{.status.remediation.incident}/{.status.remediation.attempt}/{.status.remediation.state}/{.status.remediation.action}') == "$incident/1/Succeeded/reboot" ]]
 }
 until_ok 30 "$node: NodeHealth shows Xid79 and $incident/1 Succeeded/reboot" health_ok
