@@ -15,11 +15,12 @@
 #   agentkill   Xid 79 on one node; the agent is killed with SIGKILL four times and started
 #               again each time: a random moment in the 1.5 s after the fault (sentinel paused
 #               with SIGSTOP meanwhile, so the kill lands before any request), before sentinel's
-#               request (which then comes while the agent is down), right after the reboot
-#               reached the simulator's inbox, and a random moment in the 2 s after that. The
-#               fault reaches NodeHealth, the remediation's journal records are delivered
-#               (NodeHealth shows Succeeded for the incident's attempt 1), the simulator
-#               reboots the node exactly once, and the incident completes.
+#               request (which then comes while the agent is down; the controller is then
+#               killed -9 and restarted as well), right after the reboot reached the simulator's
+#               inbox, and a random moment in the 2 s after that. The fault reaches
+#               NodeHealth, the remediation's journal records are delivered (NodeHealth shows
+#               Succeeded for the incident's attempt 1), the simulator reboots the node exactly
+#               once, one Remediation with attempt 1, and the incident completes.
 #
 # Waits are on conditions with deadlines; the random delays only choose the kill moments
 # (SEED=N replays one run; the seed is printed).
@@ -282,6 +283,11 @@ kill_agent "before the request"
 kill -CONT "$controller_pid"
 until_ok 60 "$node: sentinel's remediation request" has_request "$node"
 (($(reboots "$node") == 0)) || fail "$node rebooted while the agent was down"
+# The controller killed -9 as well while its request waits (it must not ask again with a new
+# attempt, nor quarantine the node a second time).
+kill -9 "$controller_pid"
+wait "$controller_pid" 2>/dev/null || true
+start_controller
 start_agent
 # 3. Right after the reboot reached the simulator (the agent acted; its success record may not
 #    be journalled or delivered yet), then at a random moment in the next 2 s.
