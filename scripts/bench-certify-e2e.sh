@@ -2,16 +2,18 @@
 # End-to-end wall time of a diagnose Certification on the simulator (docs/performance.md,
 # "certify: end to end"): a fresh kube-local (etcd, apiserver, controller-manager, scheduler),
 # NODES simulated HGX H100 nodes (`gpufleet sim`, --time-scale 40 so a 20 s nccl-tests run takes
-# half a second), K of them with half their network bandwidth, `gpufleet controller
-# --controllers=certify`, and one Certification: communication/nccl-all-reduce, scale diagnose,
-# busBandwidthGBps >= 300. Prints the wall time, rounds, tests and the nodes found.
-#   scripts/bench-certify-e2e.sh [NODES=256] [K=2]
+# half a second), K of them with half their network bandwidth (and, with LINKS=1, a degraded
+# link between two healthy nodes), `gpufleet controller --controllers=certify`, and one
+# Certification: communication/nccl-all-reduce, scale diagnose, busBandwidthGBps >= 300.
+# Prints the wall time, rounds, tests, the nodes found and the infrastructure findings.
+#   scripts/bench-certify-e2e.sh [NODES=256] [K=4] [LINKS=0]
 # Needs the gpufleet binary (BENCH_BUILD, default build/release) and kube-local (KUBE_LOCAL_BIN,
 # default build/bin/kube-local). Not part of `make test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 nodes="${1:-256}"
-k="${2:-2}"
+k="${2:-4}"
+links="${3:-0}"
 build="${BENCH_BUILD:-build/release}"
 kube_local="${KUBE_LOCAL_BIN:-build/bin/kube-local}"
 gpufleet="$build/bin/gpufleet"
@@ -47,6 +49,15 @@ for i in $(seq 1 "$k"); do
   "$gpufleet" sim inject --state-dir "$dir/sim" --event "{node: $n, type: networkDegraded, factor: 0.5}" >/dev/null
   echo "degraded: $n"
 done
+if ((links > 0)); then
+  # Two healthy nodes in one screen group without a degraded node (at 256: h100-0162 and
+  # h100-0165; the degraded ones are 35, 97, 132, 194): the planner probes across to the pair.
+  a=$(printf 'h100-%04d' $((nodes * 5 / 8 + 2)))
+  b=$(printf 'h100-%04d' $((nodes * 5 / 8 + 5)))
+  "$gpufleet" sim inject --state-dir "$dir/sim" \
+    --event "{node: $a, type: linkDegraded, peer: $b, factor: 0.5}" >/dev/null
+  echo "degraded link: $a <-> $b"
+fi
 kubectl apply --server-side -f deploy/crds/ >/dev/null
 kubectl wait --for=condition=Established --timeout=30s crd/certifications.gpufleet.io >/dev/null
 "$gpufleet" controller --controllers=certify --kubeconfig "$dir/admin.kubeconfig" \
@@ -70,6 +81,7 @@ for _ in $(seq 1800); do
   sleep 0.5
 done
 end=$(date +%s.%N)
-echo "certification: $phase after $(echo "$end - $start" | bc) s wall ($nodes nodes, $k degraded)"
+echo "certification: $phase after $(echo "$end - $start" | bc) s wall ($nodes nodes, $k degraded, $links links)"
 kubectl get certification e2e -o jsonpath='{.status.categories[0].message}{"\n"}'
 kubectl get certification e2e -o jsonpath='{range .status.failedNodes[*]}found: {.node} {.reason}{"\n"}{end}'
+kubectl get certification e2e -o jsonpath='{range .status.infrastructure[*]}infrastructure: {.message}{"\n"}{end}'
