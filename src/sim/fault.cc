@@ -184,7 +184,7 @@ Fault parse_fault(const core::Value& v, std::string_view source, std::string_vie
                "name the node at the other end of the link");
       }
       f.factor = r.number("factor", std::nullopt, 0.01, 1.0,
-                          "the fraction of the link's bandwidth left, e.g. 0.5 (1 repairs it)");
+                          "the fraction of the link's bandwidth left, e.g. 0.5; 1 repairs it");
       break;
     default: break;
   }
