@@ -44,6 +44,23 @@ spec:
 YAML
 "$gpufleet" sim --fleet "$dir/fleet.yaml" --kubeconfig "$dir/admin.kubeconfig" \
   --state-dir "$dir/sim" --time-scale 40 --detach >/dev/null
+# Every node registered and Ready before the Certification selects its targets.
+for _ in $(seq 600); do
+  ready=$(kubectl get nodes -l gpufleet.io/pool=h100 --no-headers 2>/dev/null | grep -c ' Ready ' || true)
+  ((ready >= nodes)) && break
+  sleep 0.5
+done
+echo "nodes ready: $ready of $nodes"
+# ... and kube-controller-manager's node lifecycle controller has lifted the not-ready taint
+# (it lags the Ready condition by seconds at this scale; a tainted node would be excluded).
+for _ in $(seq 600); do
+  tainted=$(kubectl get nodes -l gpufleet.io/pool=h100 \
+    -o jsonpath='{range .items[*]}{.spec.taints[*].key}{"\n"}{end}' 2>/dev/null |
+    grep -c 'node.kubernetes.io/not-ready' || true)
+  ((tainted == 0)) && break
+  sleep 0.5
+done
+echo "nodes still tainted not-ready: $tainted"
 for i in $(seq 1 "$k"); do
   n=$(printf 'h100-%04d' $(((i * 97) % nodes)))
   "$gpufleet" sim inject --state-dir "$dir/sim" --event "{node: $n, type: networkDegraded, factor: 0.5}" >/dev/null
@@ -58,6 +75,11 @@ if ((links > 0)); then
     --event "{node: $a, type: linkDegraded, peer: $b, factor: 0.5}" >/dev/null
   echo "degraded link: $a <-> $b"
 fi
+# The simulator applies inbox events within half a second; wait until it has taken them all.
+for _ in $(seq 60); do
+  [[ -z "$(ls -A "$dir/sim/control/inbox" 2>/dev/null)" ]] && break
+  sleep 0.5
+done
 kubectl apply --server-side -f deploy/crds/ >/dev/null
 kubectl wait --for=condition=Established --timeout=30s crd/certifications.gpufleet.io >/dev/null
 "$gpufleet" controller --controllers=certify --kubeconfig "$dir/admin.kubeconfig" \
@@ -82,6 +104,7 @@ for _ in $(seq 1800); do
 done
 end=$(date +%s.%N)
 echo "certification: $phase after $(echo "$end - $start" | bc) s wall ($nodes nodes, $k degraded, $links links)"
-kubectl get certification e2e -o jsonpath='{.status.categories[0].message}{"\n"}'
+kubectl get certification e2e -o jsonpath='nodes: {.status.nodeCount}, excluded: {.status.excludedCount}, failed: {.status.failedCount}, {.status.categories[0].message}{"\n"}'
 kubectl get certification e2e -o jsonpath='{range .status.failedNodes[*]}found: {.node} {.reason}{"\n"}{end}'
 kubectl get certification e2e -o jsonpath='{range .status.infrastructure[*]}infrastructure: {.message}{"\n"}{end}'
+kubectl get certification e2e -o jsonpath='{range .status.excluded[*]}excluded: {.node} {.reason} {.message}{"\n"}{end}' | head -5
