@@ -26,6 +26,6 @@ echo "== hostpkg (scripts/bench-hostpkg.sh)"
 scripts/bench-hostpkg.sh 100 batches10
 scripts/bench-hostpkg.sh 5000 exponential
 
-# certify end to end: a diagnose Certification of 256 simulated nodes, 2 degraded (docs/performance.md).
-echo "== certify diagnose e2e (scripts/bench-certify-e2e.sh 256 2)"
-scripts/bench-certify-e2e.sh 256 2
+# certify end to end: a diagnose Certification of 256 simulated nodes, 4 degraded (docs/performance.md).
+echo "== certify diagnose e2e (scripts/bench-certify-e2e.sh 256 4)"
+scripts/bench-certify-e2e.sh 256 4

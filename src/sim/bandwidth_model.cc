@@ -58,6 +58,26 @@ BandwidthEstimate estimate_allreduce(const std::vector<GroupMember>& members) {
       worst_host = m.host;
     }
   }
+  // A degraded link between two members slows every ring through it, like a member at that
+  // fraction of the fabric the group runs on (the network across domains, else NVLink).
+  double link = 1.0;
+  if (e.nodes > 1) {
+    for (const auto& m : members) {
+      for (const auto& [peer, factor] : m.health.links) {
+        if (factor < link && hosts.count(peer) != 0) {
+          link = factor;
+          if (factor * compute < worst) {
+            worst = factor * compute;
+            worst_host = m.host;
+          }
+        }
+      }
+    }
+  }
+  if (cross)
+    network = std::min(network, link);
+  else
+    nvlink = std::min(nvlink, link);
   e.limited_by = worst_host;
 
   double nvl_peak = gpu->nvlink_busbw_gbs * nvlink;

@@ -13,7 +13,7 @@ using core::FieldReader;
 using core::seconds_from;
 namespace {
 
-constexpr std::array<std::pair<FaultType, std::string_view>, 14> kNames{{
+constexpr std::array<std::pair<FaultType, std::string_view>, 15> kNames{{
     {FaultType::Xid, "xid"},
     {FaultType::SXid, "sxid"},
     {FaultType::Ecc, "ecc"},
@@ -27,12 +27,13 @@ constexpr std::array<std::pair<FaultType, std::string_view>, 14> kNames{{
     {FaultType::GpuReset, "gpuReset"},
     {FaultType::NvlinkDegraded, "nvlinkDegraded"},
     {FaultType::NetworkDegraded, "networkDegraded"},
+    {FaultType::LinkDegraded, "linkDegraded"},
     {FaultType::Clear, "clear"},
 }};
 
-constexpr std::array<std::string_view, 17> kFields{
-    "gpu",  "code",  "text",   "pid",    "process", "action", "device", "port",   "nvswitch",
-    "link", "count", "period", "factor", "active",  "kind",   "type",   "comment"};
+constexpr std::array<std::string_view, 18> kFields{
+    "gpu",  "code",  "text",   "pid",    "process", "action", "device", "port",    "nvswitch",
+    "link", "count", "period", "factor", "active",  "kind",   "type",   "comment", "peer"};
 
 bool needs_gpu(FaultType t) {
   switch (t) {
@@ -172,6 +173,19 @@ Fault parse_fault(const core::Value& v, std::string_view source, std::string_vie
       f.factor = r.number("factor", std::nullopt, 0.01, 1.0,
                           "the fraction of network bandwidth left, e.g. 0.5");
       break;
+    case FaultType::LinkDegraded:
+      if (f.gpu) {
+        fail_field(source, r.field("gpu"), "does not apply to a linkDegraded fault",
+                   "remove it; the link joins two nodes (node and peer)");
+      }
+      f.peer = r.required_string("peer", "name the node at the other end of the link");
+      if (f.peer.empty()) {
+        r.fail("peer", core::Value(f.peer), "is empty",
+               "name the node at the other end of the link");
+      }
+      f.factor = r.number("factor", std::nullopt, 0.01, 1.0,
+                          "the fraction of the link's bandwidth left, e.g. 0.5; 1 repairs it");
+      break;
     default: break;
   }
   r.done();
@@ -217,6 +231,10 @@ core::Value fault_to_value(const Fault& f) {
         v["count"] = f.count;
       else
         v["factor"] = f.factor;
+      break;
+    case FaultType::LinkDegraded:
+      v["peer"] = f.peer;
+      v["factor"] = f.factor;
       break;
     default: break;
   }

@@ -24,6 +24,7 @@ enum class FaultType {
   GpuReset,         // an operator's GPU reset: clears what a reset clears
   NvlinkDegraded,   // NVLink links inactive on a GPU, or a node-wide bandwidth factor
   NetworkDegraded,  // a port at reduced width, or a node-wide network bandwidth factor
+  LinkDegraded,     // the link between this node and `peer` (a cable or switch port) at `factor`
   Clear,            // repair: the node (or one GPU) back to healthy
 };
 
@@ -54,6 +55,7 @@ struct Fault {
   int count = 1;          // ECC errors, flaps, symbol errors, links down
   double period_s = 4.0;  // flap period
   double factor = 1.0;    // degraded bandwidth (0 < factor <= 1)
+  std::string peer;       // linkDegraded: the node at the other end of the link
   bool active = true;     // thermal on/off
   std::string ecc_kind = "singleBit";
   std::string remap_kind = "pending";

@@ -14,6 +14,11 @@ std::string describe_fault(const Fault& f) {
   if (f.type == FaultType::Xid || f.type == FaultType::SXid) s += " " + std::to_string(f.code);
   if (f.gpu) s += " gpu " + std::to_string(*f.gpu);
   if (!f.device.empty()) s += " " + f.device + "/" + std::to_string(f.port);
+  if (!f.peer.empty()) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, " factor %.2f", f.factor);
+    s += " to " + f.peer + buf;
+  }
   return s;
 }
 
@@ -119,6 +124,7 @@ std::vector<AppliedEvent> FleetModel::scale(const std::string& pool, int count, 
     std::string name = make_node_identity(spec_, p, i).name;
     nodes_.erase(name);
     down_until_.erase(name);
+    forget_links(name);
     order_.erase(std::remove(order_.begin(), order_.end(), name), order_.end());
     ev.removed.push_back(name);
   }
@@ -138,6 +144,22 @@ std::vector<AppliedEvent> FleetModel::apply(const SimEvent& e, double now_s) {
                                " (it may have been scaled away)");
     }
   }
+  const bool link = e.kind == EventKind::Fault && e.fault.type == FaultType::LinkDegraded;
+  if (link) {
+    if (names.size() != 1) {
+      throw core::InvalidInput("linkDegraded joins one node to its peer, not " +
+                               std::to_string(names.size()) + " nodes (name one node)");
+    }
+    if (find(e.fault.peer) == nullptr) {
+      throw core::InvalidInput("linkDegraded peer \"" + e.fault.peer +
+                               "\" is not a node of fleet " + spec_.name +
+                               " (it may have been scaled away)");
+    }
+    if (e.fault.peer == names.front()) {
+      throw core::InvalidInput("linkDegraded peer \"" + e.fault.peer +
+                               "\" is the node itself (name the other end of the link)");
+    }
+  }
   std::vector<AppliedEvent> out;
   for (const auto& n : names) {
     NodeModel& node = *find(n);
@@ -147,7 +169,18 @@ std::vector<AppliedEvent> FleetModel::apply(const SimEvent& e, double now_s) {
     ev.node = n;
     switch (e.kind) {
       case EventKind::Fault:
-        node.apply(e.fault, now_s);
+        if (link) {
+          auto key = std::minmax(n, e.fault.peer);
+          if (e.fault.factor >= 1.0)
+            links_.erase({key.first, key.second});
+          else
+            links_[{key.first, key.second}] = e.fault.factor;
+          node.touch();
+          if (NodeModel* peer = find(e.fault.peer)) peer->touch();
+        } else {
+          node.apply(e.fault, now_s);
+          if (e.fault.type == FaultType::Clear && !e.fault.gpu) forget_links(n);
+        }
         ev.what = describe_fault(e.fault);
         break;
       case EventKind::Reboot: {
@@ -209,6 +242,15 @@ std::vector<AppliedEvent> FleetModel::advance(double now_s) {
   return out;
 }
 
+void FleetModel::forget_links(const std::string& node) {
+  for (auto it = links_.begin(); it != links_.end();) {
+    if (it->first.first == node || it->first.second == node)
+      it = links_.erase(it);
+    else
+      ++it;
+  }
+}
+
 std::vector<GroupMember> FleetModel::group(const std::vector<std::string>& hosts) const {
   std::vector<GroupMember> out;
   for (const auto& h : hosts) {
@@ -224,6 +266,10 @@ std::vector<GroupMember> FleetModel::group(const std::vector<std::string>& hosts
       if (n->gpus()[g].present) m.gpu_pci.push_back(n->identity().gpu_pci[g]);
     }
     m.health = n->link_health();
+    for (const auto& [ends, factor] : links_) {
+      if (ends.first == h) m.health.links.emplace_back(ends.second, factor);
+      if (ends.second == h) m.health.links.emplace_back(ends.first, factor);
+    }
     if (is_down(h)) {
       m.health.broken = true;
       m.health.failure =
@@ -289,6 +335,16 @@ core::Value FleetModel::summary(double now_s) const {
   s["ibPortsActive"] = ports_up;
   s["brokenNodes"] = broken;
   s["degradedNodes"] = std::move(faulty);
+  core::Value links = core::Value::list();
+  for (const auto& [ends, factor] : links_) {
+    if (links.size() >= 50) break;
+    core::Value l;
+    l["nodes"].push_back(ends.first);
+    l["nodes"].push_back(ends.second);
+    l["factor"] = factor;
+    links.push_back(std::move(l));
+  }
+  s["degradedLinks"] = std::move(links);
   s["pendingEvents"] = static_cast<std::int64_t>(queue_.size());
   return s;
 }

@@ -62,6 +62,11 @@ class FleetModel {
   // first mirror spreads over several calls): render under the caller's lock, write outside.
   std::vector<std::pair<std::string, std::string>> take_signal_writes(const std::string& root,
                                                                       std::size_t max_nodes);
+  // Degraded links between two nodes (linkDegraded faults), each pair once (a < b).
+  [[nodiscard]] const std::map<std::pair<std::string, std::string>, double>& degraded_links()
+      const noexcept {
+    return links_;
+  }
   // Counts for the status summary: nodes per pool, down, faulty, GPUs, ports.
   [[nodiscard]] core::Value summary(double now_s) const;
 
@@ -69,12 +74,14 @@ class FleetModel {
   std::vector<std::string> targets(const SimEvent& e);
   void add_node(std::size_t pool, int index, double now_s);
   std::vector<AppliedEvent> scale(const std::string& pool, int count, double now_s);
+  void forget_links(const std::string& node);
 
   FleetSpec spec_;
   std::vector<std::string> order_;
   std::unordered_map<std::string, std::unique_ptr<NodeModel>> nodes_;
   std::unordered_map<std::string, double> down_until_;
-  std::vector<SimEvent> queue_;  // sorted by at_s, stable
+  std::map<std::pair<std::string, std::string>, double> links_;  // (a, b), a < b -> factor
+  std::vector<SimEvent> queue_;                                  // sorted by at_s, stable
   std::uint64_t picks_ = 0;
   std::size_t signal_cursor_ = 0;
 };

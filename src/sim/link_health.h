@@ -2,6 +2,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace gpufleet::sim {
 
@@ -13,6 +15,9 @@ struct LinkHealth {
   std::string failure;          // nccl-tests failure body: "Test CUDA failure common.cu:..."
   bool network_broken = false;  // collectives that leave the node fail
   std::string network_failure;
+  // Degraded links from this node to others (peer host, fraction of bandwidth left): a group
+  // holding both ends runs at that fraction (the fleet's linkDegraded faults).
+  std::vector<std::pair<std::string, double>> links;
 };
 
 }  // namespace gpufleet::sim

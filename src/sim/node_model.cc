@@ -406,6 +406,7 @@ void NodeModel::apply(const Fault& f, double now_s) {
     case FaultType::NvlinkDegraded:
     case FaultType::NetworkDegraded: apply_degradation(f); break;
     case FaultType::Clear: apply_clear(f); break;
+    case FaultType::LinkDegraded: break;  // between two nodes: the fleet keeps it (FleetModel)
   }
   touch();
 }

@@ -20,7 +20,7 @@ namespace {
 
 constexpr std::string_view kEventTypes =
     "xid, sxid, ecc, rowRemap, ibPortDown, ibPortUp, ibPortFlap, ibErrors, thermal, gpuLost, "
-    "gpuReset, nvlinkDegraded, networkDegraded, clear, reboot, scale, host";
+    "gpuReset, nvlinkDegraded, networkDegraded, linkDegraded, clear, reboot, scale, host";
 
 std::vector<std::string> string_list(FieldReader& r, std::string_view key, std::string_view fix) {
   std::vector<std::string> out;
@@ -130,6 +130,17 @@ SimEvent parse_event(const core::Value& v, std::string_view source_view, std::st
   }
   if (e.kind == EventKind::Scale && !e.nodes.empty()) {
     fail_field(source, r.field("node"), "does not apply to scale", "remove it; scale takes a pool");
+  }
+  if (e.kind == EventKind::Fault && e.fault.type == FaultType::LinkDegraded) {
+    if (!e.pool.empty() || e.nodes.size() != 1) {
+      fail_field(source, r.field(e.pool.empty() ? "nodes" : "pool"),
+                 "does not apply to linkDegraded (a link joins exactly two nodes)",
+                 "name one end as node and the other as peer");
+    }
+    if (e.fault.peer == e.nodes.front()) {
+      r.fail("peer", core::Value(e.fault.peer), "is the node itself",
+             "name the node at the other end of the link");
+    }
   }
   return e;
 }
@@ -248,6 +259,11 @@ Scenario parse_scenario(const core::Value& doc, std::string_view source_view,
         fail_field(source, e.where + ".node", "value \"" + n + "\" is not a node of the fleet",
                    "use a node name the fleet's name patterns produce, e.g. " + *names.begin());
       }
+    }
+    if (!e.fault.peer.empty() && names.count(e.fault.peer) == 0) {
+      fail_field(source, e.where + ".peer",
+                 "value \"" + e.fault.peer + "\" is not a node of the fleet",
+                 "use a node name the fleet's name patterns produce, e.g. " + *names.begin());
     }
   }
   return sc;

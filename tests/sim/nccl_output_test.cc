@@ -159,6 +159,37 @@ TEST_F(NcclTest, CrossNodeIsBoundByTheNicsAndTheWorstMember) {
   EXPECT_NEAR(slow.rows.back().busbw[0] / good_bus, 0.75, 0.03);
 }
 
+TEST_F(NcclTest, ADegradedLinkSlowsOnlyGroupsHoldingBothEnds) {
+  const std::string a = member(h100_, 1).host, b = member(h100_, 3).host;
+  LinkHealth to_b, to_a;
+  to_b.links = {{b, 0.4}};
+  to_a.links = {{a, 0.4}};
+  auto with_link = [&](std::vector<int> idx) {
+    std::vector<GroupMember> g;
+    for (int i : idx) g.push_back(member(h100_, i, i == 1 ? to_b : i == 3 ? to_a : LinkHealth{}));
+    return estimate_allreduce(g);
+  };
+  auto plain = [&](std::vector<int> idx) {
+    std::vector<GroupMember> g;
+    for (int i : idx) g.push_back(member(h100_, i));
+    return estimate_allreduce(g).peak_busbw_gbs;
+  };
+  BandwidthEstimate both = with_link({0, 1, 2, 3});
+  EXPECT_NEAR(both.peak_busbw_gbs / plain({0, 1, 2, 3}), 0.4, 1e-9);
+  EXPECT_EQ(both.limited_by, a);
+  EXPECT_NEAR(with_link({3, 1}).peak_busbw_gbs / plain({3, 1}), 0.4, 1e-9);
+  // One end (either) or none: unaffected; a node alone never uses the link.
+  EXPECT_DOUBLE_EQ(with_link({0, 1, 2}).peak_busbw_gbs, plain({0, 1, 2}));
+  EXPECT_DOUBLE_EQ(with_link({2, 3, 4}).peak_busbw_gbs, plain({2, 3, 4}));
+  EXPECT_EQ(with_link({0, 1, 2}).limited_by, "");
+  EXPECT_DOUBLE_EQ(with_link({1}).peak_busbw_gbs, plain({1}));
+  // A slower member and the link: the worse of the two sets the pace (no compounding).
+  LinkHealth half = to_b;
+  half.network_factor = 0.5;
+  std::vector<GroupMember> g{member(h100_, 0), member(h100_, 1, half), member(h100_, 3, to_a)};
+  EXPECT_NEAR(estimate_allreduce(g).peak_busbw_gbs / plain({0, 1, 3}), 0.4, 1e-9);
+}
+
 TEST_F(NcclTest, Gb200RackStaysOnNvlinkAndCrossRackDropsToTheNetwork) {
   std::vector<GroupMember> rack;
   for (int i = 0; i < 18; ++i) rack.push_back(member(gb200_, i));

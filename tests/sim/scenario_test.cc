@@ -73,6 +73,90 @@ TEST(Scenario, ErrorsNameTheEventField) {
             "no error");
 }
 
+TEST(Scenario, ReadsALinkFaultAndRefusesBadOnes) {
+  EXPECT_EQ(error_of("  - {at: 1, node: h100-00-00, type: linkDegraded, peer: h100-00-01, "
+                     "factor: 0.5}\n"),
+            "no error");
+  EXPECT_THAT(error_of("  - {at: 1, node: h100-00-00, type: linkDegraded, factor: 0.5}\n"),
+              HasSubstr("spec.timeline[0].peer: is required"));
+  EXPECT_THAT(error_of("  - {at: 1, node: h100-00-00, type: linkDegraded, peer: h100-00-01}\n"),
+              HasSubstr("spec.timeline[0].factor: is required"));
+  EXPECT_THAT(error_of("  - {at: 1, node: h100-00-00, type: linkDegraded, peer: h100-00-01, "
+                       "factor: 1.5}\n"),
+              HasSubstr("spec.timeline[0].factor"));
+  EXPECT_THAT(error_of("  - {at: 1, node: h100-00-00, type: linkDegraded, peer: h100-00-00, "
+                       "factor: 0.5}\n"),
+              HasSubstr("spec.timeline[0].peer: value \"h100-00-00\" is the node itself"));
+  EXPECT_THAT(error_of("  - {at: 1, node: h100-00-00, type: linkDegraded, peer: nope, "
+                       "factor: 0.5}\n"),
+              HasSubstr("spec.timeline[0].peer: value \"nope\" is not a node of the fleet"));
+  EXPECT_THAT(error_of("  - {at: 1, pool: h100, type: linkDegraded, peer: h100-00-01, "
+                       "factor: 0.5}\n"),
+              HasSubstr("spec.timeline[0].pool: does not apply to linkDegraded"));
+  EXPECT_THAT(error_of("  - {at: 1, nodes: [h100-00-00, h100-00-02], type: linkDegraded, "
+                       "peer: h100-00-01, factor: 0.5}\n"),
+              HasSubstr("spec.timeline[0].nodes: does not apply to linkDegraded"));
+  EXPECT_THAT(error_of("  - {at: 1, node: h100-00-00, type: linkDegraded, gpu: 1, "
+                       "peer: h100-00-01, factor: 0.5}\n"),
+              HasSubstr("spec.timeline[0].gpu: does not apply to a linkDegraded fault"));
+  EXPECT_THAT(error_of("  - {at: 1, node: h100-00-00, type: networkDegraded, peer: h100-00-01, "
+                       "factor: 0.5}\n"),
+              HasSubstr("spec.timeline[0].peer: is not a known field"));
+}
+
+TEST(FleetModel, ALinkFaultSlowsOnlyGroupsHoldingBothEnds) {
+  Scenario sc = load_scenario_file(GPUFLEET_SOURCE_DIR "/examples/scenario-faults.yaml");
+  FleetModel fleet(sc.fleet, 0);
+  auto busbw = [&](const std::vector<std::string>& hosts) {
+    return estimate_allreduce(fleet.group(hosts)).peak_busbw_gbs;
+  };
+  const std::vector<std::string> both{"h100-00-00", "h100-00-01", "h100-00-02", "h100-00-03"};
+  const double healthy = busbw(both);
+  SimEvent e = parse_event(core::parse_yaml("{node: h100-00-01, type: linkDegraded, "
+                                            "peer: h100-00-03, factor: 0.5}"),
+                           "inject", "event", false);
+  EXPECT_EQ(core::Value(event_to_value(e)).get_string({"peer"}), "h100-00-03");
+  auto applied = fleet.apply(e, 1);
+  ASSERT_EQ(applied.size(), 1u);
+  EXPECT_EQ(applied[0].what, "linkDegraded to h100-00-03 factor 0.50");
+  ASSERT_EQ(fleet.degraded_links().size(), 1u);
+
+  // Both ends in the group: the group runs at half its bandwidth, the link's end named.
+  BandwidthEstimate slow = estimate_allreduce(fleet.group(both));
+  EXPECT_NEAR(slow.peak_busbw_gbs / healthy, 0.5, 1e-9);
+  EXPECT_EQ(slow.limited_by, "h100-00-01");
+  EXPECT_NEAR(busbw({"h100-00-03", "h100-00-01"}) / busbw({"h100-01-00", "h100-01-01"}), 0.5, 1e-9);
+  // One end only, or neither: healthy.
+  EXPECT_DOUBLE_EQ(busbw({"h100-00-00", "h100-00-01", "h100-00-02"}),
+                   busbw({"h100-01-00", "h100-01-01", "h100-01-02"}));
+  EXPECT_DOUBLE_EQ(busbw({"h100-00-03", "h100-01-00"}), busbw({"h100-01-01", "h100-01-02"}));
+  // A node alone never crosses the link.
+  EXPECT_DOUBLE_EQ(busbw({"h100-00-01"}), busbw({"h100-01-01"}));
+  // The summary lists it; both ends' health does not change.
+  core::Value summary = fleet.summary(1);
+  EXPECT_EQ(summary.find("degradedLinks")->size(), 1u);
+  EXPECT_EQ(summary.find("degradedNodes")->size(), 0u);
+
+  // Refused: the peer is the node, or not a node; clearing an end repairs the link.
+  SimEvent self = e;
+  self.fault.peer = "h100-00-01";
+  EXPECT_THROW(fleet.apply(self, 2), core::InvalidInput);
+  SimEvent gone = e;
+  gone.fault.peer = "h100-99-99";
+  EXPECT_THROW(fleet.apply(gone, 2), core::InvalidInput);
+  fleet.apply(
+      parse_event(core::parse_yaml("{node: h100-00-03, type: clear}"), "inject", "event", false),
+      3);
+  EXPECT_TRUE(fleet.degraded_links().empty());
+  EXPECT_DOUBLE_EQ(busbw(both), healthy);
+  // factor 1 repairs it too.
+  fleet.apply(e, 4);
+  SimEvent repair = e;
+  repair.fault.factor = 1.0;
+  fleet.apply(repair, 5);
+  EXPECT_TRUE(fleet.degraded_links().empty());
+}
+
 TEST(FleetModel, PlaysTheExampleTimelineDeterministically) {
   auto run = [] {
     Scenario sc = load_scenario_file(GPUFLEET_SOURCE_DIR "/examples/scenario-faults.yaml");

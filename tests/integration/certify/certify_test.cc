@@ -3,7 +3,9 @@
 // models: thresholds (range, compound, per group size), a missing measurement, admission
 // (immutable spec, unknown category and metric) and the InvalidThreshold condition,
 // cordoned/tainted nodes excluded and listed, categories in order with the first failure
-// ending the run, diagnose finding exactly the degraded nodes, a ValidationRequest answered,
+// ending the run, diagnose finding exactly the degraded nodes (16 nodes; and 64 nodes with a
+// degraded link between two healthy ones, reported as an Infrastructure finding), a
+// ValidationRequest answered,
 // WorkloadRuns, and a controller killed with SIGKILL mid-run resuming without re-running a
 // recorded group.
 #include <gmock/gmock.h>
@@ -37,7 +39,7 @@ using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 
 const std::string kRun = std::to_string(::getpid());
-constexpr int kNodes = 32;
+constexpr int kNodes = 96;  // 0..31 for most cases, 32..95 for the 64-node diagnose
 
 // Test-only workloads: a WorkloadRun image that reports through the result contract, and one
 // that never ends (the timeout path). Everything else is the simulator's defaults (nccl-tests,
@@ -399,6 +401,67 @@ TEST_F(CertifyIT, DiagnoseFindsExactlyTheDegradedNodes) {
   for (int i : {19, 28})
     sim_->inject(sim::parse_event(core::parse_yaml("{node: " + node(i) + ", type: clear}"), "itest",
                                   "event", false));
+}
+
+TEST_F(CertifyIT, DiagnoseOf64NodesFindsTheTwoDegradedNodesAndTheDegradedLink) {
+  // Nodes 32..95. Two lose half their network bandwidth (Faulty, ThresholdViolated); the link
+  // between two healthy nodes, 52 and 59, runs at half speed: only a test holding both ends
+  // misses the threshold, so each end passes elsewhere and the planner probes across the
+  // failing group ("both halves pass") down to the pair. The screen puts 16 consecutive
+  // nodes in a group, so 52 and 59 share one without a faulty node (a link whose every test
+  // also holds a faulty node is explained by that node; docs/certify.md "Fault isolation").
+  const std::vector<int> bad{37, 84};
+  const int a = 52, b = 59;
+  auto inject = [&](const std::string& yaml) {
+    sim_->inject(sim::parse_event(core::parse_yaml(yaml), "itest", "event", false));
+  };
+  for (int i : bad) inject("{node: " + node(i) + ", type: networkDegraded, factor: 0.5}");
+  inject("{node: " + node(a) + ", type: linkDegraded, peer: " + node(b) + ", factor: 0.5}");
+  std::vector<int> nodes;
+  for (int i = 32; i < 96; ++i) nodes.push_back(i);
+  auto started = std::chrono::steady_clock::now();
+  create(resources::certifications(),
+         certification("diag64", nodes, R"Y([{name: communication/nccl-all-reduce, scale: diagnose,
+            thresholds: {busBandwidthGBps: "value >= 300.0"}}])Y"));
+  core::Value done = finished(resources::certifications(), "diag64", 240s);
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_EQ(done.get_string({"status", "phase"}), "Failed");
+  // The two degraded nodes fail on their own evidence; the link's ends are listed with the
+  // reason Infrastructure (their link, not the node, is at fault); nobody else.
+  EXPECT_EQ(failed_reasons(done),
+            (std::map<std::string, std::string>{{node(bad[0]), "ThresholdViolated"},
+                                                {node(bad[1]), "ThresholdViolated"},
+                                                {node(a), "Infrastructure"},
+                                                {node(b), "Infrastructure"}}))
+      << core::to_json(done);
+  auto count = [&](std::string_view key) {
+    const core::Value* v = done.get({"status", key});
+    return v != nullptr && v->if_int() != nullptr ? *v->if_int() : -1;
+  };
+  EXPECT_EQ(count("failedCount"), 4) << core::to_json(done);
+  EXPECT_EQ(count("passedCount"), 60);
+  // Exactly one Infrastructure finding, naming both ends of the link.
+  const core::Value* infra = done.get({"status", "infrastructure"});
+  ASSERT_TRUE(infra != nullptr && infra->is_list()) << core::to_json(done);
+  ASSERT_EQ(infra->size(), 1u) << core::to_json(*infra);
+  std::set<std::string> ends;
+  for (const auto& n : infra->as_list().front().find("nodes")->as_list())
+    ends.insert(std::string(n.as_string()));
+  EXPECT_EQ(ends, (std::set<std::string>{node(a), node(b)}));
+  EXPECT_THAT(std::string(infra->as_list().front().get_string({"message"})),
+              ::testing::AllOf(HasSubstr(node(a)), HasSubstr(node(b))));
+  EXPECT_EQ(infra->as_list().front().get_string({"category"}), "communication/nccl-all-reduce");
+  // The category's state (what `gpufleet certify report` reads) holds the same finding.
+  auto st = read_category(*client_, ns(), "diag64", 0);
+  ASSERT_TRUE(st.has_value());
+  ASSERT_EQ(st->infrastructure.size(), 1u);
+  EXPECT_EQ(
+      std::set<std::string>(st->infrastructure[0].nodes.begin(), st->infrastructure[0].nodes.end()),
+      (std::set<std::string>{node(a), node(b)}));
+  std::cout << "diagnose of 64 nodes, 2 degraded + 1 link: " << st->message << ", " << wall
+            << " s wall\n";
+  for (int i : bad) inject("{node: " + node(i) + ", type: clear}");
+  inject("{node: " + node(a) + ", type: linkDegraded, peer: " + node(b) + ", factor: 1}");
 }
 
 TEST_F(CertifyIT, KilledControllerResumesWithoutRerunningRecordedGroups) {
