@@ -231,7 +231,7 @@ class HostPkgReconciler : public controller::Reconciler {
       throw;
     }
   }
-  // `replan`: a node that finished in this pass frees budget; plan again at once (once).
+  // `replan`: when the last nodes in progress finished in this pass, plan again at once (once).
   Result reconcile_pass(const Request& req, std::stop_token stop, bool replan = true);
 
  private:
@@ -1131,23 +1131,27 @@ Result HostPkgReconciler::reconcile_pass(const Request& req, std::stop_token sto
   RolloutPlan plan = plan_rollout(ri);
 
   // Drive the nodes already in progress, then start the new ones.
-  bool waiting = false, finished = false;
+  bool waiting = false;
+  std::size_t finished = 0;
   for (const std::string& n : in_progress) {
     if (stop.stop_requested()) return {};
     try {
       Drive d = drive_node(p, n, stop);
       waiting = d == Drive::Waiting || waiting;
-      finished = d == Drive::Done || finished;
+      if (d == Drive::Done) ++finished;
     } catch (const kube::ApiError& e) {
       if (!is(e, kube::Reason::Conflict)) throw;
       waiting = true;  // the Node changed under us: re-read it next pass
     }
   }
-  if (finished && plan.start.empty() && replan && !p.deleting) {
-    // A node finished and this plan (made before) started nobody: the next batch may be free
-    // now. Plan again from the cache once it has seen this pass's writes — what the next pass
-    // would do, without waiting for the watch event and this pass's status write first (the
-    // new pass writes status, taints and re-verification).
+  if (finished > 0 && finished == in_progress.size() && plan.start.empty() && replan &&
+      !p.deleting) {
+    // Every node in progress finished in this pass and this plan (made before) started
+    // nobody: the batch is over and the next one may start now. (Only then: a re-plan after
+    // each node of a batch would cost a pass of CPU per node and start nothing.) Plan again from
+    // the cache once it has seen this pass's writes — what the next pass would do, without waiting
+    // for the watch event and this pass's status write first (the new pass writes status, taints
+    // and re-verification).
     wait_for_cache();
     return reconcile_pass(req, stop, false);
   }
