@@ -494,6 +494,20 @@ Value Client::remove(const ResourceId& r, std::string_view ns, std::string_view 
   return impl_->decode(resp, info, nullptr);
 }
 
+Value Client::remove_collection(const ResourceId& r, std::string_view ns,
+                                const ListOptions& selectors, const DeleteOptions& options) {
+  if (selectors.label_selector.empty() && selectors.field_selector.empty()) {
+    throw InvalidInput("cannot delete the collection " + r.qualified_name() +
+                       ": no label or field selector (it would delete every object)");
+  }
+  RequestInfo info{"deletecollection", r.qualified_name(), std::string(ns), ""};
+  Query q;
+  q.add("labelSelector", selectors.label_selector).add("fieldSelector", selectors.field_selector);
+  HttpResponse resp = impl_->execute("DELETE", impl_->path(r, ns, {}, {}) + q.str(), kJson, kJson,
+                                     core::to_json(delete_options_body(options)), info, false);
+  return impl_->decode(resp, info, nullptr);
+}
+
 Value Client::patch(const ResourceId& r, std::string_view ns, std::string_view name, PatchType type,
                     const Value& patch, std::string_view subresource,
                     std::string_view field_manager) {

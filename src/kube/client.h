@@ -150,6 +150,12 @@ class Client {
   // Returns the server's answer (the object when it is deleted asynchronously, else Status).
   core::Value remove(const ResourceId& r, std::string_view ns, std::string_view name,
                      const DeleteOptions& options = {});
+  // DELETE on the collection (deletecollection): every object in `ns` matching the label and
+  // field selectors of `selectors` (its paging fields are ignored) in one request. The answer
+  // is the list of the objects deleted. An empty label and field selector is refused here: it
+  // would delete the whole namespace's objects of that kind.
+  core::Value remove_collection(const ResourceId& r, std::string_view ns,
+                                const ListOptions& selectors, const DeleteOptions& options = {});
   core::Value patch(const ResourceId& r, std::string_view ns, std::string_view name, PatchType type,
                     const core::Value& patch, std::string_view subresource = {},
                     std::string_view field_manager = {});

@@ -184,6 +184,7 @@ class HostPkgReconciler : public controller::Reconciler {
         nodes_(m.cache(kube::resources::nodes())),
         pods_(m.cache(kube::resources::pods(), pod_cache_options())),
         stage_pods_(m.cache(kube::resources::pods(), stage_pod_cache_options(settings_))),
+        config_maps_(m.cache(kube::resources::config_maps(), stage_pod_cache_options(settings_))),
         pdbs_(m.cache(kube::resources::pod_disruption_budgets())),
         events_(m.event_recorder("hostpkg")),
         status_(m.client(), sets_resource(), "HostPackageSet", std::string(kFieldManager)),
@@ -230,11 +231,13 @@ class HostPkgReconciler : public controller::Reconciler {
       throw;
     }
   }
-  Result reconcile_pass(const Request& req, std::stop_token stop);
+  // `replan`: when the last nodes in progress finished in this pass, plan again at once (once).
+  Result reconcile_pass(const Request& req, std::stop_token stop, bool replan = true);
 
  private:
   struct Pass;
   enum class Drive { Waiting, Done, Failed };
+  void finish_node(Pass& p, const core::Value& node, NodeRecord rec);
   Drive drive_node(Pass& p, const std::string& node_name, std::stop_token stop);
   void start_node(Pass& p, const NodeStart& s);
   core::Value patch_node(const std::string& name, const core::Value& patch, const char* kind);
@@ -264,6 +267,7 @@ class HostPkgReconciler : public controller::Reconciler {
   controller::Cache& nodes_;
   controller::Cache& pods_;
   controller::Cache& stage_pods_;
+  controller::Cache& config_maps_;  // ours (set label, our namespace): create only when absent
   controller::Cache& pdbs_;
   kube::EventRecorder& events_;
   controller::StatusWriter status_;
@@ -368,12 +372,57 @@ void HostPkgReconciler::fail_node(Pass& p, const core::Value& node, NodeRecord r
                    std::string(kResetAnnotation) + " to retry)");
 }
 
+// The node's plan is empty: the record says Done and hostpkg's cordon share is released in
+// one write, then the node's stage and verify pods of this set go in one collection delete.
+void HostPkgReconciler::finish_node(Pass& p, const core::Value& node, NodeRecord rec) {
+  const std::string& set_name = p.set.name;
+  const std::string node_name(kube::name_of(node));
+  mark_node_done(rec, p.desired);
+  rec.started = 0;
+  // The change's checks just ran: the next re-verification is an interval from now.
+  if (p.set.reverify.enabled()) rec.verified = unix_now();
+  core::Value base = kube::uncordon_patch(node, kOwner).value_or(core::Value::map());
+  patch_node(node_name, record_patch(node, set_name, rec, std::move(base)), "done");
+  // The node's stage pods have served their purpose: one DELETE of the collection (this set's
+  // label, the node's name) instead of one per pod. Only when the cache still shows one, so a
+  // restarted controller re-finishing a node sends nothing more.
+  bool any = false;
+  for (const auto& sp : stage_pods_.list()) {
+    if (kube::label_of(*sp, kSetLabel) == set_name &&
+        kube::annotation_of(*sp, kNodeAnnotation) == node_name &&
+        sp->get({"metadata", "deletionTimestamp"}) == nullptr) {
+      any = true;
+      break;
+    }
+  }
+  if (any) {
+    kube::ListOptions sel;
+    sel.label_selector = std::string(kSetLabel) + "=" + set_name;
+    sel.field_selector = "spec.nodeName=" + node_name;
+    metrics_.writes->with({"pod-delete-collection"}).inc();
+    client_.remove_collection(kube::resources::pods(), settings_.namespace_, sel);
+  }
+  log::info("hostpkg: node done", {{"set", set_name}, {"node", node_name}, {"batch", rec.batch}});
+  record_event(*p.object, kube::EventType::Normal, "NodeDone",
+               node_name + ": " + std::to_string(p.set.packages.size()) + " package(s) at target " +
+                   p.desired.target);
+}
+
 HostPkgReconciler::Drive HostPkgReconciler::drive_node(Pass& p, const std::string& node_name,
                                                        std::stop_token stop) {
   kube::ObjectPtr cached = nodes_.get(node_name);
   if (cached == nullptr) return Drive::Done;  // the Node is gone; its record went with it
   core::Value node = *cached;
   const std::string& set_name = p.set.name;
+  // A finished step that was the node's last: its record and Done go in one write (the same
+  // Node patch with the same resourceVersion precondition; killed before it, the next
+  // controller reads the step's finished pod again and gets here again).
+  auto last_step = [&](NodeRecord& rec) {
+    NodePlan next = plan_node(p.desired, rec);
+    if (!next.blocked.empty() || !next.steps.empty()) return false;
+    finish_node(p, node, std::move(rec));
+    return true;
+  };
   // A handful of transitions per pass; each write returns the new Node, so no waiting on the
   // cache between them.
   for (int round = 0; round < 12 && !stop.stop_requested(); ++round) {
@@ -469,29 +518,7 @@ HostPkgReconciler::Drive HostPkgReconciler::drive_node(Pass& p, const std::strin
       return Drive::Failed;
     }
     if (plan.steps.empty()) {
-      mark_node_done(rec, p.desired);
-      rec.started = 0;
-      // The change's checks just ran: the next re-verification is an interval from now.
-      if (p.set.reverify.enabled()) rec.verified = unix_now();
-      core::Value base = kube::uncordon_patch(node, kOwner).value_or(core::Value::map());
-      node = patch_node(node_name, record_patch(node, set_name, rec, std::move(base)), "done");
-      // The node's stage pods have served their purpose.
-      for (const auto& sp : stage_pods_.list()) {
-        if (kube::label_of(*sp, kSetLabel) != set_name ||
-            kube::annotation_of(*sp, kNodeAnnotation) != node_name)
-          continue;
-        try {
-          metrics_.writes->with({"pod-delete"}).inc();
-          client_.remove(kube::resources::pods(), settings_.namespace_, kube::name_of(*sp));
-        } catch (const kube::ApiError& e) {
-          if (!is(e, kube::Reason::NotFound)) throw;
-        }
-      }
-      log::info("hostpkg: node done",
-                {{"set", set_name}, {"node", node_name}, {"batch", rec.batch}});
-      record_event(*p.object, kube::EventType::Normal, "NodeDone",
-                   node_name + ": " + std::to_string(p.set.packages.size()) +
-                       " package(s) at target " + p.desired.target);
+      finish_node(p, node, std::move(rec));
       return Drive::Done;
     }
     const PlannedStep& step = plan.steps.front();
@@ -510,9 +537,10 @@ HostPkgReconciler::Drive HostPkgReconciler::drive_node(Pass& p, const std::strin
       if (boot != rec.boot_id && !boot.empty() && kube::node::ready(node)) {
         record_step_done(rec, p.desired, step);
         rec.boot_id.clear();
-        node = patch_node(node_name, record_patch(node, set_name, rec), "record");
         metrics_.interrupts->with({set_name, "reboot"}).inc();
         metrics_.steps->with({set_name, stage, "succeeded"}).inc();
+        if (last_step(rec)) return Drive::Done;
+        node = patch_node(node_name, record_patch(node, set_name, rec), "record");
         continue;
       }
     }
@@ -525,11 +553,16 @@ HostPkgReconciler::Drive HostPkgReconciler::drive_node(Pass& p, const std::strin
         if (pkg != nullptr) {
           core::Value cm = config_map(p.set, *pkg, step.config_hash, settings_.namespace_);
           o.config_map = std::string(cm.get_string({"metadata", "name"}));
-          try {
-            metrics_.writes->with({"configmap"}).inc();
-            client_.create(kube::resources::config_maps(), cm, kFieldManager);
-          } catch (const kube::ApiError& e) {
-            if (!is(e, kube::Reason::AlreadyExists)) throw;
+          // Named by content hash: one that exists has these files. Created by the first node
+          // of the rollout; the others find it in the cache (a cache that has not seen it yet
+          // costs an AlreadyExists, nothing more).
+          if (config_maps_.get(kube::object_key(settings_.namespace_, o.config_map)) == nullptr) {
+            try {
+              metrics_.writes->with({"configmap"}).inc();
+              client_.create(kube::resources::config_maps(), cm, kFieldManager);
+            } catch (const kube::ApiError& e) {
+              if (!is(e, kube::Reason::AlreadyExists)) throw;
+            }
           }
         }
       }
@@ -579,6 +612,7 @@ HostPkgReconciler::Drive HostPkgReconciler::drive_node(Pass& p, const std::strin
       metrics_.interrupts->with({set_name, std::string(interrupt_name(step.interrupt.kind))}).inc();
     }
     record_step_done(rec, p.desired, step);
+    if (last_step(rec)) return Drive::Done;
     node = patch_node(node_name, record_patch(node, set_name, rec), "record");
   }
   return Drive::Waiting;
@@ -961,7 +995,7 @@ void HostPkgReconciler::write_status(Pass& p, const RolloutPlan* plan, const std
   status_.apply("", kube::name_of(obj), st);
 }
 
-Result HostPkgReconciler::reconcile_pass(const Request& req, std::stop_token stop) {
+Result HostPkgReconciler::reconcile_pass(const Request& req, std::stop_token stop, bool replan) {
   Pass p;
   p.object = sets_.get(req.key());
   if (p.object == nullptr) return {};
@@ -1098,14 +1132,28 @@ Result HostPkgReconciler::reconcile_pass(const Request& req, std::stop_token sto
 
   // Drive the nodes already in progress, then start the new ones.
   bool waiting = false;
+  std::size_t finished = 0;
   for (const std::string& n : in_progress) {
     if (stop.stop_requested()) return {};
     try {
-      waiting = drive_node(p, n, stop) == Drive::Waiting || waiting;
+      Drive d = drive_node(p, n, stop);
+      waiting = d == Drive::Waiting || waiting;
+      if (d == Drive::Done) ++finished;
     } catch (const kube::ApiError& e) {
       if (!is(e, kube::Reason::Conflict)) throw;
       waiting = true;  // the Node changed under us: re-read it next pass
     }
+  }
+  if (finished > 0 && finished == in_progress.size() && plan.start.empty() && replan &&
+      !p.deleting) {
+    // Every node in progress finished in this pass and this plan (made before) started
+    // nobody: the batch is over and the next one may start now. (Only then: a re-plan after
+    // each node of a batch would cost a pass of CPU per node and start nothing.) Plan again from
+    // the cache once it has seen this pass's writes — what the next pass would do, without waiting
+    // for the watch event and this pass's status write first (the new pass writes status, taints
+    // and re-verification).
+    wait_for_cache();
+    return reconcile_pass(req, stop, false);
   }
   for (const NodeStart& s : plan.start) {
     if (stop.stop_requested()) return {};

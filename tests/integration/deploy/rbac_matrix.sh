@@ -116,6 +116,8 @@ expect yes gpufleet-hostpkg patch hostpackagesets.gpufleet.io
 expect yes gpufleet-hostpkg list poddisruptionbudgets.policy
 expect yes gpufleet-hostpkg create pods "$ns"
 expect yes gpufleet-hostpkg delete pods "$ns"
+expect yes gpufleet-hostpkg deletecollection pods "$ns"
+expect no gpufleet-hostpkg deletecollection pods default
 expect yes gpufleet-hostpkg create configmaps "$ns"
 expect no gpufleet-hostpkg create pods kube-system
 expect no gpufleet-hostpkg delete pods default

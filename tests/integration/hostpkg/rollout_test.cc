@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/json.h"
+#include "core/metrics.h"
 #include "core/yaml.h"
 #include "hostpkg/controller/record_store.h"
 #include "hostpkg_env.h"
@@ -132,6 +133,62 @@ TEST(HostPkgRollout, RebootOnceInBudgetInDependsOnOrder) {
   }
 
   env.remove_set("kernel");
+}
+
+// The controller's API writes for a four-stage package (apply, config, restartServices
+// interrupt, post-interrupt), counted by gpufleet_hostpkg_api_writes_total (every create,
+// patch, eviction and delete the controller sends is counted there, by kind, before it is
+// sent; a refused one counts too). Per node: start (record + cordon), 4 stage pods, 3 step
+// records, done (last step + record + uncordon), one collection delete of its stage pods — 10;
+// the config map is created once per rollout and found in the cache afterwards. The set's
+// own writes (finalizer, status) do not grow with the nodes and are left out of the figure.
+std::map<std::string, double> hostpkg_writes() {
+  std::string text = core::metrics::default_registry().render();
+  std::map<std::string, double> out;
+  const std::string name = "gpufleet_hostpkg_api_writes_total{kind=\"";
+  for (std::size_t pos = text.find(name); pos != std::string::npos;
+       pos = text.find(name, pos + 1)) {
+    std::size_t k = pos + name.size();
+    std::size_t sp = text.find(' ', text.find('}', pos));
+    out[text.substr(k, text.find('"', k) - k)] =
+        std::stod(text.substr(sp + 1, text.find('\n', sp) - sp - 1));
+  }
+  return out;
+}
+
+TEST(HostPkgRollout, WritesPerNodeWithinBound) {
+  HostPkgEnv env(4);
+  env.apply(policy_yaml("writes-two", "{count: 2}", "{fixed: {initialBatch: 2}}"));
+  auto before = hostpkg_writes();
+  env.apply(set_yaml("writes", env.node_list(0, 4), "  deploymentPolicy: writes-two\n",
+                     "    tuning:\n      version: 1.0.0\n      image: example.com/tuning\n"
+                     "      configMap: {a.conf: \"x = 1\\n\"}\n"
+                     "      interrupt: {type: restartServices, services: [a.service]}\n"));
+  ASSERT_TRUE(HostPkgEnv::eventually([&] { return phase_is(env, "writes", "Complete"); }, 50s));
+  double node_writes = 0;
+  std::string by_kind;
+  for (const auto& [kind, n] : hostpkg_writes()) {
+    double d = n - before[kind];
+    by_kind += " " + kind + "=" + std::to_string(static_cast<int>(d));
+    if (kind != "status" && kind != "finalizer") node_writes += d;
+  }
+  for (int i = 0; i < 4; ++i) {
+    auto history = env.sim().host_read(env.node(i), sim::kHostStepHistory);
+    EXPECT_EQ(count_lines(history, "\n"), 4) << "four stages ran: " << history.value_or("");
+  }
+  const double per_node = node_writes / 4;
+  std::printf("hostpkg node writes: %.0f for 4 nodes (%.2f per node);%s\n", node_writes, per_node,
+              by_kind.c_str());
+  EXPECT_LE(per_node, 11.0) << by_kind;
+  // The stage pods went by collection: none is left.
+  EXPECT_TRUE(HostPkgEnv::eventually(
+      [&] {
+        kube::ListOptions o;
+        o.label_selector = "hostpkg.gpufleet.io/set=writes";
+        return env.client().list(kube::resources::pods(), env.stage_namespace(), o).items.empty();
+      },
+      20s));
+  env.remove_set("writes");
 }
 
 // A config-only change runs only the config stage and the changed key's interrupt: no
