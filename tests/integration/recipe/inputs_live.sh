@@ -14,6 +14,11 @@ id="recipe-in-$$"
 work="$(mktemp -d)"
 cleanup() {
   "$gpufleet" sim stop --state-dir "$work/sim" >/dev/null 2>&1 || true
+  # The Helm release records first, and synchronously: a namespace is deleted in the
+  # background, and until it is gone its records would look like releases to the next test's
+  # detection (recipe_inputs_live saw this test's cert-manager record and failed).
+  kubectl delete secrets -n "$id" --field-selector type=helm.sh/release.v1 --ignore-not-found \
+    --wait=true >/dev/null 2>&1 || true
   kubectl delete namespace "$id" --ignore-not-found --wait=false >/dev/null 2>&1 || true
   kubectl delete crd clusterpolicies.nvidia.com --ignore-not-found >/dev/null 2>&1 || true
   rm -rf "$work"

@@ -13,6 +13,11 @@ command -v python3 >/dev/null || { echo "skip: python3 not found"; exit 77; }
 id="recipe-it-$$"
 work="$(mktemp -d)"
 cleanup() {
+  # The Helm release records first, and synchronously: a namespace is deleted in the
+  # background, and until it is gone its records would look like releases to the next test's
+  # detection (recipe_inputs_live saw this test's cert-manager record and failed).
+  kubectl delete secrets -n "$id" --field-selector type=helm.sh/release.v1 --ignore-not-found \
+    --wait=true >/dev/null 2>&1 || true
   kubectl delete namespace "$id" --ignore-not-found --wait=false >/dev/null 2>&1 || true
   kubectl delete node "$id-gpu" --ignore-not-found >/dev/null 2>&1 || true
   kubectl delete crd "widgets.$id.gpufleet.io" "gadgets.$id.gpufleet.io" "clashes.$id.gpufleet.io" \
