@@ -218,6 +218,10 @@ spec:
   selector: {matchLabels: {app: work-$n}}
 YAML
   done
+  # Running first: the eviction API lets a Pending pod go whatever its budget says, and a
+  # drain that finds the pod not yet started finishes at once (seen in CI: Draining for 73 ms).
+  kubectl wait -n "$ns" --for=condition=Ready pod --all --timeout=60s >/dev/null ||
+    fail "the workload pods did not start"
   # Two faults; the control plane goes down once both incidents are Draining; the third fault
   # happens while the API server is down (the agent must journal it and deliver it afterwards).
   for n in "${faulty[@]:0:2}"; do
