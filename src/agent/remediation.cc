@@ -1,9 +1,6 @@
 #include "agent/remediation.h"
 
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +12,7 @@
 #include "core/errors.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "core/text.h"
 #include "core/time.h"
 #include "kube/informer.h"
 
@@ -43,20 +41,6 @@ constexpr std::string_view kRequestShape =
 
 [[noreturn]] void bad_request(const std::string& what) {
   throw core::InvalidInput(request_where() + ": " + what + "; " + std::string(kRequestShape));
-}
-
-std::string trim_tail(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
-  return s;
-}
-
-std::string join(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const auto& a : argv) {
-    if (!out.empty()) out += ' ';
-    out += a;
-  }
-  return out;
 }
 
 // Writes `text` to dir/name durably: a temporary file, fsync, rename, fsync of the directory.
@@ -155,21 +139,6 @@ RemediationRequest parse_remediation_request(std::string_view text) {
 
 // ---- commands ----
 
-std::string CommandResult::describe() const {
-  std::string s;
-  if (!started) return error;
-  if (timed_out) {
-    s = "timed out (the command and its process group were killed)";
-  } else if (signal != 0) {
-    s = "killed by signal " + std::to_string(signal);
-  } else {
-    s = "exit status " + std::to_string(exit_code);
-  }
-  const std::string tail = trim_tail(output);
-  if (!tail.empty()) s += "; output: " + tail;
-  return s;
-}
-
 std::vector<std::string> split_command(std::string_view text, std::string_view flag) {
   std::vector<std::string> out;
   std::string word;
@@ -207,117 +176,10 @@ std::vector<std::string> split_command(std::string_view text, std::string_view f
 
 CommandResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
                           std::size_t tail_bytes) {
-  CommandResult r;
-  if (argv.empty()) {
-    r.error = "empty command";
-    return r;
-  }
-  // Everything the child needs is prepared before fork(): after it only async-signal-safe calls.
-  std::vector<char*> args;
-  args.reserve(argv.size() + 1);
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  int out[2];
-  int err[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) {
-    r.error = "cannot run " + argv[0] + ": pipe: " + std::strerror(errno);
-    return r;
-  }
-  if (::pipe2(err, O_CLOEXEC) != 0) {
-    r.error = "cannot run " + argv[0] + ": pipe: " + std::strerror(errno);
-    ::close(out[0]);
-    ::close(out[1]);
-    return r;
-  }
-  const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (devnull >= 0) ::dup2(devnull, 0);
-    ::dup2(out[1], 1);
-    ::dup2(out[1], 2);
-    ::execvp(args[0], args.data());
-    int e = errno;
-    (void)!::write(err[1], &e, sizeof e);
-    ::_exit(127);
-  }
-  const int fork_errno = errno;
-  ::close(out[1]);
-  ::close(err[1]);
-  if (devnull >= 0) ::close(devnull);
-  if (pid < 0) {
-    ::close(out[0]);
-    ::close(err[0]);
-    r.error = "cannot run " + argv[0] + ": fork: " + std::strerror(fork_errno);
-    return r;
-  }
-  ::setpgid(pid, pid);  // also here: whichever of the two runs first
-  int exec_errno = 0;
-  ssize_t n;
-  do {
-    n = ::read(err[0], &exec_errno, sizeof exec_errno);  // EOF once exec succeeded (CLOEXEC)
-  } while (n < 0 && errno == EINTR);
-  ::close(err[0]);
-  if (n == static_cast<ssize_t>(sizeof exec_errno)) {
-    ::close(out[0]);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    r.error = "cannot run " + argv[0] + ": " + std::strerror(exec_errno);
-    return r;
-  }
-  r.started = true;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  bool eof = false;
-  bool exited = false;
-  int status = 0;
-  char buf[4096];
-  for (;;) {
-    if (!exited) {
-      pid_t w = ::waitpid(pid, &status, WNOHANG);
-      if (w == pid) exited = true;
-    }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (exited && eof) break;
-    if (left.count() <= 0) {
-      if (!exited) {
-        ::kill(-pid, SIGKILL);
-        ::waitpid(pid, &status, 0);
-        r.timed_out = true;
-        exited = true;
-      }
-      break;
-    }
-    pollfd p{out[0], POLLIN, 0};
-    const int wait_ms = static_cast<int>(std::min<std::int64_t>(left.count(), 50));
-    const int rc = ::poll(&p, eof ? 0 : 1, wait_ms);
-    if (rc > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
-      n = ::read(out[0], buf, sizeof buf);
-      if (n > 0) {
-        r.output.append(buf, static_cast<std::size_t>(n));
-        if (r.output.size() > 2 * tail_bytes) r.output.erase(0, r.output.size() - tail_bytes);
-      } else if (n == 0) {
-        eof = true;
-      }
-    } else if (rc == 0 && exited) {
-      // The command exited and nothing more is coming right now: a process it left behind may
-      // hold the pipe; do not wait for it.
-      break;
-    }
-  }
-  ::close(out[0]);
-  if (r.output.size() > tail_bytes) r.output.erase(0, r.output.size() - tail_bytes);
-  if (!r.timed_out) {
-    if (WIFEXITED(status)) {
-      r.exit_code = WEXITSTATUS(status);
-    } else if (WIFSIGNALED(status)) {
-      r.signal = WTERMSIG(status);
-    }
-  }
-  return r;
+  core::SubprocessOptions o;
+  o.timeout = timeout;
+  o.max_output = tail_bytes;
+  return core::run_subprocess(argv, o);
 }
 
 ExecResult HostCommandExecutor::execute(const NodeIdentity& /*node*/,
@@ -326,7 +188,7 @@ ExecResult HostCommandExecutor::execute(const NodeIdentity& /*node*/,
   CommandResult c = run_command(argv, commands_.timeout);
   ExecResult out;
   out.ok = c.ok();
-  out.message = "`" + join(argv) + "`: " + c.describe();
+  out.message = "`" + core::join(argv, " ") + "`: " + c.describe();
   return out;
 }
 

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "agent/plugin.h"
+#include "core/subprocess.h"
 #include "core/value.h"
 
 namespace gpufleet::kube {
@@ -69,21 +70,12 @@ RemediationRequest parse_remediation_request(std::string_view text);
 
 // ---- running host commands ----
 
-struct CommandResult {
-  bool started = false;    // false: fork or exec failed (see `error`)
-  bool timed_out = false;  // killed (with its process group) at the timeout
-  int exit_code = -1;      // when it exited; -1 otherwise
-  int signal = 0;          // when a signal ended it
-  std::string output;      // the tail of stdout and stderr together
-  std::string error;       // why it did not start
-  [[nodiscard]] bool ok() const { return started && !timed_out && exit_code == 0; }
-  // "exit status 1: <tail>", "timed out after 1s (killed): <tail>", "cannot run X: ..."
-  [[nodiscard]] std::string describe() const;
-};
+// What running a host command gave (core/subprocess.h).
+using CommandResult = core::SubprocessResult;
 
-// fork + execvp of argv (no shell) in a process group of its own, stdin from /dev/null, stdout
-// and stderr into one pipe of which the last `tail_bytes` are kept. At the timeout the whole
-// group gets SIGKILL.
+// argv (no shell) in a process group of its own, stdin from /dev/null, stdout and stderr
+// together of which the last `tail_bytes` are kept. At the timeout the whole group gets
+// SIGKILL.
 CommandResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
                           std::size_t tail_bytes = 2048);
 

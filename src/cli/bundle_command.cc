@@ -1,7 +1,5 @@
 // `gpufleet bundle`: render a recipe for a deployment tool into a directory, with value
 // overrides on top, optionally signed.
-#include <spawn.h>
-#include <sys/wait.h>
 #include <CLI/CLI.hpp>
 
 #include <cerrno>
@@ -12,14 +10,13 @@
 #include "cli/command.h"
 #include "core/errors.h"
 #include "core/file_reader.h"
+#include "core/subprocess.h"
 #include "recipe/bundle.h"
 #include "recipe/inputs.h"
 #include "recipe/overrides.h"
 #include "recipe/recipe.h"
 #include "recipe/sshsig.h"
 #include "recipe/vendor.h"
-
-extern char** environ;
 
 namespace gpufleet::cli {
 namespace {
@@ -92,22 +89,20 @@ void sign_bundle(const std::string& dir, const std::string& key) {
       "ssh-keygen", "-q", "-Y", "sign",
       "-f",         key,  "-n", std::string(recipe::kBundleSignatureNamespace),
       checksums};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, "ssh-keygen", nullptr, nullptr, argv.data(), environ);
-  if (rc != 0) {
-    throw std::runtime_error("--sign-key: cannot run ssh-keygen (" +
-                             std::string(std::strerror(rc)) +
-                             "); install openssh-client, or sign later with: ssh-keygen -Y sign "
+  // At the terminal: ssh-keygen may ask for the key's passphrase.
+  core::SubprocessOptions o;
+  o.timeout = std::chrono::minutes(10);
+  o.capture_stdout = false;
+  o.stderr_to = core::StderrTo::Inherit;
+  o.own_process_group = false;
+  core::SubprocessResult r = core::run_subprocess(args, o);
+  if (!r.started) {
+    throw std::runtime_error("--sign-key: " + r.error +
+                             "; install openssh-client, or sign later with: ssh-keygen -Y sign "
                              "-f KEY -n gpufleet-bundle " +
                              checksums);
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  if (!r.ok()) {
     throw std::runtime_error("--sign-key " + key +
                              ": ssh-keygen -Y sign failed (see its message above); the bundle "
                              "in " +

@@ -1,12 +1,10 @@
 #include "hostpkg/step_runner.h"
 
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -16,6 +14,7 @@
 #include "core/duration.h"
 #include "core/errors.h"
 #include "core/json.h"
+#include "core/subprocess.h"
 
 namespace gpufleet::hostpkg {
 
@@ -35,80 +34,34 @@ struct Exec {
   std::string tail;
 };
 
-void keep_tail(std::string& tail, const char* data, std::size_t n) {
-  tail.append(data, n);
-  if (tail.size() > 2 * kTail) tail.erase(0, tail.size() - kTail);
-}
-
-// Runs argv in a new process group with stdout+stderr captured, chrooted into `root` when it
-// is not empty; kills the whole group at the deadline.
+// Runs argv with exactly `env`, stdout+stderr captured, chrooted into `root` when it is not
+// empty. At the deadline the whole group gets SIGTERM, then SIGKILL 2 s later; what the
+// command leaves running in its group goes when it exits.
 Exec run_command(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                  const std::string& root, Clock::time_point deadline) {
-  std::vector<char*> av, ev;
-  for (const std::string& a : argv) av.push_back(const_cast<char*>(a.c_str()));
-  av.push_back(nullptr);
-  for (const std::string& e : env) ev.push_back(const_cast<char*>(e.c_str()));
-  ev.push_back(nullptr);
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0)
-    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    // Child: only async-signal-safe calls from here on.
-    setpgid(0, 0);
-    dup2(fds[1], 1);
-    dup2(fds[1], 2);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, 0);
-    if (!root.empty() && (chroot(root.c_str()) != 0 || chdir("/") != 0)) {
-      const char msg[] = "pkg-step: cannot chroot into the host root\n";
-      (void)!write(2, msg, sizeof msg - 1);
-      _exit(126);
-    }
-    execve(av[0], av.data(), ev.data());
-    const char msg[] = "pkg-step: cannot execute the command\n";
-    (void)!write(2, msg, sizeof msg - 1);
-    _exit(127);
-  }
-  close(fds[1]);
-  setpgid(pid, pid);  // both sides set it: no race with the kill below
+  core::SubprocessOptions o;
+  o.timeout =
+      std::max(std::chrono::milliseconds(0),
+               std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+  o.kill_grace = std::chrono::seconds(2);
+  o.max_output = kTail;
+  o.env = &env;
+  o.chroot_dir = root;
+  o.search_path = false;
+  o.kill_group_on_exit = true;
+  core::SubprocessResult r = core::run_subprocess(argv, o);
   Exec out;
-  char buf[4096];
-  bool open_pipe = true;
-  while (open_pipe) {
-    auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) {
-      out.timed_out = true;
-      break;
-    }
-    pollfd p{fds[0], POLLIN, 0};
-    int r = poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
-    if (r < 0 && errno != EINTR) break;
-    if (r <= 0) continue;
-    ssize_t n = read(fds[0], buf, sizeof buf);
-    if (n > 0)
-      keep_tail(out.tail, buf, static_cast<std::size_t>(n));
-    else if (n == 0 || errno != EINTR)
-      open_pipe = false;
+  out.timed_out = r.timed_out;
+  if (!r.started) {
+    out.exit_code = 127;  // as a shell reports a command it cannot run
+    out.tail = "pkg-step: " + r.error + "\n";
+  } else {
+    out.tail = std::move(r.output);
+    if (r.signal != 0)
+      out.exit_code = 128 + r.signal;
+    else if (!r.timed_out)
+      out.exit_code = r.exit_code;
   }
-  if (out.timed_out) {
-    kill(-pid, SIGTERM);
-    for (int i = 0; i < 20 && waitpid(pid, nullptr, WNOHANG) == 0; ++i) usleep(100 * 1000);
-    kill(-pid, SIGKILL);
-  }
-  close(fds[0]);
-  int status = 0;
-  pid_t w;
-  while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
-  }
-  if (w == pid && !out.timed_out) {
-    out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  // Children that outlived the shell in its group go with it.
-  kill(-pid, SIGKILL);
-  if (out.tail.size() > kTail) out.tail.erase(0, out.tail.size() - kTail);
   return out;
 }
 
