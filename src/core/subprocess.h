@@ -1,7 +1,8 @@
-// Running a child process: argv only (no shell), a deadline after which it (and, by default,
+// Running another program: argv only (no shell), a deadline after which it (and, by default,
 // its whole process group) is stopped, stdout captured up to a bound. The one place gpufleet
-// forks: the agent's remediation commands, hostpkg's package steps and the recipe engine's
-// external tools (helm, kubectl kustomize, ssh-keygen) all run through it.
+// execs: the agent's remediation commands, hostpkg's package steps and the recipe engine's
+// external tools (helm, kubectl kustomize, ssh-keygen) all run through it. (`gpufleet sim
+// --detach` forks without exec to daemonize; that is not running a program.)
 #pragma once
 
 #include <chrono>
