@@ -30,60 +30,18 @@ set -euo pipefail
 repo="$1"
 mode="$2"
 [[ $mode == apirestart || $mode == agentkill ]] || { echo "sentinel_faults: MODE '$mode': use apirestart or agentkill" >&2; exit 2; }
-gpufleet="$GPUFLEET_BIN"
 seed="${SEED:-$(( $(date +%s) % 100000 ))}"
 RANDOM=$seed
 echo "sentinel_faults: $mode, SEED=$seed"
-work="$(mktemp -d)"
-state="$work/sim"
-controller_pid=""
-agent_pid=""
 agent_starts=0
 ns="sentinel-faults-$$"  # the workload pods' namespace (apirestart)
-fail() {
-  echo "sentinel_faults: FAIL ($mode, SEED=$seed): $*" >&2
-  echo "--- controller log (tail)" >&2; tail -n 40 "$work/controller.log" >&2 || true
-  echo "--- agent log (tail)" >&2; tail -n 40 "$work/agent.log" >&2 || true
-  kubectl get remediations -o yaml >&2 || true
-  exit 1
-}
-if ! command -v kubectl >/dev/null 2>&1; then
-  kubectl() { "$KUBE_LOCAL_BIN" kubectl "$@"; }
-fi
-cleanup() {
-  for p in $controller_pid $agent_pid; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  "$gpufleet" sim stop --state-dir "$state" >/dev/null 2>&1 || true
-  kubectl delete namespace "$ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true
-  kubectl delete sentinelpolicy sentinel-faults --ignore-not-found --wait=false >/dev/null 2>&1 || true
-  kubectl delete remediations,validationrequests -l sentinel.gpufleet.io/node --ignore-not-found --wait=false >/dev/null 2>&1 || true
-  for n in $(ls "$state/nodes" 2>/dev/null); do
-    kubectl delete nodehealth "$n" --ignore-not-found --wait=false >/dev/null 2>&1 || true
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+test_name=sentinel_faults
+policy=sentinel-faults
+fail_context="$mode, SEED=$seed"
+cleanup_extra() { kubectl delete namespace "$ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true; }
+# shellcheck source=sentinel_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/sentinel_env.sh"
 
-# until SECONDS DESCRIPTION COMMAND...: COMMAND succeeds within SECONDS, else fail.
-until_ok() {
-  local limit=$1 what=$2; shift 2
-  local deadline=$((SECONDS + limit))
-  until "$@" >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || fail "$what: not within ${limit}s"
-    sleep 0.3
-  done
-}
-phase() {  # the newest incident's phase on node $1
-  kubectl get remediations -l "sentinel.gpufleet.io/node=$1" \
-    -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | tail -n 1
-}
-phase_in() {  # node phase...
-  local p n=$1; shift
-  p=$(phase "$n")
-  for want in "$@"; do [[ $p == "$want" ]] && return 0; done
-  return 1
-}
-incidents() { kubectl get remediations -l "sentinel.gpufleet.io/node=$1" --no-headers 2>/dev/null | wc -l; }
 reboots() {  # reboot events for node $1 the simulator's inbox holds (pending and done)
   local f n=0
   for f in "$state"/control/* "$state"/control/done/*; do
@@ -94,7 +52,6 @@ reboots() {  # reboot events for node $1 the simulator's inbox holds (pending an
 }
 xid_reported() { [[ $(kubectl get nodehealth "$node" -o jsonpath='{.status.history[*].reason}' 2>/dev/null) == *Xid79* ]]; }
 rebooted() { (($(reboots "$1") >= 1)); }
-annotation() { kubectl get node "$1" -o jsonpath="{.metadata.annotations.${2//./\\.}}"; }
 has_request() { [[ -n $(annotation "$1" sentinel.gpufleet.io/remediation-request) ]]; }
 start_agent() {
   agent_starts=$((agent_starts + 1))
@@ -114,13 +71,6 @@ start_controller() {
   controller_pid=$!
 }
 alive() { kill -0 "$1" 2>/dev/null; }
-pass_validation() {  # play certify: the node's ValidationRequest passes
-  local n=$1 vr
-  vr=$(kubectl get remediations -l "sentinel.gpufleet.io/node=$n" -o jsonpath='{.items[-1:].status.validationRequest}')
-  [[ -n $vr ]] || fail "$n: no ValidationRequest recorded"
-  kubectl patch validationrequest "$vr" --subresource=status --type=merge \
-    -p "{\"status\":{\"phase\":\"Passed\",\"nodeCount\":1,\"results\":[{\"node\":\"$n\",\"verdict\":\"Passed\"}]}}" >/dev/null
-}
 # check_once NODE: one incident, attempt 1, one cordon owner, one sentinel taint, one reboot.
 check_once() {
   local n=$1 c
@@ -153,26 +103,10 @@ check_untouched() {  # a healthy node: no incident, no cordon, no request, no re
   (($(reboots "$n") == 0)) || fail "healthy $n was rebooted"
 }
 
-for f in nodehealth sentinelpolicy remediation validationrequest; do
-  kubectl apply --server-side --force-conflicts --field-manager=sentinel-faults -f "$repo/deploy/crds/$f.yaml" >/dev/null
-done
-kubectl wait --for=condition=Established --timeout=30s crd/nodehealths.gpufleet.io \
-  crd/sentinelpolicies.gpufleet.io crd/remediations.gpufleet.io crd/validationrequests.gpufleet.io >/dev/null
-
+apply_sentinel_crds
 nodes_n=4
 [[ $mode == apirestart ]] && nodes_n=6
-# The example's H100 pool with fewer nodes, and one node of its H200 pool.
-sed -e "s/^    count: 32\$/    count: $nodes_n/" -e 's/^    count: 8$/    count: 1/' \
-  "$repo/examples/fleet-h100.yaml" >"$work/fleet.yaml"
-grep -q "^    count: $nodes_n\$" "$work/fleet.yaml" || fail "could not shrink the example fleet"
-"$gpufleet" sim --fleet "$work/fleet.yaml" --state-dir "$state" --detach >/dev/null \
-  || fail "simulator did not start: $(tail -5 "$state/sim.log")"
-node_dirs() { (($(ls "$state/nodes" | wc -l) == nodes_n + 1)); }
-until_ok 30 "$((nodes_n + 1)) simulated nodes" node_dirs
-mapfile -t all < <(ls "$state/nodes")
-for n in "${all[@]}"; do
-  until_ok 30 "$n boot id" test -s "$state/nodes/$n/proc/sys/kernel/random/boot_id"
-done
+start_fleet "$nodes_n" 1  # the example's H100 pool with fewer nodes, and one H200 node
 
 kubectl apply -f - >/dev/null <<'YAML'
 apiVersion: gpufleet.io/v1alpha1

@@ -14,49 +14,15 @@ set -euo pipefail
 repo="$1"
 mode="${2:-sim}"
 [[ $mode == sim || $mode == agent ]] || { echo "sentinel_sim: MODE '$mode': use sim or agent" >&2; exit 2; }
-gpufleet="$GPUFLEET_BIN"
-work="$(mktemp -d)"
-state="$work/sim"
-pids=()
-fail() {
-  echo "sentinel_sim: FAIL: $*" >&2
-  echo "--- controller log (tail)" >&2; tail -n 30 "$work/controller.log" >&2 || true
-  kubectl get remediations -o yaml >&2 || true
-  exit 1
-}
-if ! command -v kubectl >/dev/null 2>&1; then
-  kubectl() { "$KUBE_LOCAL_BIN" kubectl "$@"; }
-fi
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  "$gpufleet" sim stop --state-dir "$state" >/dev/null 2>&1 || true
-  kubectl delete sentinelpolicy sentinel-sim --ignore-not-found --wait=false >/dev/null 2>&1 || true
-  kubectl delete remediations,validationrequests -l sentinel.gpufleet.io/node --ignore-not-found --wait=false >/dev/null 2>&1 || true
-  for n in $(ls "$state/nodes" 2>/dev/null); do
-    kubectl delete nodehealth "$n" --ignore-not-found --wait=false >/dev/null 2>&1 || true
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+test_name=sentinel_sim
+policy=sentinel-sim
+fail_context=$mode
+# shellcheck source=sentinel_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/sentinel_env.sh"
 
-for f in nodehealth sentinelpolicy remediation validationrequest; do
-  kubectl apply --server-side --force-conflicts --field-manager=sentinel-sim -f "$repo/deploy/crds/$f.yaml" >/dev/null
-done
-kubectl wait --for=condition=Established --timeout=30s crd/nodehealths.gpufleet.io \
-  crd/sentinelpolicies.gpufleet.io crd/remediations.gpufleet.io crd/validationrequests.gpufleet.io >/dev/null
-
-# A 4-node fleet (the example's H100 pool, fewer nodes).
-sed -e 's/^    count: 32$/    count: 4/' "$repo/examples/fleet-h100.yaml" >"$work/fleet.yaml"
-grep -q '^    count: 4$' "$work/fleet.yaml" || fail "could not shrink the example fleet"
-"$gpufleet" sim --fleet "$work/fleet.yaml" --state-dir "$state" --detach >/dev/null \
-  || fail "simulator did not start: $(tail -5 "$state/sim.log")"
-node=$(ls "$state/nodes" | head -1)
-[[ -n $node ]] || fail "no simulated node"
-for _ in $(seq 1 100); do
-  [[ -s $state/nodes/$node/proc/sys/kernel/random/boot_id ]] && break
-  sleep 0.3
-done
+apply_sentinel_crds
+start_fleet 4  # the example's H100 pool, fewer nodes (and its H200 pool)
+node=${all[0]}
 boot_before=$(kubectl get node "$node" -o jsonpath='{.status.nodeInfo.bootID}')
 [[ -n $boot_before ]] || fail "node $node has no boot id"
 
@@ -76,23 +42,19 @@ YAML
 
 "$gpufleet" agent --sim-state-dir "$state" --monitors kmsg-xid --fsync=false --run-for 120s \
   --sim-reboot-down 2s >"$work/agent.log" 2>&1 &
-pids+=($!)
+agent_pid=$!
 remediate=(--set sentinel.sim-state-dir="$state" --set sentinel.sim-reboot-down=2s)
 [[ $mode == agent ]] && remediate=()  # the annotation, for the agent
 "$gpufleet" controller --controllers=sentinel --metrics-addr "" \
   --set sentinel.policy=sentinel-sim "${remediate[@]}" >"$work/controller.log" 2>&1 &
-pids+=($!)
+controller_pid=$!
 
 "$gpufleet" sim inject --state-dir "$state" --event "{node: $node, type: xid, gpu: 3, code: 79}" >/dev/null
-phase() {
-  kubectl get remediations -l "sentinel.gpufleet.io/node=$node" \
-    -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | tail -n 1
-}
 wait_phase() {  # seconds phase...
   local limit=$1; shift
   local deadline=$((SECONDS + limit)) p want
   while ((SECONDS < deadline)); do
-    p=$(phase)
+    p=$(phase "$node")
     for want in "$@"; do [[ $p == "$want" ]] && return 0; done
     sleep 0.3
   done
@@ -121,11 +83,7 @@ if [[ $mode == agent ]]; then
   [[ $st == Succeeded/reboot ]] || fail "NodeHealth $node status.remediation is '$st', want Succeeded/reboot"
 fi
 
-# Play certify: the ValidationRequest passes.
-vr=$(kubectl get remediations -l "sentinel.gpufleet.io/node=$node" -o jsonpath='{.items[-1:].status.validationRequest}')
-[[ -n $vr ]] || fail "no ValidationRequest recorded"
-kubectl patch validationrequest "$vr" --subresource=status --type=merge \
-  -p "{\"status\":{\"phase\":\"Passed\",\"nodeCount\":1,\"results\":[{\"node\":\"$node\",\"verdict\":\"Passed\"}]}}" >/dev/null
+pass_validation "$node"  # play certify
 wait_phase 30 Released
 [[ $(kubectl get node "$node" -o jsonpath='{.spec.unschedulable}') != true ]] || fail "$node still cordoned after release"
 n=$(kubectl get remediations -l "sentinel.gpufleet.io/node=$node" --no-headers | wc -l)
