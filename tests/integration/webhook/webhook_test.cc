@@ -49,53 +49,43 @@ bool eventually(const std::function<bool()>& f, std::chrono::seconds timeout) {
   return f();
 }
 
+// One webhook entry per controller, as the chart writes them (templates/webhook.yaml).
+core::Value webhook_entry(const std::string& controller,
+                          const std::vector<std::string>& resources) {
+  core::Value h = core::parse_yaml(R"(
+admissionReviewVersions: [v1]
+sideEffects: None
+failurePolicy: Fail
+timeoutSeconds: 5
+rules:
+- apiGroups: [gpufleet.io]
+  apiVersions: ["*"]
+  operations: [CREATE, UPDATE]
+  scope: "*"
+)");
+  h["name"] = controller + ".gpufleet.io";
+  core::List kinds;
+  for (const std::string& r : resources) kinds.emplace_back(r);
+  h["rules"].as_list()[0]["resources"] = core::Value(std::move(kinds));
+  return h;
+}
+
 core::Value webhook_config(const std::string& name, const std::string& label, std::uint16_t port,
                            const std::string& ca_pem) {
-  core::Value w = core::parse_yaml(R"(
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-webhooks:
-- name: certify.gpufleet.io
-  admissionReviewVersions: [v1]
-  sideEffects: None
-  failurePolicy: Fail
-  timeoutSeconds: 5
-  rules:
-  - apiGroups: [gpufleet.io]
-    apiVersions: ["*"]
-    operations: [CREATE, UPDATE]
-    resources: [certifications, workloadruns]
-    scope: "*"
-- name: sentinel.gpufleet.io
-  admissionReviewVersions: [v1]
-  sideEffects: None
-  failurePolicy: Fail
-  timeoutSeconds: 5
-  rules:
-  - apiGroups: [gpufleet.io]
-    apiVersions: ["*"]
-    operations: [CREATE, UPDATE]
-    resources: [sentinelpolicies]
-    scope: "*"
-- name: hostpkg.gpufleet.io
-  admissionReviewVersions: [v1]
-  sideEffects: None
-  failurePolicy: Fail
-  timeoutSeconds: 5
-  rules:
-  - apiGroups: [gpufleet.io]
-    apiVersions: ["*"]
-    operations: [CREATE, UPDATE]
-    resources: [hostpackagesets, deploymentpolicies]
-    scope: "*"
-)");
+  core::Value w;
+  w["apiVersion"] = "admissionregistration.k8s.io/v1";
+  w["kind"] = "ValidatingWebhookConfiguration";
   w["metadata"]["name"] = name;
-  // Both served by the one in-process Manager (the chart has a Service per controller).
-  for (auto& hook : w["webhooks"].as_list()) {
+  core::List hooks = {webhook_entry("certify", {"certifications", "workloadruns"}),
+                      webhook_entry("sentinel", {"sentinelpolicies"}),
+                      webhook_entry("hostpkg", {"hostpackagesets", "deploymentpolicies"})};
+  // All served by the one in-process Manager (the chart has a Service per controller).
+  for (auto& hook : hooks) {
     hook["clientConfig"]["url"] = "https://127.0.0.1:" + std::to_string(port) + "/validate";
     hook["clientConfig"]["caBundle"] = core::base64_encode(ca_pem);
     hook["objectSelector"]["matchLabels"]["gpufleet.io/webhook-test"] = label;
   }
+  w["webhooks"] = core::Value(std::move(hooks));
   return w;
 }
 
