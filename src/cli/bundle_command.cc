@@ -189,7 +189,18 @@ void run_bundle(const BundleFlags& f) {
     dir = staging->path + "/bundle";
   }
   recipe::write_bundle(bundle, dir);
-  if (!f.sign_key.empty()) sign_bundle(dir, f.sign_key);
+  if (!f.sign_key.empty()) {
+    try {
+      sign_bundle(dir, f.sign_key);
+    } catch (const std::runtime_error& e) {
+      if (!push) throw;
+      bool missing = std::string_view(e.what()).find("cannot run") != std::string_view::npos;
+      throw std::runtime_error("--sign-key " + f.sign_key + ": the bundle could not be signed (" +
+                               (missing ? "cannot run ssh-keygen; install openssh-client"
+                                        : "see ssh-keygen's message above") +
+                               "); nothing was pushed");
+    }
+  }
   if (push) {
     std::string layer = recipe::pack_bundle_dir(dir);
     std::map<std::string, std::string> annotations = {{"io.gpufleet.bundle.deployer", f.deployer}};
