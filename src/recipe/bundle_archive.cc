@@ -156,7 +156,8 @@ std::string pack_bundle_dir(const std::string& dir) {
 std::size_t unpack_bundle_archive(const std::string& archive_bytes, const std::string& dir,
                                   const std::string& where, const UnpackLimits& limits) {
   std::error_code ec;
-  fs::path target = fs::absolute(dir, ec);
+  fs::path target = fs::absolute(dir, ec).lexically_normal();
+  if (target.filename().empty()) target = target.parent_path();  // "bundle/"
   if (fs::exists(target, ec) && (!fs::is_directory(target, ec) || !fs::is_empty(target, ec))) {
     throw core::InvalidInput(core::quoted(dir) +
                              " exists and is not an empty directory; give a new or empty "

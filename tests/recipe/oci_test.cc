@@ -107,6 +107,9 @@ TEST(BundleArchiveTest, RoundTripKeepsBytesAndExecutableBit) {
   EXPECT_EQ(read(out / "vendor" / (long_name + ".tgz")), std::string(100000, '\x01'));
   EXPECT_EQ(fs::status(out / "components/gpu-operator/install.sh").permissions(), fs::perms(0755));
   EXPECT_EQ(fs::status(out / "checksums.txt").permissions(), fs::perms(0644));
+  // A target named with a trailing slash, as shells complete folders.
+  EXPECT_EQ(unpack_bundle_archive(pack_bundle_dir(a.string()), out.string() + "2/", "test"), 3u);
+  EXPECT_EQ(read(fs::path(out.string() + "2") / "checksums.txt"), "abc  recipe.yaml\n");
   // The target must be new or empty.
   try {
     unpack_bundle_archive(pack_bundle_dir(a.string()), out.string(), "test");
