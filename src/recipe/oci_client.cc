@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -12,6 +13,7 @@
 
 #include "core/base64.h"
 #include "core/errors.h"
+#include "core/file_reader.h"
 #include "core/json.h"
 #include "core/sha256.h"
 #include "core/text.h"
@@ -210,19 +212,17 @@ class Session {
     std::string config = options.registry_config;
     bool explicit_config = !config.empty();
     if (!explicit_config) config = default_registry_config();
-    if (!config.empty()) {
-      std::string text;
-      std::FILE* f = std::fopen(config.c_str(), "rb");
-      if (f == nullptr) {
-        if (explicit_config)
-          throw core::InvalidInput("--registry-config " + core::quoted(config) +
-                                   ": cannot be read");
-      } else {
-        char buf[8192];
-        std::size_t n = 0;
-        while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-        std::fclose(f);
-        credentials_ = registry_credentials(text, config, ref.registry);
+    std::error_code ec;
+    // A missing default file means no credentials; a named one is checked by the CLI.
+    if (!config.empty() && (explicit_config || std::filesystem::exists(config, ec))) {
+      try {
+        credentials_ = registry_credentials(core::read_file(config), config, ref.registry);
+      } catch (const core::InvalidInput& e) {
+        throw core::InvalidInput(
+            std::string(explicit_config ? "--registry-config: "
+                                        : "docker config (give --registry-config FILE to use "
+                                          "another): ") +
+            e.what());
       }
     }
   }

@@ -141,6 +141,9 @@ expect_fail 1 "HTTP 401" "${bundle[@]}" -o "oci://$auth/gpufleet/bundle:v1" --re
 [[ $out == *"no credentials for $auth"* ]] || fail "no credentials: $out"
 printf '{"auths": {"%s": {"auth": "%s"}}}\n' "$auth" "$(printf 'robot:wrong' | base64)" >"$work/wrong.json"
 expect_fail 1 "were refused" "${bundle[@]}" -o "oci://$auth/gpufleet/bundle:v1" --registry-plain-http --registry-config "$work/wrong.json"
+echo '{"auths": {"'"$auth"'": {"auth": "not base64!"}}}' >"$DOCKER_CONFIG/config.json"
+expect_fail 2 "docker config (give --registry-config FILE to use another): $DOCKER_CONFIG/config.json: auths.$auth.auth: expected base64" \
+  "${bundle[@]}" -o "oci://$auth/gpufleet/bundle:v1" --registry-plain-http
 printf '{"auths": {"http://%s": {"auth": "%s"}}}\n' "$auth" "$(printf 'robot:s3cret' | base64)" >"$DOCKER_CONFIG/config.json"
 "$bin" "${bundle[@]}" -o "oci://$auth/gpufleet/bundle:v1" --registry-plain-http >"$work/push-auth.txt"
 [[ "$(pushed_digest "$work/push-auth.txt")" == "$d1" ]] || fail "authenticated push: $(cat "$work/push-auth.txt")"
