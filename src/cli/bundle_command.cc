@@ -15,6 +15,7 @@
 #include "cli/command.h"
 #include "core/errors.h"
 #include "core/file_reader.h"
+#include "core/text.h"
 #include "recipe/bundle.h"
 #include "recipe/bundle_archive.h"
 #include "recipe/inputs.h"
@@ -228,6 +229,13 @@ void run_bundle(const BundleFlags& f) {
 
 void run_pull(const PullFlags& f) {
   recipe::OciReference ref = recipe::parse_oci_reference(f.reference, "REFERENCE", true);
+  std::error_code ec;
+  if (std::filesystem::exists(f.dir, ec) &&
+      (!std::filesystem::is_directory(f.dir, ec) || !std::filesystem::is_empty(f.dir, ec))) {
+    // Checked again when unpacking; here it saves the download.
+    throw core::InvalidInput("DIR " + core::quoted(f.dir) +
+                             " exists and is not an empty directory; give a new or empty one");
+  }
   recipe::PulledBundle pulled = recipe::pull_bundle(ref, f.oci);
   const std::string at =
       "oci://" + ref.registry + "/" + ref.repository + "@" + pulled.manifest_digest;
