@@ -72,9 +72,12 @@ std::string safe_relative_path(const std::string& where, const char* raw) {
     start = end + 1;
     if (part.empty() || part == ".") continue;
     if (part == "..") refuse("'..' leads out of the target directory");
+    // Refused here, as input, rather than failing later as an I/O error (ENAMETOOLONG).
+    if (part.size() > 255) refuse("a name longer than 255 bytes");
     if (!out.empty()) out += '/';
     out += part;
   }
+  if (out.size() > 1024) refuse("a path longer than 1024 bytes");
   return out;
 }
 

@@ -209,6 +209,15 @@ TEST(BundleArchiveTest, RefusesDotDot) {
                  {R"(entry "a/../../evil")", "'..'"});
 }
 
+TEST(BundleArchiveTest, RefusesNamesTheFileSystemCannotHold) {
+  expect_refused(make_archive({{"a/" + std::string(256, 'n'), AE_IFREG, "x"}}),
+                 {"a name longer than 255 bytes"});
+  std::string deep;
+  for (int i = 0; i < 200; ++i) deep += "dir" + std::to_string(i % 10) + "/";
+  expect_refused(make_archive({{deep + "/" + std::string(200, 'f') + "/x", AE_IFREG, "x"}}),
+                 {"a path longer than 1024 bytes"});
+}
+
 TEST(BundleArchiveTest, RefusesLinksAndDevices) {
   expect_refused(make_archive({{"escape", AE_IFLNK, "", "/etc"}}),
                  {R"(entry "escape")", R"(symbolic link to "/etc")"});
