@@ -17,10 +17,12 @@ deps:
 kube-local: deps
 	@scripts/build-kube-local.sh
 
-# Test tools built from Go modules: the local control plane, and helm, fluxcheck and helmfile
-# for the bundle checks (each is rebuilt only when its pins change).
+# Test tools built from Go modules: the local control plane, helm, fluxcheck and helmfile for
+# the bundle checks, and the loopback OCI registry of the bundle push tests (each is rebuilt
+# only when its sources or pins change).
 tools: kube-local
 	@HELMFILE=1 tools/helm-lint/build.sh
+	@tools/oci-registry/build.sh
 
 # Release build of the binary users run (all the demo needs); `make release` builds every
 # target of the release tree, `make bench` the benchmarks.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang in build/fuzz and runs each on its seed corpus: the
-# two CEL targets for N seconds (default 30), the six document-reader targets (fuzz/readers)
+# two CEL targets for N seconds (default 30), the seven document-reader targets (fuzz/readers)
 # for READER_FUZZ_SECONDS each (default 8) and the four certify parser targets for
 # CERTIFY_FUZZ_SECONDS each (default 5). Exits non-zero on any crash, leak, hang or sanitizer
 # report. Usage: scripts/fuzz-smoke.sh [SECONDS]
@@ -15,7 +15,7 @@ if [[ ! -f "$build/build.ninja" ]]; then
     -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
     -DGPUFLEET_FUZZ=ON -DGPUFLEET_SANITIZE=address -DGPUFLEET_WERROR=OFF >/dev/null
 fi
-reader_fuzzers=(yaml json recipe_docs kube_docs sim_docs tool_output)
+reader_fuzzers=(yaml json recipe_docs kube_docs sim_docs tool_output oci)
 ninja -C "$build" -j"${FUZZ_JOBS:-2}" cel_parse_fuzz cel_eval_fuzz \
   $(printf '%s_fuzz ' "${reader_fuzzers[@]}") \
   certify_nccl_fuzz certify_dcgm_fuzz certify_training_fuzz certify_result_fuzz

@@ -1,21 +1,28 @@
-// `gpufleet bundle`: render a recipe for a deployment tool into a directory, with value
-// overrides on top, optionally signed.
+// `gpufleet bundle`: render a recipe for a deployment tool into a directory (or push it to an
+// OCI registry), with value overrides on top, optionally signed; `gpufleet bundle pull`
+// fetches a pushed bundle back into a directory.
 #include <CLI/CLI.hpp>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <optional>
 
 #include "cli/command.h"
 #include "core/errors.h"
 #include "core/file_reader.h"
 #include "core/subprocess.h"
+#include "core/text.h"
 #include "recipe/bundle.h"
+#include "recipe/bundle_archive.h"
 #include "recipe/inputs.h"
+#include "recipe/oci_client.h"
 #include "recipe/overrides.h"
 #include "recipe/recipe.h"
 #include "recipe/sshsig.h"
+#include "recipe/tool_process.h"
 #include "recipe/vendor.h"
 
 namespace gpufleet::cli {
@@ -34,7 +41,29 @@ struct BundleFlags {
   bool vendor_charts = false;
   bool images = false;
   recipe::HelmToolOptions helm;
+  recipe::OciOptions oci;  // -o oci://...
 };
+
+struct PullFlags {
+  std::string reference;
+  std::string dir;
+  recipe::OciOptions oci;
+};
+
+// The options of the registry a bundle is pushed to or pulled from; separate from the chart
+// repositories' --chart-ca-file and --plain-http (a site mirrors charts from one place and
+// keeps bundles in another).
+void add_registry_options(CLI::App* cmd, recipe::OciOptions& oci) {
+  cmd->add_flag("--registry-plain-http", oci.plain_http,
+                "reach the bundle's OCI registry over plain HTTP (no TLS)");
+  cmd->add_option("--registry-ca-file", oci.ca_file,
+                  "CA certificate (PEM) that signed the bundle registry's TLS certificate")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--registry-config", oci.registry_config,
+                  "docker config.json with the registry's credentials (default: "
+                  "$DOCKER_CONFIG/config.json,\nelse ~/.docker/config.json; \"auths\" only)")
+      ->check(CLI::ExistingFile);
+}
 
 // A config file fills in what the flags leave out (flags win).
 void apply_config(BundleFlags& f, const CLI::App& cmd) {
@@ -112,6 +141,9 @@ void sign_bundle(const std::string& dir, const std::string& key) {
 
 void run_bundle(const BundleFlags& f) {
   recipe::Deployer deployer = recipe::parse_deployer(f.deployer);
+  // Checked before any work: a bad reference exits 2 without rendering or pulling charts.
+  std::optional<recipe::OciReference> push;
+  if (recipe::is_oci_reference(f.output)) push = recipe::parse_oci_reference(f.output, "-o", false);
   recipe::Recipe r = recipe::recipe_from_yaml(read_recipe(f.recipe_file), f.recipe_file);
   recipe::BundleOptions options = f.options;
   options.overrides = collect_overrides(f);
@@ -144,8 +176,39 @@ void run_bundle(const BundleFlags& f) {
     bundle["images.txt"] = {text, false};
     bundle["checksums.txt"] = {recipe::checksums_of(bundle), false};
   }
-  recipe::write_bundle(bundle, f.output);
-  if (!f.sign_key.empty()) sign_bundle(f.output, f.sign_key);
+  // A push writes the bundle as usual into a private folder, signs it there, and pushes
+  // that folder as one reproducible tar+gzip layer.
+  std::optional<recipe::ToolTempDir> staging;
+  std::string dir = f.output;
+  if (push) {
+    staging.emplace("gpufleet-push");
+    dir = staging->path + "/bundle";
+  }
+  recipe::write_bundle(bundle, dir);
+  if (!f.sign_key.empty()) {
+    try {
+      sign_bundle(dir, f.sign_key);
+    } catch (const std::runtime_error& e) {
+      if (!push) throw;
+      bool missing = std::string_view(e.what()).find("cannot run") != std::string_view::npos;
+      throw std::runtime_error("--sign-key " + f.sign_key + ": the bundle could not be signed (" +
+                               (missing ? "cannot run ssh-keygen; install openssh-client"
+                                        : "see ssh-keygen's message above") +
+                               "); nothing was pushed");
+    }
+  }
+  if (push) {
+    std::string layer = recipe::pack_bundle_dir(dir);
+    std::map<std::string, std::string> annotations = {{"io.gpufleet.bundle.deployer", f.deployer}};
+    if (!r.digest.empty()) annotations["io.gpufleet.recipe.digest"] = r.digest;
+    std::string digest = recipe::push_bundle(*push, layer, annotations, f.oci);
+    std::cout << "Pushed " << push->text() << "@" << digest << " (" << bundle.size() << " files, "
+              << layer.size() << " bytes";
+    if (!f.sign_key.empty()) std::cout << ", signed";
+    std::cout << "; fetch with: gpufleet bundle pull oci://" << push->registry << "/"
+              << push->repository << "@" << digest << " DIR)\n";
+    return;
+  }
   std::cout << "wrote " << bundle.size() << " files for " << f.deployer << " to " << f.output;
   if (!options.overrides.empty()) std::cout << " with " << options.overrides.size() << " overrides";
   if (!options.vendored.empty())
@@ -156,6 +219,27 @@ void run_bundle(const BundleFlags& f) {
   } else {
     std::cout << ", signed (verify with: gpufleet verify " << f.output << " --key " << f.sign_key
               << ".pub)\n";
+  }
+}
+
+void run_pull(const PullFlags& f) {
+  recipe::OciReference ref = recipe::parse_oci_reference(f.reference, "REFERENCE", true);
+  std::error_code ec;
+  if (std::filesystem::exists(f.dir, ec) &&
+      (!std::filesystem::is_directory(f.dir, ec) || !std::filesystem::is_empty(f.dir, ec))) {
+    // Checked again when unpacking; here it saves the download.
+    throw core::InvalidInput("DIR " + core::quoted(f.dir) +
+                             " exists and is not an empty directory; give a new or empty one");
+  }
+  recipe::PulledBundle pulled = recipe::pull_bundle(ref, f.oci);
+  const std::string at =
+      "oci://" + ref.registry + "/" + ref.repository + "@" + pulled.manifest_digest;
+  std::size_t files = recipe::unpack_bundle_archive(pulled.layer, f.dir, at);
+  std::cout << "pulled " << at << " into " << f.dir << ": " << files << " files";
+  if (std::filesystem::exists(std::filesystem::path(f.dir) / "checksums.txt.sig")) {
+    std::cout << ", signed (verify with: gpufleet verify " << f.dir << " --key KEY.pub)\n";
+  } else {
+    std::cout << ", not signed (check with: cd " << f.dir << " && sha256sum -c checksums.txt)\n";
   }
 }
 
@@ -171,7 +255,9 @@ void setup_bundle(CLI::App& root) {
       ->check(CLI::ExistingFile);
   // Required, from the flags or from --config (checked when the command runs).
   cmd->add_option("--deployer", flags->deployer, "helm, argocd, argocd-helm, flux or helmfile");
-  cmd->add_option("-o,--output", flags->output, "new or empty directory to write the bundle to");
+  cmd->add_option("-o,--output", flags->output,
+                  "new or empty directory to write the bundle to, or oci://HOST[:PORT]/REPO:TAG "
+                  "to push\nit to an OCI registry (a reproducible tar+gzip layer)");
   auto* config = cmd->add_option("--config", flags->config_file,
                                  "config file (kind RecipeConfig): spec.recipe and spec.bundle "
                                  "fill in what the flags do not give")
@@ -227,7 +313,23 @@ void setup_bundle(CLI::App& root) {
   cmd->add_option("--flux-namespace", flags->options.flux_namespace,
                   "flux: namespace of sources and releases")
       ->capture_default_str();
-  cmd->callback([flags, cmd, config] {
+  add_registry_options(cmd, flags->oci);
+
+  auto pull_flags = std::make_shared<PullFlags>();
+  auto* pull = cmd->add_subcommand(
+      "pull",
+      "Fetch a bundle pushed with -o oci://... into a new or empty directory: every digest\n"
+      "checked, the archive unpacked refusing absolute paths, '..', links and devices.\n"
+      "Then: gpufleet verify DIR --key KEY.pub");
+  pull->add_option("reference", pull_flags->reference,
+                   "oci://HOST[:PORT]/REPO:TAG or oci://HOST[:PORT]/REPO@sha256:DIGEST")
+      ->required();
+  pull->add_option("dir", pull_flags->dir, "new or empty directory")->required();
+  add_registry_options(pull, pull_flags->oci);
+  pull->callback([pull_flags] { run_pull(*pull_flags); });
+
+  cmd->callback([flags, cmd, config, pull] {
+    if (pull->parsed()) return;
     if (config->count() > 0) apply_config(*flags, *cmd);
     BundleFlags& f = *flags;
     if (f.recipe_file.empty() || f.deployer.empty() || f.output.empty()) {

@@ -34,7 +34,10 @@ set +e
 set -e
 [[ $rc == 2 ]] || fail "bad deployer exited $rc, want 2"
 "$bin" recipe --help | grep -q -- '--accelerator' || fail "recipe --help"
-"$bin" bundle --help | grep -q -- '--deployer' || fail "bundle --help"
+# grep without -q reads the whole help: with -q it may exit first and, under pipefail, the
+# writer's SIGPIPE fails the line.
+"$bin" bundle --help | grep -- '--deployer' >/dev/null || fail "bundle --help"
+"$bin" bundle pull --help | grep -- '--registry-ca-file' >/dev/null || fail "bundle pull --help"
 
 # --data adds an overlay and overrides a library file without rebuilding.
 mkdir -p "$work/data/overlays"
