@@ -1,0 +1,183 @@
+// The static cost estimate: exact where the runtime's path is fixed, and never below what an
+// evaluation within the declared sizes spends.
+#include "cel/cost.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "cel/cel.h"
+#include "core/value.h"
+
+namespace gpufleet::cel {
+namespace {
+
+using ::testing::HasSubstr;
+
+core::Value int_list(int n, int v = 1) {
+  core::Value l = core::Value::list();
+  for (int i = 0; i < n; ++i) l.push_back(v);
+  return l;
+}
+
+struct Fixture {
+  Env env;
+  Sizes sizes;
+  Fixture() {
+    env.variable("xs").variable("ys").variable("s").variable("obj").variable("h");
+    sizes.variable("xs", Shape::list(10, Shape::scalar()))
+        .variable("ys", Shape::list(20, Shape::scalar()))
+        .variable("s", Shape::string(800));
+  }
+  CostEstimate estimate(const std::string& expr) const {
+    return estimate_cost(compile(expr, env), sizes);
+  }
+};
+
+// The runtime cost of `expr` over these bindings.
+std::uint64_t spent(const Program& p, const Activation& act) {
+  std::uint64_t cost = 0;
+  Val v = p.evaluate(act, &cost);
+  EXPECT_FALSE(v.is_error()) << p.source() << ": " << v.error_message();
+  return cost;
+}
+
+TEST(CelCost, Constants) {
+  Fixture f;
+  for (const char* e : {"1", "'abc'", "true", "[1, 2, 3]", "1 + 2 * 3", "'a' + 'b'"}) {
+    CostEstimate c = f.estimate(e);
+    EXPECT_EQ(c.min, 1u) << e;  // folded at compile time
+    EXPECT_EQ(c.max, 1u) << e;
+    EXPECT_TRUE(c.costliest.text.empty()) << e;
+  }
+}
+
+TEST(CelCost, ComprehensionOverBoundedList) {
+  Fixture f;
+  // all: 1 + range 1 + 10 × (iteration 1 + `x > 0` 3)
+  Program p = compile("xs.all(x, x > 0)", f.env);
+  CostEstimate c = estimate_cost(p, f.sizes);
+  EXPECT_EQ(c.max, 42u);
+  EXPECT_EQ(c.min, 2u);  // an empty list
+  core::Value xs = int_list(10);
+  EXPECT_EQ(spent(p, Activation().bind("xs", xs)), 42u);  // the worst case is reached
+  EXPECT_EQ(c.costliest.text, "xs.all(x, x > 0)");
+  EXPECT_EQ(c.costliest.range, 10u);
+  EXPECT_FALSE(c.costliest.undeclared);
+  EXPECT_THAT(c.describe_costliest(),
+              HasSubstr("`xs.all(x, x > 0)` at 1:1: up to 10 iterations, 40 units"));
+}
+
+TEST(CelCost, NestedComprehensionsMultiply) {
+  Fixture f;
+  Program p = compile("xs.all(x, ys.all(y, x + y > 0))", f.env);
+  CostEstimate c = estimate_cost(p, f.sizes);
+  // inner: 2 + 20 × (1 + 5) = 122; outer: 2 + 10 × (1 + 122) = 1232
+  EXPECT_EQ(c.max, 1232u);
+  core::Value xs = int_list(10), ys = int_list(20);
+  EXPECT_EQ(spent(p, Activation().bind("xs", xs).bind("ys", ys)), 1232u);
+  // Twice the outer list: twice the cost (minus the fixed part).
+  f.sizes.variable("xs", Shape::list(20, Shape::scalar()));
+  EXPECT_EQ(estimate_cost(p, f.sizes).max, 2 + 20 * 123u);
+  // The map result of a comprehension keeps its bound for the next one.
+  EXPECT_EQ(f.estimate("xs.map(x, x * 2).exists(y, y == 3)").max,
+            (2 + 20 * (1 + 3)) + 1 + 20 * (1 + 3));  // xs: 20
+}
+
+TEST(CelCost, StringFunctionsScaleWithLength) {
+  Fixture f;
+  // call 1 + receiver 1 + pattern 1 + 800 / 8
+  EXPECT_EQ(f.estimate("s.matches('^a+$')").max, 103u);
+  EXPECT_EQ(f.estimate("s.contains('x')").max, 103u);
+  EXPECT_EQ(f.estimate("s.startsWith('abc')").max, 3u);  // proportional to the prefix
+  EXPECT_EQ(f.estimate("s.split(',').size()").max, 1 + 103u);
+  f.sizes.variable("s", Shape::string(8000));
+  EXPECT_EQ(f.estimate("s.matches('^a+$')").max, 1003u);
+  // A comprehension over split parts: at most one part per byte, plus one.
+  CostEstimate c = f.estimate("s.split(',').exists(p, p == 'x')");
+  EXPECT_EQ(c.max, 1 + 1003 + 8001u * (1 + 3));
+  // Runtime agrees on a worst-case input.
+  Program p = compile("s.contains('a') && s.matches('^a+$')", f.env);
+  core::Value s = std::string(8000, 'a');
+  EXPECT_EQ(spent(p, Activation().bind("s", s)), estimate_cost(p, f.sizes).max);
+}
+
+TEST(CelCost, ListMembershipScalesWithList) {
+  Fixture f;
+  Program p = compile("3 in xs", f.env);
+  EXPECT_EQ(estimate_cost(p, f.sizes).max, 3 + 10u);
+  core::Value xs = int_list(10);
+  EXPECT_EQ(spent(p, Activation().bind("xs", xs)), 13u);
+}
+
+TEST(CelCost, UndeclaredSizesAreUnbounded) {
+  Fixture f;
+  CostEstimate c = f.estimate("obj.items.all(i, i.x == 1)");
+  EXPECT_GT(c.max, Shape::kUnbounded);
+  EXPECT_TRUE(c.costliest.undeclared);
+  EXPECT_EQ(c.costliest.text, "obj.items.all(i, i.x == 1)");
+  EXPECT_THAT(c.describe_costliest(), HasSubstr("no declared bound"));
+  // Declared: the nested object's list bound applies, and its elements' fields too.
+  f.sizes.variable(
+      "obj",
+      Shape::object({{"items", Shape::list(5, Shape::object({{"name", Shape::string(64)}}))}}));
+  EXPECT_EQ(f.estimate("obj.items.all(i, i.name.contains('a'))").max, 2 + 5 * (1 + 12u));
+  // A map over its keys, a closed object over its field names.
+  f.sizes.variable("h", Shape::map(4, Shape::string(16), Shape::list(3, Shape::scalar())));
+  EXPECT_EQ(f.estimate("h.all(k, h[k].all(v, v > 0))").max, 2 + 4 * (1 + (1 + 3 + 3 * (1 + 3))));
+}
+
+TEST(CelCost, ShortCircuitsAndBranches) {
+  Fixture f;
+  CostEstimate c = f.estimate("false && xs.all(x, x > 0)");
+  EXPECT_EQ(c.max, 1 + 1 + 42u);  // both sides count: absorption evaluates both when an error
+  EXPECT_EQ(c.min, 2u);
+  CostEstimate d = f.estimate("s == '' ? 1 : xs.filter(x, x > 0).size()");
+  EXPECT_EQ(d.max, 1 + 3 + (1 + 42u));
+}
+
+// For every expression, an evaluation over inputs at the declared maximum sizes spends at
+// most the estimate (and the estimate is the runtime's limit: it is not exceeded).
+TEST(CelCost, BoundHoldsAtTheDeclaredMaximum) {
+  Fixture f;
+  f.sizes.variable(
+      "obj", Shape::object({{"names", Shape::list(16, Shape::string(40))},
+                            {"labels", Shape::map(8, Shape::string(20), Shape::string(30))}}));
+  core::Value xs = int_list(10, 7), ys = int_list(20, 3), s = std::string(800, 'b');
+  core::Value obj = core::Value::map();
+  for (int i = 0; i < 16; ++i) obj["names"].push_back(std::string(40, 'a' + i % 26));
+  for (int i = 0; i < 8; ++i) obj["labels"][std::string(20, 'k' + i)] = std::string(30, 'v');
+  for (const char* e : {
+           "xs.map(x, x * 2).filter(y, y > 3).size() > 2",
+           "xs.all(x, ys.exists(y, x == y)) || s.endsWith('b')",
+           "obj.names.exists_one(n, n.startsWith('aa'))",
+           "obj.labels.all(k, obj.labels[k].matches('^v+$'))",
+           "obj.names.map(n, n + '-' + n).join(',').size() > 0",
+           "s.split('b').size() > 3 && s.indexOf('c') == -1",
+           "(xs + ys).sort().distinct().size() == 2",
+           "s.replace('b', 'cc').size() == 1600",
+           "obj.names.filter(n, n in ['x', 'y']).size() == 0 && 7 in xs",
+           "xs.sum() + ys.max() > 0 && xs.isSorted()",
+       }) {
+    Program p = compile(e, f.env);
+    CostEstimate c = estimate_cost(p, f.sizes);
+    Activation act;
+    act.bind("xs", xs).bind("ys", ys).bind("s", s).bind("obj", obj);
+    const std::uint64_t cost = spent(p, act);
+    EXPECT_LE(cost, c.max) << e;
+    EXPECT_GE(cost, c.min) << e;
+    Env limited = f.env;
+    limited.cost_limit(c.max);
+    Val v = compile(e, limited).evaluate(act);
+    EXPECT_FALSE(v.is_error()) << e << ": " << v.error_message();
+  }
+}
+
+TEST(CelCost, SaturatesInsteadOfOverflowing) {
+  Fixture f;
+  CostEstimate c =
+      f.estimate("obj.a.all(a, obj.b.all(b, obj.c.all(c, obj.d.all(d, obj.e.all(e, a == e)))))");
+  EXPECT_EQ(c.max, UINT64_MAX);
+}
+
+}  // namespace
+}  // namespace gpufleet::cel
