@@ -5,6 +5,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <random>
+#include <vector>
+
 #include "cel/cel.h"
 #include "core/value.h"
 
@@ -169,6 +172,49 @@ TEST(CelCost, BoundHoldsAtTheDeclaredMaximum) {
     limited.cost_limit(c.max);
     Val v = compile(e, limited).evaluate(act);
     EXPECT_FALSE(v.is_error()) << e << ": " << v.error_message();
+  }
+}
+
+// The same over random inputs within the declared sizes (shorter lists, other contents, early
+// exits): never above the estimate, never below the minimum.
+TEST(CelCost, BoundHoldsForRandomInputsWithinTheSizes) {
+  Fixture f;
+  f.sizes.variable("obj", Shape::object({{"names", Shape::list(16, Shape::string(40))}}));
+  std::mt19937 rng(12345);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n + 1)); };
+  const std::vector<Program> programs = [&] {
+    std::vector<Program> ps;
+    for (const char* e : {"xs.all(x, ys.exists(y, x == y))", "xs.exists_one(x, x in ys)",
+                          "xs.filter(x, x > 4).map(x, x * 2).size() >= 0",
+                          "s.split(',').exists(p, p.contains('ab'))",
+                          "obj.names.all(n, n.matches('^a') || n.endsWith('b'))",
+                          "s.replace('a', 'bb').size() >= 0 && s.indexOf(',') >= -1",
+                          "obj.names.map(n, n + s).join('-').size() >= 0",
+                          "(xs + ys).distinct().sort().size() >= 0"})
+      ps.push_back(compile(e, f.env));
+    return ps;
+  }();
+  for (int round = 0; round < 200; ++round) {
+    core::Value xs = core::Value::list(), ys = core::Value::list(), obj = core::Value::map();
+    for (int i = pick(10); i > 0; --i) xs.push_back(pick(9));
+    for (int i = pick(20); i > 0; --i) ys.push_back(pick(9));
+    std::string s(static_cast<std::size_t>(pick(800)), 'a');
+    for (char& ch : s) ch = "ab,"[pick(2)];
+    obj["names"] = core::Value::list();
+    for (int i = pick(16); i > 0; --i) {
+      std::string n(static_cast<std::size_t>(pick(40)), 'a');
+      for (char& ch : n) ch = "ab"[pick(1)];
+      obj["names"].push_back(n);
+    }
+    core::Value sv = s;
+    Activation act;
+    act.bind("xs", xs).bind("ys", ys).bind("s", sv).bind("obj", obj);
+    for (const Program& p : programs) {
+      const CostEstimate c = estimate_cost(p, f.sizes);
+      const std::uint64_t cost = spent(p, act);
+      ASSERT_LE(cost, c.max) << p.source() << " round " << round;
+      ASSERT_GE(cost, c.min) << p.source() << " round " << round;
+    }
   }
 }
 
