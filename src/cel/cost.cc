@@ -8,6 +8,7 @@
 #include "cel/cel.h"
 #include "cel/compiled.h"
 #include "core/text_position.h"
+#include "core/value.h"
 
 namespace gpufleet::cel {
 
@@ -362,7 +363,7 @@ class Estimator {
     } else if (f == "startsWith" || f == "endsWith") {
       extra = sz(1) / 8;
     } else if (f == "indexOf" || f == "lastIndexOf") {
-      extra = shape(0)->is_list ? sz(0) : sz(0) / 8;
+      extra = sz(0);  // a list: its size (text: /8; a shape may be either)
       proportional_to = sz(0);
     } else if (f == "replace") {
       // s/8, then 1 per replacement: at most one per byte plus one (an empty pattern).
@@ -493,6 +494,21 @@ ShapePtr Shape::object(std::vector<std::pair<std::string, ShapePtr>> fields, Sha
   s.rest_declared = rest != nullptr;
   s.elem = std::move(rest);
   return make(std::move(s));
+}
+
+ShapePtr Shape::of(const core::Value& v) {
+  if (v.is_string()) return Shape::string(v.as_string().size());
+  if (v.is_list()) {
+    ShapePtr elem;
+    for (const auto& e : v.as_list()) elem = elem ? merge(elem, Shape::of(e)) : Shape::of(e);
+    return Shape::list(v.as_list().size(), elem ? elem : Shape::scalar());
+  }
+  if (v.is_map()) {
+    std::vector<std::pair<std::string, ShapePtr>> fields;
+    for (const auto& [k, x] : v.as_map()) fields.emplace_back(k, Shape::of(x));
+    return Shape::object(std::move(fields));
+  }
+  return Shape::scalar();
 }
 
 Sizes& Sizes::variable(std::string name, ShapePtr shape) {

@@ -19,6 +19,10 @@
 #include <utility>
 #include <vector>
 
+namespace gpufleet::core {
+class Value;
+}
+
 namespace gpufleet::cel {
 
 class Program;
@@ -51,6 +55,9 @@ struct Shape {
   // (null: undeclared).
   static ShapePtr object(std::vector<std::pair<std::string, ShapePtr>> fields, ShapePtr rest,
                          std::uint64_t max_entries = kUnbounded);
+  // The exact bounds of one value (its sizes, recursively): an estimate over these bounds
+  // must cover any evaluation over that value (the tests' and the fuzzer's oracle).
+  static ShapePtr of(const core::Value& v);
 };
 
 // Declared shapes of an environment's variables; an undeclared variable is unbounded.

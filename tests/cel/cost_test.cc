@@ -5,10 +5,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <vector>
 
 #include "cel/cel.h"
+#include "core/json.h"
 #include "core/value.h"
 
 namespace gpufleet::cel {
@@ -216,6 +220,56 @@ TEST(CelCost, BoundHoldsForRandomInputsWithinTheSizes) {
       ASSERT_GE(cost, c.min) << p.source() << " round " << round;
     }
   }
+}
+
+// The fuzzer's oracle on its seed corpus (fuzz/cel/corpus/eval) and a few more: with each
+// variable's exact bounds (Shape::of), no evaluation spends more than the estimate.
+TEST(CelCost, ExactShapesBoundTheFuzzCorpus) {
+  const core::Value node = core::parse_json(R"({
+    "metadata": {"name": "gpu-1", "labels": {"nvidia.com/gpu.product": "NVIDIA-H100", "n": "3"}},
+    "status": {"capacity": {"nvidia.com/gpu": "8", "memory": "1Ti"},
+               "conditions": [{"type": "Ready", "status": "True", "t": "2024-01-01T00:00:00Z"}],
+               "numbers": [1, -2, 3.5, 18446744073709551615, null, true, "x"]}})");
+  const core::Value event = core::parse_json(R"({"isFatal": true, "errorCode": "79", "count": 9})");
+  const core::Value value(300);
+  Env env;
+  env.variable("node").variable("event").variable("value", "int");
+  Sizes sizes;
+  sizes.variable("node", Shape::of(node))
+      .variable("event", Shape::of(event))
+      .variable("value", Shape::of(value));
+  std::vector<std::string> exprs = {
+      "node.metadata.labels.all(k, node.metadata.labels[k].size() < 100)",
+      "node.status.conditions.exists(c, c.type == 'Ready' && c.status == 'True')",
+      "node.status.numbers.filter(n, type(n) == int).map(n, n * 2).size() == 1",
+      "node.metadata.labels.map(k, k + '=' + node.metadata.labels[k]).join(',').size() > 0",
+      "[node.metadata.name, event.errorCode].exists(s, s.matches('^[a-z0-9-]+$'))",
+      "event.errorCode in ['79', '48'] ? node.metadata.name.indexOf('1') : 0",
+  };
+  const std::filesystem::path corpus =
+      std::filesystem::path(GPUFLEET_SOURCE_DIR) / "fuzz/cel/corpus/eval";
+  for (const auto& f : std::filesystem::directory_iterator(corpus)) {
+    std::ifstream in(f.path());
+    exprs.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_GT(exprs.size(), 30u);
+  Activation act;
+  act.bind("node", node).bind("event", event).bind("value", value);
+  int evaluated = 0;
+  for (const auto& e : exprs) {
+    Program p;
+    try {
+      p = compile(e, env);
+    } catch (const CompileError&) {
+      continue;
+    }
+    const CostEstimate c = estimate_cost(p, sizes);
+    std::uint64_t cost = 0;
+    (void)p.evaluate(act, &cost);
+    EXPECT_LE(cost, c.max) << e;
+    ++evaluated;
+  }
+  EXPECT_GT(evaluated, 30);
 }
 
 TEST(CelCost, SaturatesInsteadOfOverflowing) {
