@@ -8,6 +8,7 @@
 #include <new>
 
 #include "cel/cel.h"
+#include "cel/cost.h"
 #include "core/json.h"
 
 namespace {
@@ -136,5 +137,44 @@ void BM_Compile(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Compile);
+
+// The static cost estimate of a rule at admission: the quarantine rule, and the pattern rule
+// over a bounded history (a comprehension with a conjunction of field comparisons).
+void estimate(benchmark::State& state, const char* rule) {
+  cel::Env env;
+  env.variable("event").variable("node").variable("history");
+  cel::Program p = cel::compile(rule, env);
+  const auto entry = cel::Shape::object({{"type", cel::Shape::string(32)},
+                                         {"code", cel::Shape::scalar()},
+                                         {"entity", cel::Shape::string(512)},
+                                         {"ageSeconds", cel::Shape::scalar()}});
+  cel::Sizes sizes;
+  sizes.variable("history", cel::Shape::list(32, entry))
+      .variable("event", cel::Shape::object({{"isFatal", cel::Shape::scalar()},
+                                             {"errorCode", cel::Shape::string(8)}}))
+      .variable("node",
+                cel::Shape::object(
+                    {{"metadata", cel::Shape::object(
+                                      {{"labels", cel::Shape::map(cel::Shape::kUnbounded, nullptr,
+                                                                  cel::Shape::string(63))}},
+                                      nullptr)}},
+                    nullptr));
+  for (auto _ : state) {
+    cel::CostEstimate c = cel::estimate_cost(p, sizes);
+    benchmark::DoNotOptimize(c);
+  }
+}
+void BM_EstimateQuarantineRule(benchmark::State& state) {
+  estimate(state,
+           "event.isFatal && event.errorCode in ['79', '48', '94'] && "
+           "node.metadata.labels['nvidia.com/gpu.product'].startsWith('NVIDIA-H100')");
+}
+BENCHMARK(BM_EstimateQuarantineRule);
+void BM_EstimatePatternRule(benchmark::State& state) {
+  estimate(state,
+           "event.isFatal && history.filter(h, h.type == 'Xid' && h.code == 79 && "
+           "h.entity == 'GPU-0' && h.ageSeconds < 86400).size() >= 5");
+}
+BENCHMARK(BM_EstimatePatternRule);
 
 }  // namespace

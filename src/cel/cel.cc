@@ -1,20 +1,13 @@
 #include "cel/cel.h"
 
 #include "cel/checker.h"
+#include "cel/compiled.h"
 #include "cel/eval.h"
 #include "cel/lexer.h"
 #include "cel/parser.h"
 #include "core/text_position.h"
 
 namespace gpufleet::cel {
-
-struct CompiledExpr {
-  std::string source;
-  ExprPtr root;
-  Type type;
-  int slot_count = 0;
-  std::uint64_t cost_limit = 0;
-};
 
 Env& Env::variable(std::string name, std::string_view type) {
   return variable(std::move(name), parse_type(type));
@@ -113,7 +106,9 @@ Program compile(std::string_view source, const Env& env) {
   return p;
 }
 
-Val Program::evaluate(const Activation& activation) const {
+Val Program::evaluate(const Activation& activation) const { return evaluate(activation, nullptr); }
+
+Val Program::evaluate(const Activation& activation, std::uint64_t* cost_spent) const {
   if (!impl_) return Val::error("evaluate() called on a Program that was not compiled");
   EvalContext ctx;
   ctx.activation = &activation;
@@ -126,6 +121,13 @@ Val Program::evaluate(const Activation& activation) const {
   } else {
     ctx.slots = inline_slots;
   }
+  struct Report {
+    const EvalContext& ctx;
+    std::uint64_t* out;
+    ~Report() {
+      if (out != nullptr) *out = ctx.cost;
+    }
+  } report{ctx, cost_spent};
   try {
     return evaluate_expr(*impl_->root, ctx).detach();
   } catch (const core::InvalidInput& e) {

@@ -90,6 +90,8 @@ class Activation {
 
 struct Expr;
 struct CompiledExpr;
+struct CostEstimate;
+class Sizes;
 
 // A compiled expression. Immutable: evaluate() may run from many threads at once.
 class Program {
@@ -97,6 +99,8 @@ class Program {
   // The result, or an error value (kind() == ValKind::Error) with the reason. A result may
   // borrow from the activation's values and from this Program; use to_value() to keep it.
   [[nodiscard]] Val evaluate(const Activation& activation) const;
+  // The same, storing the cost units the evaluation spent (to compare with estimate_cost()).
+  [[nodiscard]] Val evaluate(const Activation& activation, std::uint64_t* cost_spent) const;
   // For rules: true/false, or EvalError when the result is an error or not a bool.
   [[nodiscard]] bool evaluate_bool(const Activation& activation) const;
   // The checker's result type ("bool", "dyn", ...).
@@ -105,6 +109,7 @@ class Program {
 
  private:
   friend Program compile(std::string_view source, const Env& env);
+  friend CostEstimate estimate_cost(const Program& program, const Sizes& sizes);
   std::shared_ptr<const CompiledExpr> impl_;
 };
 

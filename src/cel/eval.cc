@@ -89,8 +89,9 @@ Val index_value(const Val& t, const Val& key) {
   return no_such_overload("_[_]", args, 2);
 }
 
-Val eval_in(const Val& x, const Val& coll) {
+Val eval_in(const Val& x, const Val& coll, EvalContext& ctx) {
   if (coll.kind() == K::List) {
+    ctx.charge(coll.size());  // a linear scan
     for (std::size_t i = 0, n = coll.size(); i < n; ++i) {
       if (equals(x, coll.list_at(i))) return Val::boolean(true);
     }
@@ -125,7 +126,7 @@ Val eval_compare(const Expr& e, EvalContext& ctx) {
   switch (e.op) {
     case Op::Eq: return Val::boolean(equals(l, r));
     case Op::Ne: return Val::boolean(!equals(l, r));
-    case Op::In: return eval_in(l, r);
+    case Op::In: return eval_in(l, r, ctx);
     default: break;
   }
   int c = compare(l, r);

@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "cel/cost.h"
+
 namespace gpufleet::certify {
 namespace {
+
+constexpr std::uint64_t kThresholdCostLimit = 10000;
 
 const cel::Env& threshold_env() {
   static const cel::Env env = [] {
@@ -13,10 +17,19 @@ const cel::Env& threshold_env() {
     e.variable("groupSize", "int");
     e.variable("gpuProduct", "string");
     // A threshold is a comparison or a few: a small budget keeps a bad one cheap.
-    e.cost_limit(10000);
+    e.cost_limit(kThresholdCostLimit);
     return e;
   }();
   return env;
+}
+
+// gpuProduct is the node label nvidia.com/gpu.product: a label value, at most 63 bytes.
+const cel::Sizes& threshold_sizes() {
+  static const cel::Sizes sizes = cel::Sizes()
+                                      .variable("gpuProduct", cel::Shape::string(63))
+                                      .variable("value", cel::Shape::scalar())
+                                      .variable("groupSize", cel::Shape::scalar());
+  return sizes;
 }
 
 std::string format_value(double v) {
@@ -66,6 +79,16 @@ ThresholdSet ThresholdSet::compile(const std::map<std::string, std::string>& thr
     } catch (const cel::CompileError& e) {
       throw core::InvalidInput("threshold " + metric + ": expression \"" + expression +
                                "\" does not compile: " + e.what());
+    }
+    const cel::CostEstimate cost = cel::estimate_cost(program, threshold_sizes());
+    if (cost.max > kThresholdCostLimit) {
+      const std::string where = cost.describe_costliest();
+      throw core::InvalidInput("threshold " + metric + ": expression \"" + expression +
+                               "\" may cost up to " + std::to_string(cost.max) +
+                               " units, over the limit of " + std::to_string(kThresholdCostLimit) +
+                               (where.empty() ? "" : " (" + where + ")") +
+                               "; a threshold compares the measured value: write a comparison "
+                               "such as value >= 350, without iterating over lists");
     }
     std::string type = program.result_type();
     if (type != "bool" && type != "dyn") {

@@ -14,7 +14,93 @@ bool valid_effect(std::string_view e) {
   return e == "NoSchedule" || e == "PreferNoSchedule" || e == "NoExecute";
 }
 
+std::string with_commas(std::uint64_t v) {
+  std::string s = std::to_string(v);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
+    s.insert(static_cast<std::size_t>(i), ",");
+  return s;
+}
+
+// Bytes of a string of at most `chars` characters of UTF-8.
+cel::ShapePtr text(std::uint64_t chars) { return cel::Shape::string(4 * chars); }
+
 }  // namespace
+
+const cel::Sizes& rule_input_sizes() {
+  using cel::Shape;
+  static const cel::Sizes sizes = [] {
+    // deploy/crds/nodehealth.yaml (structural: the API server prunes undeclared fields).
+    const auto state = Shape::string(7);  // Healthy | Unknown | Warning | Fatal
+    const auto time = Shape::string(64);  // date-time
+    const auto entity = Shape::object({{"id", text(128)},
+                                       {"kind", text(32)},
+                                       {"state", state},
+                                       {"reason", text(128)},
+                                       {"message", text(1100)},
+                                       {"lastTransitionTime", time}});
+    const auto check = Shape::object({{"name", text(63)},
+                                      {"state", state},
+                                      {"reason", text(128)},
+                                      {"message", text(1100)},
+                                      {"lastTransitionTime", time},
+                                      {"entities", Shape::list(64, entity)}});
+    const auto history = Shape::list(32, Shape::object({{"recordId", Shape::scalar()},
+                                                        {"time", time},
+                                                        {"check", text(63)},
+                                                        {"entity", text(128)},
+                                                        {"state", state},
+                                                        {"reason", text(128)}}));
+    const auto remediation = Shape::object({{"incident", text(253)},
+                                            {"attempt", Shape::scalar()},
+                                            {"action", text(32)},
+                                            {"state", Shape::string(9)},
+                                            {"message", text(1100)},
+                                            {"error", text(1100)},
+                                            {"recordId", Shape::scalar()},
+                                            {"time", time}});
+    const auto status =
+        Shape::object({{"state", state},
+                       {"bootID", text(64)},
+                       {"lastAppliedRecordId", Shape::scalar()},
+                       {"rejectedRecords", Shape::scalar()},
+                       {"lastRejection", text(1100)},
+                       {"remediation", remediation},
+                       {"compactedRecords", Shape::map(64, nullptr, Shape::scalar())},
+                       {"checks", Shape::list(64, check)},
+                       {"history", history}});
+    // metadata is ObjectMeta (open); apiVersion and kind are short.
+    const auto health = Shape::object(
+        {{"spec", Shape::object({{"nodeName", text(253)}})}, {"status", status}}, nullptr);
+    // The event: one check, or one entity of it (controller.cc, evaluate()).
+    const auto event = Shape::object({{"check", text(63)},
+                                      {"entity", text(128)},
+                                      {"kind", text(32)},
+                                      {"state", state},
+                                      {"reason", text(128)},
+                                      {"message", text(1100)}});
+    // A Node: Kubernetes validates label keys (253 + '/' + 63), values (63) and the total
+    // size of annotations (256 KiB); how many there are is not bounded.
+    const auto key = Shape::string(317);
+    const auto metadata = Shape::object(
+        {{"name", Shape::string(253)},
+         {"labels", Shape::map(Shape::kUnbounded, key, Shape::string(63))},
+         {"annotations", Shape::map(Shape::kUnbounded, key, Shape::string(256 << 10))}},
+        nullptr);
+    const auto taint = Shape::object({{"key", key},
+                                      {"value", Shape::string(63)},
+                                      {"effect", Shape::string(16)},
+                                      {"timeAdded", time}});
+    const auto node = Shape::object(
+        {{"metadata", metadata},
+         {"spec", Shape::object({{"taints", Shape::list(Shape::kUnbounded, taint)}}, nullptr)}},
+        nullptr);
+    cel::Sizes s;
+    s.variable("event", event).variable("health", health).variable("node", node);
+    s.variable("history", history);
+    return s;
+  }();
+  return sizes;
+}
 
 std::string Taint::to_string() const {
   return key + (value.empty() ? "" : "=" + value) + ":" + effect;
@@ -119,12 +205,25 @@ RuleSet RuleSet::compile(std::vector<RuleSpec> rules, std::uint64_t cost_limit) 
     }
   }
   for (auto& r : rules) {
+    cel::Program p;
     try {
-      cel::Program p = cel::compile(r.when, env);
-      set.rules_.push_back({std::move(r), std::move(p)});
+      p = cel::compile(r.when, env);
     } catch (const core::InvalidInput& e) {
       throw core::InvalidInput("rule '" + r.name + "'.when: " + e.what());
     }
+    const cel::CostEstimate cost = cel::estimate_cost(p, rule_input_sizes());
+    if (cost.max > cost_limit) {
+      std::string where = cost.describe_costliest();
+      throw core::InvalidInput(
+          "rule '" + r.name + "'.when: estimated worst-case cost " +
+          (cost.max == UINT64_MAX ? std::string("beyond 2^64") : with_commas(cost.max)) +
+          " units exceeds spec.costLimit " + with_commas(cost_limit) +
+          (where.empty() ? "" : " (" + where + ")") +
+          "; bound the list it iterates over (history has at most 32 entries, "
+          "health.status.checks and their entities at most 64; index labels by key instead "
+          "of iterating), or split the rule, or raise spec.costLimit (at most 10,000,000)");
+    }
+    set.rules_.push_back({std::move(r), std::move(p)});
   }
   return set;
 }

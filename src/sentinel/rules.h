@@ -10,8 +10,10 @@
 // - A rule whose condition touches an absent field (or fails any other way) does not match;
 //   the failure is reported once per rule and message (RuleSet::evaluate's `problems`), never
 //   thrown.
-// - Cost-bounded: every evaluation runs under Env::cost_limit (`cost_limit` units); over it
-//   is a failure like any other (no match, reported).
+// - Cost-bounded twice: compile() refuses a rule whose static worst case (cel::estimate_cost
+//   over rule_input_sizes()) exceeds `cost_limit`, naming the rule, the estimate, the limit and
+//   the costliest part; and every evaluation runs under Env::cost_limit (`cost_limit` units),
+//   over which is a failure like any other (no match, reported) — inputs larger than declared.
 // - Combination (deterministic): matching rules are taken in order of priority (higher first),
 //   then name. cordon = any non-dry-run match cordons; taints are united by (key, effect), the
 //   first rule in that order decides the value; escalation = the first non-empty one. A
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include "cel/cel.h"
+#include "cel/cost.h"
 #include "core/value.h"
 
 namespace gpufleet::sentinel {
@@ -71,9 +74,17 @@ struct Decision {
   }
 };
 
+// The declared sizes of what the controller feeds a rule, from the schemas: `history` is
+// NodeHealth's status.history (at most 32 entries), `health` a NodeHealth (checks and their
+// entities at most 64 each, strings per maxLength), `event` one check or entity of it, `node` a
+// Node (label values at most 63 bytes; the number of labels and taints is not bounded).
+// Strings are in bytes: a maxLength of N characters is at most 4N bytes.
+const cel::Sizes& rule_input_sizes();
+
 class RuleSet {
  public:
-  // Compiles every rule; throws core::InvalidInput (CEL errors with position) naming the rule.
+  // Compiles every rule; throws core::InvalidInput (CEL errors with position, a worst-case
+  // cost over `cost_limit`) naming the rule.
   static RuleSet compile(std::vector<RuleSpec> rules, std::uint64_t cost_limit = 100'000);
 
   // `problems` receives the messages reported for the first time (rule: reason), so a rule

@@ -312,6 +312,14 @@ TEST(Judge, ThresholdCompileErrorsNameTheMetric) {
               HasSubstr("threshold busBandwidthGBps: expression"));
   EXPECT_THAT(message({{"busBandwidthGBps", "value + 1.0"}}), HasSubstr("is a double, not a bool"));
   EXPECT_THAT(message({{"busBandwidthGBps", "valu > 1.0"}}), HasSubstr("does not compile"));
+  // Statically over the 10,000-unit budget: 20 × 20 × 20 iterations.
+  const std::string l20 = "[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20]";
+  EXPECT_THAT(message({{"busBandwidthGBps", l20 + ".all(a, " + l20 + ".all(b, " + l20 +
+                                                ".all(c, value > a + b + c)))"}}),
+              HasSubstr("over the limit of 10000 (the costliest part is `[1,2,3"));
+  EXPECT_EQ(message({{"busBandwidthGBps", l20 + ".all(a, value > a)"}}), "no error");
+  EXPECT_EQ(message({{"busBandwidthGBps", "gpuProduct.matches('H100') && value >= 350"}}),
+            "no error");
 }
 
 TEST(WorkloadResultContract, StrictJsonMetrics) {

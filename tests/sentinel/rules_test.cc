@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cel/cost.h"
 #include "core/errors.h"
 #include "core/json.h"
 
@@ -92,17 +93,92 @@ TEST(Rules, DryRunOnlyNeverActs) {
 }
 
 TEST(Rules, CostBounded) {
-  auto set = RuleSet::compile(
-      {rule("expensive",
-            "history.all(a, history.all(b, history.all(c, a.code + b.code + c.code >= 0)))")},
-      1000);
+  // The static estimate admits one pass over the declared 32 entries (2 + 32 × 5 = 162)...
+  auto set = RuleSet::compile({rule("scan", "history.all(a, a.code >= 0)")}, 200);
+  // ...and the runtime limit still stops inputs larger than declared.
   core::Value history = core::Value::list();
   for (int i = 0; i < 100; ++i) history.push_back(json(R"({"code":1})"));
   std::vector<std::string> problems;
   auto d = set.evaluate(json("{}"), kHealth, kNode, history, &problems);
   EXPECT_FALSE(d.acts());
   ASSERT_EQ(problems.size(), 1u);
-  EXPECT_NE(problems[0].find("cost"), std::string::npos) << problems[0];
+  EXPECT_NE(problems[0].find("cost limit of 200 units exceeded"), std::string::npos) << problems[0];
+  history = core::Value::list();
+  for (int i = 0; i < 32; ++i) history.push_back(json(R"({"code":1})"));
+  EXPECT_TRUE(set.evaluate(json("{}"), kHealth, kNode, history).acts());
+}
+
+std::string compile_error(const RuleSpec& r, std::uint64_t limit = 100'000) {
+  try {
+    (void)RuleSet::compile({r}, limit);
+  } catch (const core::InvalidInput& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Rules, CostlyRulesAreRefusedAtCompile) {
+  // Three nested passes over the history: 32^3 iterations.
+  const std::string msg = compile_error(
+      rule("expensive",
+           "history.all(a, history.all(b, history.all(c, a.code + b.code + c.code >= 0)))"));
+  EXPECT_NE(msg.find("rule 'expensive'.when: estimated worst-case cost 363,618 units exceeds "
+                     "spec.costLimit 100,000"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("the costliest part is `history.all(a, history.all(b, "), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("up to 32 iterations"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("or split the rule, or raise spec.costLimit"), std::string::npos) << msg;
+  // The same rule fits a raised limit.
+  EXPECT_EQ(compile_error(rule("expensive",
+                               "history.all(a, history.all(b, history.all(c, "
+                               "a.code + b.code + c.code >= 0)))"),
+                          400'000),
+            "");
+  // Node labels have no declared count: iterating them is refused, indexing them is not.
+  const std::string labels =
+      compile_error(rule("labels", "node.metadata.labels.exists(k, k.startsWith('nvidia.com/'))"));
+  EXPECT_NE(labels.find("`node.metadata.labels.exists(k, k.startsWith('nvidia.com/'))` at 1:1: "
+                        "up to 3,145,728 iterations (no declared bound)"),
+            std::string::npos)
+      << labels;
+  EXPECT_EQ(compile_error(rule("label",
+                               "node.metadata.labels['nvidia.com/gpu.product']."
+                               "matches('^NVIDIA-H1[0-9]{2}')")),
+            "");
+  // An unbounded string in a regex: Node annotations are up to 256 KiB.
+  EXPECT_EQ(compile_error(rule("annotation", "node.metadata.annotations['a'].matches('x')")), "");
+  EXPECT_NE(compile_error(rule("annotation", "node.metadata.annotations['a'].matches('x')"), 10'000)
+                .find("32,768 units"),
+            std::string::npos);
+}
+
+TEST(Rules, NodeHealthRulesFitTheDefaultLimit) {
+  // Every check and every entity of it: 64 × 64 iterations of a short predicate.
+  const std::string fatal =
+      "health.status.checks.exists(c, c.entities.exists(e, "
+      "e.state == 'Fatal'))";
+  auto p0 = cel::compile(fatal, cel::Env().variable("health"));
+  EXPECT_EQ(cel::estimate_cost(p0, rule_input_sizes()).max, 2 + 64 * (1 + 3 + 64 * 5u));
+  EXPECT_EQ(compile_error(rule("any-fatal-entity", fatal)), "");
+  // Searching each entity's message (up to 4,400 bytes) as well is too much for the default.
+  const std::string msg = compile_error(rule("xid-message",
+                                             "health.status.checks.exists(c, c.entities.exists(e, "
+                                             "e.state == 'Fatal' && e.message.contains('Xid')))"));
+  EXPECT_NE(msg.find("estimated worst-case cost 2,294,018 units exceeds spec.costLimit 100,000 "
+                     "(the costliest part is `health.status.checks.exists(c, c.entities.exists(e, "
+                     "e.state == 'Fatal' && e.m...` at 1:1: up to 64 iterations, 2,294,016 units)"),
+            std::string::npos)
+      << msg;
+  // The pattern rule of docs/sentinel.md is a few thousand units at most.
+  auto p = cel::compile(
+      "event.type == 'Xid' && history.filter(h, h.type == 'Xid' && h.code == event.code && "
+      "h.entity == event.entity && h.ageSeconds < 86400).size() >= 5",
+      cel::Env().variable("event").variable("history"));
+  const cel::CostEstimate c = cel::estimate_cost(p, rule_input_sizes());
+  EXPECT_LT(c.max, 2'000u);
+  EXPECT_GT(c.max, 32u * 10);
 }
 
 TEST(Rules, PatternEscalationOverHistory) {

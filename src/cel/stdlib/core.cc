@@ -214,16 +214,19 @@ bool two_strings(const Val* a, std::size_t n) {
   return n == 2 && a[0].kind() == K::String && a[1].kind() == K::String;
 }
 
-Val fn_contains(EvalContext&, const Val* a, std::size_t n) {
+Val fn_contains(EvalContext& ctx, const Val* a, std::size_t n) {
   if (!two_strings(a, n)) return no_such_overload("contains", a, n);
+  ctx.charge(a[0].size() / 8);
   return Val::boolean(a[0].text().find(a[1].text()) != std::string_view::npos);
 }
-Val fn_starts_with(EvalContext&, const Val* a, std::size_t n) {
+Val fn_starts_with(EvalContext& ctx, const Val* a, std::size_t n) {
   if (!two_strings(a, n)) return no_such_overload("startsWith", a, n);
+  ctx.charge(a[1].size() / 8);
   return Val::boolean(a[0].text().substr(0, a[1].size()) == a[1].text());
 }
-Val fn_ends_with(EvalContext&, const Val* a, std::size_t n) {
+Val fn_ends_with(EvalContext& ctx, const Val* a, std::size_t n) {
   if (!two_strings(a, n)) return no_such_overload("endsWith", a, n);
+  ctx.charge(a[1].size() / 8);
   std::string_view s = a[0].text(), suf = a[1].text();
   return Val::boolean(s.size() >= suf.size() && s.substr(s.size() - suf.size()) == suf);
 }

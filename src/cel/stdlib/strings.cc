@@ -81,8 +81,18 @@ Val index_of(const Val* a, std::size_t n, bool last) {
   return Val::integer(find_cps(cps, sub, 0, last, size));
 }
 
-Val fn_index_of(EvalContext&, const Val* a, std::size_t n) { return index_of(a, n, false); }
-Val fn_last_index_of(EvalContext&, const Val* a, std::size_t n) { return index_of(a, n, true); }
+// A linear scan: 1 unit per list element, or per 8 bytes of text.
+void charge_scan(EvalContext& ctx, const Val* a, std::size_t n) {
+  if (n >= 1) ctx.charge(a[0].kind() == K::List ? a[0].size() : a[0].size() / 8);
+}
+Val fn_index_of(EvalContext& ctx, const Val* a, std::size_t n) {
+  charge_scan(ctx, a, n);
+  return index_of(a, n, false);
+}
+Val fn_last_index_of(EvalContext& ctx, const Val* a, std::size_t n) {
+  charge_scan(ctx, a, n);
+  return index_of(a, n, true);
+}
 
 Val ascii_case(const Val* a, std::size_t n, bool upper) {
   if (!kinds(a, n, {K::String})) return no_such_overload(upper ? "upperAscii" : "lowerAscii", a, n);

@@ -43,6 +43,19 @@ const kube::ResourceId& policies_resource() {
   static const kube::ResourceId r{"gpufleet.io", "v1alpha1", "deploymentpolicies", false};
   return r;
 }
+// sentinel's incidents (deploy/crds/remediation.yaml): read through the API, as every
+// subsystem meets another, not through the sentinel module.
+const kube::ResourceId& remediations_resource() {
+  static const kube::ResourceId r{"gpufleet.io", "v1alpha1", "remediations", false};
+  return r;
+}
+constexpr std::string_view kIncidentNodeLabel = "sentinel.gpufleet.io/node";
+
+// An incident holds its node out until it is Released, Failed (sentinel's cordon then stays
+// and counts by itself; a person's uncordon hands the node back) or Cancelled.
+bool incident_open(std::string_view phase) {
+  return phase != "Released" && phase != "Failed" && phase != "Cancelled";
+}
 
 std::int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(Clock::now().time_since_epoch()).count();
@@ -186,6 +199,7 @@ class HostPkgReconciler : public controller::Reconciler {
         stage_pods_(m.cache(kube::resources::pods(), stage_pod_cache_options(settings_))),
         config_maps_(m.cache(kube::resources::config_maps(), stage_pod_cache_options(settings_))),
         pdbs_(m.cache(kube::resources::pod_disruption_budgets())),
+        remediations_(m.cache(remediations_resource())),
         events_(m.event_recorder("hostpkg")),
         status_(m.client(), sets_resource(), "HostPackageSet", std::string(kFieldManager)),
         metrics_(register_metrics(*m.options().registry)) {
@@ -269,6 +283,7 @@ class HostPkgReconciler : public controller::Reconciler {
   controller::Cache& stage_pods_;
   controller::Cache& config_maps_;  // ours (set label, our namespace): create only when absent
   controller::Cache& pdbs_;
+  controller::Cache& remediations_;  // sentinel's open incidents count as out
   kube::EventRecorder& events_;
   controller::StatusWriter status_;
   Metrics metrics_;
@@ -1064,7 +1079,14 @@ Result HostPkgReconciler::reconcile_pass(const Request& req, std::stop_token sto
     }
   }
 
-  // One scan of the Nodes.
+  // One scan of the Nodes, after the nodes with an open sentinel incident: out even while
+  // uncordoned (Detected before the cordon lands, or a validation that needs it schedulable).
+  std::unordered_set<std::string> incidents;
+  remediations_.for_each_compact([&](const kube::CompactObject& o) {
+    const std::string_view node = o.root().get_string({"metadata", "labels", kIncidentNodeLabel});
+    if (!node.empty() && incident_open(o.root().get_string({"status", "phase"})))
+      incidents.emplace(node);
+  });
   nodes_.for_each_compact([&](const kube::CompactObject& o) { p.nodes.push_back(scan_node(o)); });
   std::unordered_set<std::string> outside, gated;
   bool gated_all = false;
@@ -1101,6 +1123,7 @@ Result HostPkgReconciler::reconcile_pass(const Request& req, std::stop_token sto
     for (const auto& o : n.owners) {
       if (o != kOwner) other_holds = true;  // sentinel's quarantine and the like
     }
+    if (incidents.contains(n.name)) other_holds = true;
     if (other_holds) outside.insert(n.name);
     for (const Earlier& e : earlier) {
       if (!e.set.node_selector.matches(n.labels)) continue;
@@ -1343,6 +1366,12 @@ void setup_hostpkg(controller::Manager& manager, const ControllerSettings& setti
     }
     return out;
   };
+  // An incident opening or closing changes what is out for every set (sets are few).
+  controller::MapFunc incident_to_sets = [&sets](const core::Value&) {
+    std::vector<Request> out;
+    for (const auto& s : sets.list()) out.push_back(Request{"", std::string(kube::name_of(*s))});
+    return out;
+  };
   controller::SourceOptions set_source;
   set_source.cache.compact = false;
   controller::SourceOptions stage_source;
@@ -1356,6 +1385,7 @@ void setup_hostpkg(controller::Manager& manager, const ControllerSettings& setti
       .watches(policies_resource(), policy_to_sets, set_source)
       .watches(kube::resources::pods(), stage_pod_to_set, stage_source)
       .watches(kube::resources::pods(), pod_to_sets, pod_source)
+      .watches(remediations_resource(), incident_to_sets)
       // One worker: sets share the cluster budget, so their passes must not interleave.
       .max_concurrent_reconciles(1)
       .complete(rec);

@@ -105,6 +105,8 @@ expect yes gpufleet-hostpkg create pods/eviction
 expect yes gpufleet-hostpkg list hostpackagesets.gpufleet.io
 expect yes gpufleet-hostpkg patch hostpackagesets.gpufleet.io/status
 expect yes gpufleet-hostpkg create validationrequests.gpufleet.io
+expect yes gpufleet-hostpkg watch remediations.gpufleet.io
+expect no gpufleet-hostpkg patch remediations.gpufleet.io
 expect no gpufleet-hostpkg create hostpackagesets.gpufleet.io
 expect no gpufleet-hostpkg delete pods
 expect no gpufleet-hostpkg patch nodehealths.gpufleet.io

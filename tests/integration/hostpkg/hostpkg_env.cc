@@ -61,13 +61,15 @@ HostPkgEnv::HostPkgEnv(int nodes, bool controller) {
   const std::string run = std::to_string(::getpid());
   const char* kc = std::getenv("KUBECONFIG");
   std::string k = kubectl() + " --kubeconfig '" + (kc ? kc : "") + "'";
-  for (const char* crd : {"hostpackageset", "deploymentpolicy"}) {
+  // remediation: sentinel's incidents, which hostpkg reads as nodes out.
+  for (const char* crd : {"hostpackageset", "deploymentpolicy", "remediation"}) {
     std::string file = std::string(GPUFLEET_SOURCE_DIR) + "/deploy/crds/" + crd + ".yaml";
     if (std::system(
             (k + " apply --server-side --force-conflicts -f " + file + " >/dev/null").c_str()) != 0)
       throw std::runtime_error("cannot apply " + file);
   }
-  for (const char* crd : {"hostpackagesets.gpufleet.io", "deploymentpolicies.gpufleet.io"}) {
+  for (const char* crd : {"hostpackagesets.gpufleet.io", "deploymentpolicies.gpufleet.io",
+                          "remediations.gpufleet.io"}) {
     std::system(
         (k + " wait --for=condition=Established --timeout=30s crd/" + crd + " >/dev/null").c_str());
   }

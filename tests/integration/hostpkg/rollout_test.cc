@@ -260,6 +260,45 @@ TEST(HostPkgRollout, ForeignCordonKeptAndSentinelHoldCounts) {
   env.remove_set("foreign");
 }
 
+// A node with an open sentinel incident is out even while it is schedulable (an incident in
+// Detected, before its cordon lands): budget 3 with one such node lets at most 2 of the other
+// nodes out at once, and the node is taken only once the incident is closed.
+TEST(HostPkgRollout, OpenIncidentCountsWhileUncordoned) {
+  HostPkgEnv env(5);
+  kube::Client& c = env.client();
+  const kube::ResourceId remediations{"gpufleet.io", "v1alpha1", "remediations", false};
+  const std::string incident = env.node(4) + "-incident";
+  core::Value rem;
+  rem["apiVersion"] = "gpufleet.io/v1alpha1";
+  rem["kind"] = "Remediation";
+  rem["metadata"]["name"] = incident;
+  rem["metadata"]["labels"]["sentinel.gpufleet.io/node"] = env.node(4);
+  rem["spec"]["nodeName"] = env.node(4);
+  rem["spec"]["reason"] = "Fault";
+  c.create(remediations, rem);
+  std::vector<std::string> nodes;
+  for (int i = 0; i < 5; ++i) nodes.push_back(env.node(i));
+  CordonWatch watch(env, nodes);
+  env.apply(policy_yaml("three", "{count: 3}", "{fixed: {initialBatch: 3}}"));
+  env.apply(set_yaml("incident", env.node_list(0, 5), "  deploymentPolicy: three\n",
+                     "    p:\n      version: 1.0.0\n      image: example.com/p\n"));
+  ASSERT_TRUE(
+      HostPkgEnv::eventually([&] { return status_int(env.get_set("incident"), "done") == 4; }, 40s))
+      << core::to_json(*env.get_set("incident").get({"status"}));
+  EXPECT_LE(watch.stop(), 2) << "the node with an open incident counts against the budget";
+  EXPECT_FALSE(read_record(env.get_node(env.node(4)), "incident").record.has_value())
+      << "a node with an open incident was started";
+  // Released: the node is free and the rollout finishes.
+  core::Value released;
+  released["status"]["phase"] = "Released";
+  c.patch(remediations, "", incident, kube::PatchType::Merge, released, "status");
+  ASSERT_TRUE(
+      HostPkgEnv::eventually([&] { return status_int(env.get_set("incident"), "done") == 5; }, 40s))
+      << core::to_json(*env.get_set("incident").get({"status"}));
+  c.remove(remediations, "", incident);
+  env.remove_set("incident");
+}
+
 // An eviction a PodDisruptionBudget refuses: DrainBlocked names the PDB; once the budget
 // allows it, the drain and the rollout finish.
 TEST(HostPkgRollout, PdbBlocksThenAllowsDrain) {

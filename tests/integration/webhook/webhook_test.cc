@@ -1,5 +1,6 @@
 // The validating admission webhook, called by the real kube-apiserver: a Certification whose
-// threshold does not compile and a SentinelPolicy whose rule does not compile are refused
+// threshold does not compile (or may cost too much) and a SentinelPolicy whose rule does not
+// compile (or may cost more than its costLimit) are refused
 // before they are stored, with the controller's own words; good ones pass; a rotated serving
 // certificate is picked up without a restart. The Manager runs in process with certify's and
 // sentinel's real setup; the webhook configuration matches only this test's objects (an
@@ -17,6 +18,7 @@
 #include "core/base64.h"
 #include "core/yaml.h"
 #include "hostpkg/controller/reconciler.h"
+#include "kube/api/objects.h"
 #include "kube/errors.h"
 #include "sentinel/controller.h"
 #include "support/self_signed.h"
@@ -199,7 +201,10 @@ TEST_F(WebhookIT, RefusesWhatTheControllersCannotRunAndFollowsARotatedCertificat
   ctx.namespace_ = "default";
   certify::setup_certify(manager, ctx);
   sentinel::SentinelOptions so;
-  so.policy = kube::testing::unique_name("no-such-policy");
+  // The policy the reconciler loads: created below without the test's label, so the webhook
+  // (which matches only labelled objects) lets it through and the reconciler must refuse it.
+  const std::string loaded = kube::testing::unique_name("wh-loaded");
+  so.policy = loaded;
   sentinel::setup_sentinel(manager, std::move(so));
   hostpkg::setup_hostpkg(manager, hostpkg::ControllerSettings{});
   EXPECT_EQ(manager.admission().kinds(),
@@ -246,6 +251,66 @@ TEST_F(WebhookIT, RefusesWhatTheControllersCannotRunAndFollowsARotatedCertificat
       << bad_rule;
   EXPECT_NE(bad_rule.find("rule 'xid-fatal'.when"), std::string::npos) << bad_rule;
   EXPECT_EQ(admit(kSentinelPolicies, policy("event.check == 'xid' && event.state == 'Fatal'")), "");
+  // A rule that compiles but whose worst case exceeds spec.costLimit (three nested passes over
+  // the 32-entry history) is refused naming the rule, the estimate, the limit and the fix.
+  const std::string costly = admit(
+      kSentinelPolicies,
+      policy("history.all(a, history.all(b, history.all(c, a.code + b.code + c.code >= 0)))"));
+  EXPECT_NE(costly.find("denied by admission webhook 'sentinel.gpufleet.io'"), std::string::npos)
+      << costly;
+  EXPECT_NE(costly.find("rule 'xid-fatal'.when: estimated worst-case cost 363,618 units exceeds "
+                        "spec.costLimit 100,000"),
+            std::string::npos)
+      << costly;
+  EXPECT_NE(costly.find("up to 32 iterations"), std::string::npos) << costly;
+  EXPECT_NE(costly.find("or split the rule, or raise spec.costLimit"), std::string::npos) << costly;
+  // Iterating over a Node's labels has no bound; with a raised limit a bounded rule passes.
+  const std::string labels =
+      admit(kSentinelPolicies, policy("node.metadata.labels.exists(k, k == 'x')"));
+  EXPECT_NE(labels.find("(no declared bound)"), std::string::npos) << labels;
+  core::Value raised =
+      policy("history.all(a, history.all(b, history.all(c, a.code + b.code + c.code >= 0)))");
+  raised["spec"]["costLimit"] = 400000;
+  EXPECT_EQ(admit(kSentinelPolicies, raised), "");
+  // Stored past the webhook, the same rule is refused by the reconciler in the same words:
+  // Ready=False/InvalidPolicy.
+  core::Value unlabelled =
+      policy("history.all(a, history.all(b, history.all(c, a.code + b.code + c.code >= 0)))");
+  unlabelled["metadata"]["name"] = loaded;
+  unlabelled["metadata"]["labels"] = core::Value::map();
+  client_.create(kSentinelPolicies, unlabelled);
+  struct Remove {
+    kube::Client& c;
+    const std::string& name;
+    ~Remove() {
+      try {
+        c.remove(kSentinelPolicies, "", name);
+      } catch (const std::exception&) {
+      }
+    }
+  } remove{client_, loaded};
+  std::string condition;
+  ASSERT_TRUE(eventually(
+      [&] {
+        const core::Value p = client_.get(kSentinelPolicies, "", loaded);
+        const core::Value* c = kube::find_condition(p, "Ready");
+        if (c == nullptr || c->get_string({"reason"}) != "InvalidPolicy") return false;
+        condition = std::string(c->get_string({"message"}));
+        return true;
+      },
+      30s))
+      << "the reconciler did not refuse the costly rule";
+  EXPECT_NE(condition.find("rule 'xid-fatal'.when: estimated worst-case cost 363,618 units "
+                           "exceeds spec.costLimit 100,000"),
+            std::string::npos)
+      << condition;
+  // A threshold that iterates 20 × 20 × 20 times is over certify's 10,000 units.
+  const std::string l20 = "[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20]";
+  const std::string costly_threshold = admit(
+      kCertifications,
+      certification(l20 + ".all(a, " + l20 + ".all(b, " + l20 + ".all(c, value > a + b + c)))"));
+  EXPECT_NE(costly_threshold.find("over the limit of 10000"), std::string::npos)
+      << costly_threshold;
 
   // A HostPackageSet whose packages depend on each other is refused naming the cycle.
   const std::string cycle = admit(kHostPackageSets, package_set(true));

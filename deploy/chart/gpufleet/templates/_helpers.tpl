@@ -92,6 +92,10 @@ Cluster-wide rules here; leader election Leases are a Role in the release namesp
 - apiGroups: [gpufleet.io]
   resources: [hostpackagesets, deploymentpolicies]
   verbs: [get, list, watch]
+# sentinel's open incidents count against the disruption budget
+- apiGroups: [gpufleet.io]
+  resources: [remediations]
+  verbs: [get, list, watch]
 # Its finalizer on a set (uninstall on deletion), and the set's status.
 - apiGroups: [gpufleet.io]
   resources: [hostpackagesets]
