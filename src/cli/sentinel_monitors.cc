@@ -5,6 +5,7 @@
 #include "sentinel/gpu_monitor.h"
 #include "sentinel/ib_monitor.h"
 #include "sentinel/kmsg_monitor.h"
+#include "sentinel/maintenance.h"
 
 namespace gpufleet::cli {
 namespace {
@@ -12,6 +13,8 @@ namespace {
 const agent::MonitorRegistration kKmsgXid("kmsg-xid", sentinel::make_kmsg_monitor);
 const agent::MonitorRegistration kIbPort("ib-port", sentinel::make_ib_monitor);
 const agent::MonitorRegistration kGpuNvml("gpu-nvml", sentinel::make_gpu_monitor);
+const agent::MonitorRegistration kMaintenance("cloud-maintenance",
+                                              sentinel::make_maintenance_monitor);
 
 }  // namespace
 }  // namespace gpufleet::cli

@@ -309,6 +309,26 @@ Timestamp Timestamp::from_time_point(std::chrono::system_clock::time_point t) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
 }
 
+std::optional<Timestamp> Timestamp::try_parse_http_date(std::string_view text) noexcept {
+  if (text.size() > 64) return std::nullopt;
+  const std::string t(text);
+  for (const char* format : {"%a, %d %b %Y %H:%M:%S GMT", "%d %b %Y %H:%M:%S GMT"}) {
+    absl::Time parsed;
+    std::string err;
+    if (absl::ParseTime(format, t, absl::UTCTimeZone(), &parsed, &err)) {
+      const std::int64_t s = absl::ToUnixSeconds(parsed);
+      if (!in_range(s)) return std::nullopt;
+      return Timestamp{s, 0};
+    }
+  }
+  return std::nullopt;
+}
+
+std::string Timestamp::to_http_date() const {
+  return absl::FormatTime("%a, %d %b %Y %H:%M:%S GMT", absl::FromUnixSeconds(seconds),
+                          absl::UTCTimeZone());
+}
+
 Timestamp Timestamp::now() { return from_time_point(std::chrono::system_clock::now()); }
 
 std::string Timestamp::to_rfc3339(TimestampPrecision p) const {

@@ -47,6 +47,10 @@ struct Timestamp {
   // expected form, for impossible dates (2023-02-29), leap seconds and out-of-range times.
   static Timestamp parse_rfc3339(std::string_view text);
   static std::optional<Timestamp> try_parse_rfc3339(std::string_view text) noexcept;
+  // HTTP dates as cloud metadata services write them: "Mon, 19 Sep 2016 18:29:47 GMT"
+  // (RFC 9110 IMF-fixdate) or the same without the weekday ("21 Jan 2019 09:00:43 GMT").
+  // nullopt for anything else.
+  static std::optional<Timestamp> try_parse_http_date(std::string_view text) noexcept;
 
   // Throws InvalidInput when the result leaves the range above.
   static Timestamp from_unix_nanos(std::int64_t nanos_since_epoch);
@@ -55,6 +59,8 @@ struct Timestamp {
 
   // Always UTC with 'Z'.
   [[nodiscard]] std::string to_rfc3339(TimestampPrecision p = TimestampPrecision::Nanos) const;
+  // "Mon, 19 Sep 2016 18:29:47 GMT" (whole seconds).
+  [[nodiscard]] std::string to_http_date() const;
   // Throws InvalidInput outside what system_clock holds (years 1678..2261 with libstdc++).
   [[nodiscard]] std::chrono::system_clock::time_point to_time_point() const;
 

@@ -610,7 +610,7 @@ class NodeReconciler final : public controller::Reconciler {
           if (!have) decision.taints.push_back(t);
         }
         auto strength = [](std::string_view a) {
-          return a == "reboot" ? 3 : a == "gpu-reset" ? 2 : a == "none" ? 1 : 0;
+          return a == "reboot" ? 4 : a == "gpu-reset" ? 3 : a == "wait" ? 2 : a == "none" ? 1 : 0;
         };
         if (strength(d.remediate) > strength(decision.remediate)) decision.remediate = d.remediate;
         for (const auto& m : d.matched)
@@ -919,7 +919,7 @@ class NodeReconciler final : public controller::Reconciler {
         s["action"] = std::move(act);
         s["message"] = action + " requested (attempt " + std::to_string(n) + ")";
         write_status(rem, std::move(s));  // recorded first: a crash never loses an attempt
-        remediator_->request(node_name, name, static_cast<int>(n), action);
+        if (action != "wait") remediator_->request(node_name, name, static_cast<int>(n), action);
         metrics_.remediation_requests.with({action}).inc();
       };
       if (attempt == 0) {
@@ -952,7 +952,7 @@ class NodeReconciler final : public controller::Reconciler {
         return {.requeue_after = 2s};
       }
       // Idempotent per (incident, attempt): asks again only if the first ask was lost.
-      remediator_->request(node_name, name, static_cast<int>(attempt), action);
+      if (action != "wait") remediator_->request(node_name, name, static_cast<int>(attempt), action);
       return {.requeue_after = 2s};
     }
     if (phase == "Validating") {

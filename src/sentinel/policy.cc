@@ -36,9 +36,10 @@ std::string action_field(const core::Value& v, std::string_view key, std::string
   const core::Value* f = field(v, key);
   if (f == nullptr) return fallback;
   if (!f->is_string() ||
-      (f->as_string() != "none" && f->as_string() != "gpu-reset" && f->as_string() != "reboot")) {
+      (f->as_string() != "none" && f->as_string() != "wait" && f->as_string() != "gpu-reset" &&
+       f->as_string() != "reboot")) {
     throw core::InvalidInput(at + "." + std::string(key) + ": " + core::to_json(*f) +
-                             " is not an action; use none, gpu-reset or reboot");
+                             " is not an action; use none, wait, gpu-reset or reboot");
   }
   return f->as_string();
 }

@@ -37,7 +37,7 @@ struct DrainPolicy {
 
 struct RemediationPolicy {
   bool enabled = true;
-  std::string default_action = "reboot";  // none | gpu-reset | reboot
+  std::string default_action = "reboot";  // none | wait | gpu-reset | reboot
   int max_attempts = 2;
   std::int64_t timeout_s = 600;
 };

@@ -169,10 +169,10 @@ RuleSpec RuleSpec::from_value(const core::Value& v, std::string_view where) {
   r.when = str("when", true);
   r.escalate = str("escalate", false);
   r.remediate = str("remediate", false);
-  if (!r.remediate.empty() && r.remediate != "none" && r.remediate != "gpu-reset" &&
-      r.remediate != "reboot") {
+  if (!r.remediate.empty() && r.remediate != "none" && r.remediate != "wait" &&
+      r.remediate != "gpu-reset" && r.remediate != "reboot") {
     throw core::InvalidInput(at + ".remediate: \"" + r.remediate +
-                             "\" is not an action; use none, gpu-reset or reboot");
+                             "\" is not an action; use none, wait, gpu-reset or reboot");
   }
   r.cordon = boolean("cordon");
   r.dry_run = boolean("dryRun");
@@ -264,9 +264,10 @@ Decision RuleSet::evaluate(const core::Value& event, const core::Value& health,
       d.taints.push_back(*r.spec.taint);
     }
     if (d.escalate.empty()) d.escalate = r.spec.escalate;
-    // Strength order: "" < none < gpu-reset < reboot (a reboot covers a pending GPU reset).
+    // Strength order: "" < none < wait < gpu-reset < reboot (a reboot covers a pending GPU
+    // reset; an action covers waiting).
     auto strength = [](std::string_view a) {
-      return a == "reboot" ? 3 : a == "gpu-reset" ? 2 : a == "none" ? 1 : 0;
+      return a == "reboot" ? 4 : a == "gpu-reset" ? 3 : a == "wait" ? 2 : a == "none" ? 1 : 0;
     };
     if (strength(r.spec.remediate) > strength(d.remediate)) d.remediate = r.spec.remediate;
   }

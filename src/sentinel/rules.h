@@ -51,7 +51,8 @@ struct RuleSpec {
   bool cordon = false;
   std::optional<Taint> taint;
   std::string escalate;  // e.g. "replace"; "" for none
-  // The remediation asked for: "" (none asked), "none", "gpu-reset" or "reboot".
+  // The remediation asked for: "" (none asked), "none", "wait" (no action: until every faulty
+  // entity recovered, e.g. a cloud maintenance window ended), "gpu-reset" or "reboot".
   std::string remediate;
   bool dry_run = false;
 

@@ -13,7 +13,7 @@ using core::FieldReader;
 using core::seconds_from;
 namespace {
 
-constexpr std::array<std::pair<FaultType, std::string_view>, 15> kNames{{
+constexpr std::array<std::pair<FaultType, std::string_view>, 16> kNames{{
     {FaultType::Xid, "xid"},
     {FaultType::SXid, "sxid"},
     {FaultType::Ecc, "ecc"},
@@ -29,11 +29,13 @@ constexpr std::array<std::pair<FaultType, std::string_view>, 15> kNames{{
     {FaultType::NetworkDegraded, "networkDegraded"},
     {FaultType::LinkDegraded, "linkDegraded"},
     {FaultType::Clear, "clear"},
+    {FaultType::Maintenance, "maintenance"},
 }};
 
-constexpr std::array<std::string_view, 18> kFields{
-    "gpu",  "code",  "text",   "pid",    "process", "action", "device", "port",    "nvswitch",
-    "link", "count", "period", "factor", "active",  "kind",   "type",   "comment", "peer"};
+constexpr std::array<std::string_view, 20> kFields{
+    "gpu",  "code",     "text",    "pid",   "process",  "action",  "device",
+    "port", "nvswitch", "link",    "count", "period",   "factor",  "active",
+    "kind", "type",     "comment", "peer",  "startsIn", "duration"};
 
 bool needs_gpu(FaultType t) {
   switch (t) {
@@ -186,6 +188,26 @@ Fault parse_fault(const core::Value& v, std::string_view source, std::string_vie
       f.factor = r.number("factor", std::nullopt, 0.01, 1.0,
                           "the fraction of the link's bandwidth left, e.g. 0.5; 1 repairs it");
       break;
+    case FaultType::Maintenance:
+      if (f.gpu) {
+        fail_field(source, r.field("gpu"), "does not apply to maintenance",
+                   "remove it; the cloud maintains the whole node");
+      }
+      f.active = r.boolean("active", true);
+      f.maintenance_kind =
+          r.one_of("kind", "Reboot", {"Reboot", "Redeploy", "Freeze", "Preempt", "Terminate"});
+      if (const core::Value* in = r.get("startsIn")) {
+        f.starts_in_s = seconds_from(*in, source, r.field("startsIn"));
+        if (f.starts_in_s < 0 || f.starts_in_s > 30 * 86400)
+          r.fail("startsIn", *in, "is outside 0..30 days",
+                 "when the window opens after the event, e.g. 10m");
+      }
+      if (const core::Value* d = r.get("duration")) {
+        f.duration_s = seconds_from(*d, source, r.field("duration"));
+        if (f.duration_s < 1 || f.duration_s > 86400)
+          r.fail("duration", *d, "is outside 1 s..24 h", "how long the window lasts, e.g. 5m");
+      }
+      break;
     default: break;
   }
   r.done();
@@ -235,6 +257,12 @@ core::Value fault_to_value(const Fault& f) {
     case FaultType::LinkDegraded:
       v["peer"] = f.peer;
       v["factor"] = f.factor;
+      break;
+    case FaultType::Maintenance:
+      v["active"] = f.active;
+      v["kind"] = f.maintenance_kind;
+      v["startsIn"] = f.starts_in_s;
+      v["duration"] = f.duration_s;
       break;
     default: break;
   }

@@ -26,6 +26,7 @@ enum class FaultType {
   NetworkDegraded,  // a port at reduced width, or a node-wide network bandwidth factor
   LinkDegraded,     // the link between this node and `peer` (a cable or switch port) at `factor`
   Clear,            // repair: the node (or one GPU) back to healthy
+  Maintenance,      // the cloud schedules maintenance of the node (`active: false` cancels)
 };
 
 std::string_view fault_type_name(FaultType t) noexcept;
@@ -59,6 +60,11 @@ struct Fault {
   bool active = true;     // thermal on/off
   std::string ecc_kind = "singleBit";
   std::string remap_kind = "pending";
+  // maintenance: the window opens `starts_in_s` after the event and lasts `duration_s`;
+  // `maintenance_kind` is the Azure EventType the simulator's document says.
+  double starts_in_s = 600;
+  double duration_s = 60;
+  std::string maintenance_kind = "Reboot";
 };
 
 // Reads a fault from a map {type: xid, gpu: 3, code: 79, ...}; `path` names it in errors.

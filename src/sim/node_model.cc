@@ -1,10 +1,13 @@
 #include "sim/node_model.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <functional>
 
 #include "core/errors.h"
+#include "core/json.h"
+#include "core/time.h"
 #include "core/xid_catalog.h"
 #include "sim/atomic_file.h"
 #include "sim/node_object.h"
@@ -407,8 +410,51 @@ void NodeModel::apply(const Fault& f, double now_s) {
     case FaultType::NetworkDegraded: apply_degradation(f); break;
     case FaultType::Clear: apply_clear(f); break;
     case FaultType::LinkDegraded: break;  // between two nodes: the fleet keeps it (FleetModel)
+    case FaultType::Maintenance: apply_maintenance(f, now_s); break;
   }
   touch();
+}
+
+void NodeModel::apply_maintenance(const Fault& f, double now_s) {
+  ++maintenance_incarnation_;
+  if (!f.active) {  // the cloud cancelled what it had scheduled
+    maintenance_.clear();
+    return;
+  }
+  MaintenanceWindow w;
+  w.id = id_.name + "-maintenance-" + std::to_string(++maintenance_seq_);
+  w.kind = f.maintenance_kind;
+  w.start_s = now_s + f.starts_in_s;
+  w.duration_s = f.duration_s;
+  const auto wall = std::chrono::duration_cast<std::chrono::seconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+  w.not_before_unix = wall + static_cast<std::int64_t>(f.starts_in_s);
+  w.started = f.starts_in_s <= 0;
+  maintenance_.push_back(std::move(w));
+}
+
+std::string NodeModel::render_scheduled_events() const {
+  core::Value doc = core::Value::map();
+  doc["DocumentIncarnation"] = maintenance_incarnation_;
+  core::Value events = core::Value::list();
+  for (const auto& w : maintenance_) {
+    core::Value e = core::Value::map();
+    e["EventId"] = w.id;
+    e["EventType"] = w.kind;
+    e["ResourceType"] = "VirtualMachine";
+    e["Resources"].push_back(id_.name);
+    e["EventStatus"] = w.started ? "Started" : "Scheduled";
+    // Azure leaves NotBefore empty once the event started.
+    e["NotBefore"] =
+        w.started ? std::string() : core::Timestamp{w.not_before_unix, 0}.to_http_date();
+    e["Description"] = "simulated host maintenance";
+    e["EventSource"] = "Platform";
+    e["DurationInSeconds"] = static_cast<std::int64_t>(w.duration_s);
+    events.push_back(std::move(e));
+  }
+  doc["Events"] = std::move(events);
+  return core::to_json(doc) + "\n";
 }
 
 bool NodeModel::tick(double now_s) {
@@ -423,6 +469,21 @@ bool NodeModel::tick(double now_s) {
       --p.flaps_left;
       p.next_flap_at += p.flap_half_period;
       changed = true;
+    }
+  }
+  // Maintenance windows open (Started) and, once over, leave the document.
+  for (auto it = maintenance_.begin(); it != maintenance_.end();) {
+    if (!it->started && it->start_s <= now_s) {
+      it->started = true;
+      changed = true;
+      ++maintenance_incarnation_;
+    }
+    if (it->start_s + it->duration_s <= now_s) {
+      it = maintenance_.erase(it);
+      changed = true;
+      ++maintenance_incarnation_;
+    } else {
+      ++it;
     }
   }
   if (changed) touch();
@@ -597,6 +658,7 @@ std::map<std::string, std::string> NodeModel::signal_files() const {
   for (auto& [path, content] : host_.files()) out[path.substr(1)] = content;
   out["run/nvidia-smi/query-gpu.csv"] = render_gpu_query_csv();
   out["run/nvidia-smi/nvlink-status.txt"] = render_nvlink_status();
+  out["run/cloud/scheduledevents.json"] = render_scheduled_events();
   for (const auto& p : ports_) {
     std::string dir = "sys/class/infiniband/" + p.device + "/ports/" + std::to_string(p.port) + "/";
     out[dir + "state"] = std::string(ib_state_text(p.state)) + "\n";

@@ -58,6 +58,16 @@ struct IbPortState {
   std::uint64_t port_xmit_data = 0;
 };
 
+// A maintenance window the cloud scheduled for the node (FaultType::Maintenance).
+struct MaintenanceWindow {
+  std::string id;
+  std::string kind;    // Azure EventType
+  double start_s = 0;  // simulated time the window opens
+  double duration_s = 0;
+  std::int64_t not_before_unix = 0;  // the same moment as wall-clock seconds (the document's)
+  bool started = false;
+};
+
 class NodeModel {
  public:
   // `now_s` is simulated seconds since the simulator started; the node boots then.
@@ -79,6 +89,12 @@ class NodeModel {
   [[nodiscard]] const std::vector<GpuState>& gpus() const noexcept { return gpus_; }
   [[nodiscard]] const std::vector<IbPortState>& ports() const noexcept { return ports_; }
   [[nodiscard]] const KmsgLog& kmsg() const noexcept { return kmsg_; }
+  [[nodiscard]] const std::vector<MaintenanceWindow>& maintenance() const noexcept {
+    return maintenance_;
+  }
+  // The Azure Scheduled Events document of the node's maintenance windows (what
+  // run/cloud/scheduledevents.json holds).
+  [[nodiscard]] std::string render_scheduled_events() const;
   [[nodiscard]] HostModel& host() noexcept { return host_; }
   [[nodiscard]] const HostModel& host() const noexcept { return host_; }
   // Monotonic change counter: bumps on every state change (writers skip clean nodes).
@@ -125,6 +141,7 @@ class NodeModel {
   void apply_gpu_state(const Fault& f, double now_s);
   void apply_degradation(const Fault& f);
   void apply_clear(const Fault& f);
+  void apply_maintenance(const Fault& f, double now_s);
   // What an Xid does to the GPU's state, as the catalog names it.
   void apply_xid_effect(GpuState& g, int gpu, core::XidEffect effect, double now_s);
   void set_recovery(int gpu, RecoveryAction to, double now_s);
@@ -144,6 +161,9 @@ class NodeModel {
   double nvlink_factor_ = 1.0;   // node-wide hidden degradation
   double network_factor_ = 1.0;  // node-wide hidden degradation
   KmsgLog kmsg_;
+  std::vector<MaintenanceWindow> maintenance_;
+  int maintenance_seq_ = 0;
+  std::int64_t maintenance_incarnation_ = 1;  // DocumentIncarnation: bumps on every change
   HostModel host_;
   std::uint64_t generation_ = 1;
   mutable std::map<std::string, std::size_t> written_;  // relative path -> content hash

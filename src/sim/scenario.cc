@@ -20,7 +20,8 @@ namespace {
 
 constexpr std::string_view kEventTypes =
     "xid, sxid, ecc, rowRemap, ibPortDown, ibPortUp, ibPortFlap, ibErrors, thermal, gpuLost, "
-    "gpuReset, nvlinkDegraded, networkDegraded, linkDegraded, clear, reboot, scale, host";
+    "gpuReset, nvlinkDegraded, networkDegraded, linkDegraded, clear, maintenance, reboot, scale, "
+    "host";
 
 std::vector<std::string> string_list(FieldReader& r, std::string_view key, std::string_view fix) {
   std::vector<std::string> out;

@@ -284,3 +284,24 @@ TEST(ZoneOffset, FixedOffsetsAndIanaNames) {
 
 }  // namespace
 }  // namespace gpufleet::core
+
+namespace gpufleet::core {
+namespace {
+
+TEST(Timestamp, HttpDatesOfCloudMetadataServices) {
+  // Azure Scheduled Events (with weekday) and EC2 instance metadata (without).
+  auto azure = Timestamp::try_parse_http_date("Mon, 19 Sep 2016 18:29:47 GMT");
+  ASSERT_TRUE(azure);
+  EXPECT_EQ(azure->to_rfc3339(), "2016-09-19T18:29:47Z");
+  EXPECT_EQ(azure->to_http_date(), "Mon, 19 Sep 2016 18:29:47 GMT");
+  auto aws = Timestamp::try_parse_http_date("21 Jan 2019 09:00:43 GMT");
+  ASSERT_TRUE(aws);
+  EXPECT_EQ(aws->to_rfc3339(), "2019-01-21T09:00:43Z");
+  for (const char* bad : {"", "2019-01-21T09:00:43Z", "21 Foo 2019 09:00:43 GMT",
+                          "32 Jan 2019 09:00:43 GMT", "21 Jan 2019 09:00:43", "Mon, 19 Sep"}) {
+    EXPECT_FALSE(Timestamp::try_parse_http_date(bad)) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace gpufleet::core

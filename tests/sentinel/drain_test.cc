@@ -114,6 +114,31 @@ TEST(Rules, RemediationCombinesToTheStrongest) {
                               core::Value::list());
   EXPECT_EQ(d.remediate, "reboot");  // a reboot covers a pending GPU reset
   EXPECT_TRUE(d.acts());
+
+  // Waiting (e.g. for a cloud maintenance window) is covered by any action, and covers none.
+  auto strongest = [](const char* a, const char* b) {
+    RuleSet r = RuleSet::compile(
+        {RuleSpec::from_value(
+             core::parse_yaml(std::string("{name: a, when: 'true', remediate: ") + a + "}"), "a"),
+         RuleSpec::from_value(
+             core::parse_yaml(std::string("{name: b, when: 'true', remediate: ") + b + "}"), "b")});
+    return r
+        .evaluate(core::Value::map(), core::Value::map(), core::Value::map(), core::Value::list())
+        .remediate;
+  };
+  EXPECT_EQ(strongest("wait", "gpu-reset"), "gpu-reset");
+  EXPECT_EQ(strongest("none", "wait"), "wait");
+  EXPECT_EQ(Policy::from_spec(core::parse_yaml("rules: [{name: r, when: 'true', cordon: true}]\n"
+                                               "remediation: {defaultAction: wait}"))
+                .remediation.default_action,
+            "wait");
+  try {
+    (void)RuleSpec::from_value(core::parse_yaml("{name: n, when: 'true', remediate: nap}"), "r");
+    FAIL();
+  } catch (const core::InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("use none, wait, gpu-reset or reboot"), std::string::npos)
+        << e.what();
+  }
 }
 
 // The controller retries a quarantine whose write failed after the breaker admitted it: the

@@ -1,0 +1,375 @@
+#include "sentinel/maintenance.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "agent/nodehealth.h"
+#include "core/atomic_file.h"
+#include "core/errors.h"
+#include "core/field_reader.h"
+#include "core/file_reader.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "core/time.h"
+#include "sentinel/maintenance_http.h"
+
+namespace gpufleet::sentinel {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kStateFile = "maintenance-state.json";
+constexpr std::size_t kMaxDocument = std::size_t{1} << 20;
+
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// A string member of `m` ("" when absent or null); anything else is an error.
+std::string text_field(const core::Value& m, std::string_view key, std::string_view source,
+                       const std::string& path) {
+  const core::Value* v = m.find(key);
+  if (v == nullptr || v->is_null()) return "";
+  if (!v->is_string())
+    core::fail_field(source, path + "." + std::string(key),
+                     "is " + core::describe_value(*v) + ", not a string",
+                     "the provider's document is not in the expected format");
+  return std::string(v->as_string());
+}
+
+// An HTTP date member in ms since the epoch; 0 when absent or empty.
+std::int64_t date_field(const core::Value& m, std::string_view key, std::string_view source,
+                        const std::string& path) {
+  const std::string text = text_field(m, key, source, path);
+  if (text.empty()) return 0;
+  auto t = core::Timestamp::try_parse_http_date(text);
+  if (!t)
+    core::fail_field(source, path + "." + std::string(key), "\"" + text + "\" is not an HTTP date",
+                     "expected e.g. \"Mon, 19 Sep 2016 18:29:47 GMT\"");
+  return t->seconds * 1000;
+}
+
+std::string in_words(std::int64_t ms) {
+  if (ms <= 0) return "now";
+  return "in " + core::format_duration(std::chrono::milliseconds(ms / 1000 * 1000));
+}
+
+std::string at_text(std::int64_t ms) {
+  return core::Timestamp{ms / 1000, 0}.to_rfc3339(core::TimestampPrecision::Seconds);
+}
+
+std::string env_or(const char* name, std::string fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
+}
+
+}  // namespace
+
+std::vector<MaintenanceEvent> parse_azure_scheduled_events(std::string_view json,
+                                                           std::string_view source) {
+  std::vector<MaintenanceEvent> out;
+  if (json.find_first_not_of(" \t\r\n") == std::string_view::npos) return out;
+  const core::Value doc = core::parse_json(json, source);
+  if (!doc.is_map())
+    core::fail_field(source, "(document)", "is " + core::describe_value(doc) + ", not an object",
+                     "expected {\"DocumentIncarnation\": N, \"Events\": [...]}");
+  const core::Value* events = doc.find("Events");
+  if (events == nullptr || events->is_null()) return out;
+  if (!events->is_list())
+    core::fail_field(source, "Events", "is " + core::describe_value(*events) + ", not a list",
+                     "expected a list of scheduled events");
+  std::size_t i = 0;
+  for (const core::Value& e : events->as_list()) {
+    const std::string path = "Events[" + std::to_string(i++) + "]";
+    if (!e.is_map())
+      core::fail_field(source, path, "is " + core::describe_value(e) + ", not an object",
+                       "each event is an object with EventId, EventType, EventStatus, NotBefore");
+    MaintenanceEvent m;
+    m.id = text_field(e, "EventId", source, path);
+    if (m.id.empty())
+      core::fail_field(source, path + ".EventId", "is missing", "every event has an EventId");
+    m.type = text_field(e, "EventType", source, path);
+    m.status = text_field(e, "EventStatus", source, path);
+    if (m.status.empty()) m.status = "Scheduled";
+    m.not_before_ms = date_field(e, "NotBefore", source, path);
+    m.description = text_field(e, "Description", source, path);
+    if (const core::Value* d = e.find("DurationInSeconds"); d != nullptr && !d->is_null()) {
+      if (!d->is_int())
+        core::fail_field(source, path + ".DurationInSeconds",
+                         "is " + core::describe_value(*d) + ", not an integer",
+                         "seconds, or -1 when unknown");
+      m.duration_s = d->as_int() >= 0 ? d->as_int() : -1;
+    }
+    if (m.not_before_ms > 0 && m.duration_s >= 0)
+      m.not_after_ms = m.not_before_ms + m.duration_s * 1000;
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::vector<MaintenanceEvent> parse_aws_scheduled_events(std::string_view json,
+                                                         std::string_view source) {
+  std::vector<MaintenanceEvent> out;
+  if (json.find_first_not_of(" \t\r\n") == std::string_view::npos) return out;
+  const core::Value doc = core::parse_json(json, source);
+  if (!doc.is_list())
+    core::fail_field(source, "(document)", "is " + core::describe_value(doc) + ", not a list",
+                     "expected a list of scheduled events");
+  std::size_t i = 0;
+  for (const core::Value& e : doc.as_list()) {
+    const std::string path = "[" + std::to_string(i++) + "]";
+    if (!e.is_map())
+      core::fail_field(source, path, "is " + core::describe_value(e) + ", not an object",
+                       "each event is an object with EventId, Code, State, NotBefore");
+    MaintenanceEvent m;
+    m.id = text_field(e, "EventId", source, path);
+    if (m.id.empty())
+      core::fail_field(source, path + ".EventId", "is missing", "every event has an EventId");
+    m.type = text_field(e, "Code", source, path);
+    const std::string state = text_field(e, "State", source, path);
+    // EC2 says active (scheduled or under way), completed or canceled.
+    m.status = state == "completed" ? "Completed" : state == "canceled" ? "Canceled" : "Scheduled";
+    m.not_before_ms = date_field(e, "NotBefore", source, path);
+    m.not_after_ms = date_field(e, "NotAfter", source, path);
+    if (m.not_before_ms > 0 && m.not_after_ms >= m.not_before_ms)
+      m.duration_s = (m.not_after_ms - m.not_before_ms) / 1000;
+    m.description = text_field(e, "Description", source, path);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+MaintenanceProvider simulator_maintenance_provider(const agent::NodeContext& node) {
+  const std::string path = node.host_path(kSimScheduledEventsPath).string();
+  MaintenanceProvider p;
+  p.name = "simulator";
+  p.fetch = [path]() -> std::string {
+    std::error_code ec;
+    if (!fs::exists(path, ec)) return "";
+    core::InputLimits limits;
+    limits.max_bytes = kMaxDocument;
+    return core::read_file(path, limits);
+  };
+  p.parse = [path](std::string_view text) { return parse_azure_scheduled_events(text, path); };
+  return p;
+}
+
+MaintenanceProvider azure_maintenance_provider(std::string endpoint,
+                                               std::chrono::milliseconds timeout) {
+  MaintenanceProvider p;
+  p.name = "azure";
+  const std::string url = endpoint + "/metadata/scheduledevents?api-version=2020-07-01";
+  p.fetch = [url, timeout] {
+    MetadataRequest r;
+    r.url = url;
+    r.headers = {"Metadata: true"};
+    r.timeout = timeout;
+    r.max_bytes = kMaxDocument;
+    return metadata_request(r);
+  };
+  p.parse = [url](std::string_view text) { return parse_azure_scheduled_events(text, url); };
+  return p;
+}
+
+MaintenanceProvider aws_maintenance_provider(std::string endpoint,
+                                             std::chrono::milliseconds timeout) {
+  MaintenanceProvider p;
+  p.name = "aws";
+  const std::string url = endpoint + "/latest/meta-data/events/maintenance/scheduled";
+  p.fetch = [endpoint, url, timeout] {
+    // IMDSv2: a session token first (a PUT, which a forwarded request cannot make).
+    MetadataRequest t;
+    t.method = "PUT";
+    t.url = endpoint + "/latest/api/token";
+    t.headers = {"X-aws-ec2-metadata-token-ttl-seconds: 300"};
+    t.timeout = timeout;
+    t.max_bytes = 4096;
+    const std::string token = metadata_request(t);
+    MetadataRequest r;
+    r.url = url;
+    r.headers = {"X-aws-ec2-metadata-token: " + token};
+    r.timeout = timeout;
+    r.max_bytes = kMaxDocument;
+    r.not_found_is_empty = true;  // no events: the path does not exist
+    return metadata_request(r);
+  };
+  p.parse = [url](std::string_view text) { return parse_aws_scheduled_events(text, url); };
+  return p;
+}
+
+MaintenanceProvider maintenance_provider(std::string_view name, const agent::NodeContext& node,
+                                         const std::string& endpoint) {
+  if (name == "simulator") return simulator_maintenance_provider(node);
+  const std::string base = endpoint.empty() ? "http://169.254.169.254" : endpoint;
+  if (name == "azure") return azure_maintenance_provider(base);
+  if (name == "aws") return aws_maintenance_provider(base);
+  throw core::InvalidInput("maintenance provider \"" + std::string(name) +
+                           "\" is not known; use azure, aws or simulator");
+}
+
+MaintenanceMonitor::MaintenanceMonitor(const agent::NodeContext& node, MaintenanceProvider provider,
+                                       MaintenanceMonitorOptions options)
+    : node_(node), provider_(std::move(provider)), options_(std::move(options)) {
+  if (!options_.now_ms) options_.now_ms = wall_ms;
+  load_state();
+}
+
+void MaintenanceMonitor::load_state() {
+  const auto path = node_.state_dir / kStateFile;
+  std::error_code ec;
+  if (node_.state_dir.empty() || !fs::exists(path, ec)) return;
+  try {
+    core::InputLimits limits;
+    limits.max_bytes = std::size_t{1} << 20;
+    core::Value v = core::parse_json(core::read_file(path.string(), limits), path.string());
+    if (const core::Value* r = v.find("reported"); r != nullptr && r->is_map())
+      for (const auto& e : r->as_map())
+        if (e.value.is_string()) reported_[e.key] = std::string(e.value.as_string());
+  } catch (const std::exception& e) {
+    // A damaged state file loses only the memory of what was reported: events still listed
+    // are reported again, ended ones may stay Warning until the next event (logged).
+    core::log::warn("cloud-maintenance: state file unreadable, starting afresh",
+                    {{"file", path.string()}, {"error", e.what()}});
+  }
+}
+
+void MaintenanceMonitor::save_state() const {
+  if (node_.state_dir.empty()) return;
+  core::Value v = core::Value::map();
+  core::Value r = core::Value::map();
+  for (const auto& [entity, key] : reported_) r[entity] = key;
+  v["reported"] = std::move(r);
+  fs::create_directories(node_.state_dir);
+  core::write_file_if_changed((node_.state_dir / kStateFile).string(), core::to_json(v));
+}
+
+void MaintenanceMonitor::report(const std::string& entity, std::string_view state,
+                                std::string_view reason, const std::string& message,
+                                agent::Emitter& out) {
+  const std::string key = std::string(state) + "/" + std::string(reason);
+  auto it = reported_.find(entity);
+  if (it != reported_.end() && it->second == key) return;  // changes only
+  core::Value h = core::Value::map();
+  h["check"] = kMaintenanceCheck;
+  h["entity"] = entity;
+  h["entityKind"] = "Host";
+  h["state"] = state;
+  h["reason"] = reason;
+  h["message"] = message;
+  out.emit(agent::kHealthKind, h);
+  reported_[entity] = key;
+}
+
+void MaintenanceMonitor::poll(agent::Emitter& out) {
+  std::vector<MaintenanceEvent> events;
+  try {
+    events = provider_.parse(provider_.fetch());
+  } catch (const std::exception& e) {
+    // Keep what was reported: a metadata service that is briefly away must not release a
+    // node whose maintenance is still ahead.
+    if (!unreachable_) {
+      core::Value h = core::Value::map();
+      h["check"] = kMaintenanceCheck;
+      h["state"] = "Unknown";
+      h["reason"] = "ProviderUnreachable";
+      h["message"] = provider_.name + ": " + e.what();
+      out.emit(agent::kHealthKind, h);
+      unreachable_ = true;
+    }
+    return;
+  }
+  unreachable_ = false;
+  std::sort(events.begin(), events.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.not_before_ms, a.id) < std::tie(b.not_before_ms, b.id);
+  });
+  if (events.size() > options_.max_events) events.resize(options_.max_events);
+
+  const std::int64_t now = options_.now_ms();
+  const std::int64_t lead_ms = options_.lead.count() * 1000;
+  std::map<std::string, bool> listed;
+  for (const MaintenanceEvent& e : events) {
+    listed[e.id] = true;
+    std::string what = e.type.empty() ? "maintenance" : e.type;
+    if (!e.description.empty()) what += " (" + e.description + ")";
+    const std::string window =
+        e.not_before_ms > 0
+            ? " at " + at_text(e.not_before_ms) +
+                  (e.duration_s >= 0
+                       ? " for " + core::format_duration(std::chrono::seconds(e.duration_s))
+                       : "")
+            : "";
+    if (e.status == "Completed" || e.status == "Canceled") {
+      if (reported_.contains(e.id))
+        report(e.id, "Healthy",
+               e.status == "Completed" ? "MaintenanceCompleted" : "MaintenanceCanceled",
+               what + " " + (e.status == "Completed" ? "completed" : "canceled"), out);
+      continue;
+    }
+    const bool started = e.status == "Started" || (e.not_before_ms > 0 && e.not_before_ms <= now);
+    if (started) {
+      report(e.id, "Warning", "MaintenanceInProgress", what + " in progress" + window, out);
+    } else if (e.not_before_ms == 0 || e.not_before_ms - now <= lead_ms) {
+      report(e.id, "Warning", "MaintenanceScheduled",
+             what + window + " (" + in_words(e.not_before_ms - now) + ")", out);
+    } else {
+      report(e.id, "Healthy", "MaintenanceUpcoming",
+             what + window + " (" + in_words(e.not_before_ms - now) + ")", out);
+    }
+  }
+  // Gone from the document: over (the providers drop an event once it completed).
+  for (auto it = reported_.begin(); it != reported_.end();) {
+    if (listed.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    const bool was_done = it->second.starts_with("Healthy/MaintenanceCompleted") ||
+                          it->second.starts_with("Healthy/MaintenanceCanceled");
+    if (!was_done) {
+      core::Value h = core::Value::map();
+      h["check"] = kMaintenanceCheck;
+      h["entity"] = it->first;
+      h["entityKind"] = "Host";
+      h["state"] = "Healthy";
+      h["reason"] = "MaintenanceCompleted";
+      h["message"] = "maintenance " + it->first + " is no longer scheduled";
+      out.emit(agent::kHealthKind, h);
+    }
+    it = reported_.erase(it);
+  }
+  save_state();
+}
+
+std::unique_ptr<agent::Monitor> make_maintenance_monitor(const agent::NodeContext& node) {
+  const bool simulated = !node.host_root.empty() && node.host_root != "/";
+  const std::string name = env_or("GPUFLEET_MAINTENANCE_PROVIDER", simulated ? "simulator" : "");
+  if (name.empty()) {
+    // Not every cluster runs in a cloud: off unless a provider is named (the agent runs every
+    // registered monitor by default).
+    core::log::info("cloud-maintenance: off (no provider: set GPUFLEET_MAINTENANCE_PROVIDER to "
+                    "azure or aws; chart value agent.maintenance.provider)",
+                    {{"node", node.identity.node_name}});
+    return nullptr;
+  }
+  MaintenanceMonitorOptions o;
+  auto duration = [](const char* var, std::chrono::milliseconds fallback) {
+    const std::string text = env_or(var, "");
+    if (text.empty()) return fallback;
+    auto d = core::try_parse_duration(text);
+    if (!d || *d <= std::chrono::nanoseconds::zero())
+      throw core::InvalidInput(std::string(var) + " \"" + text +
+                               "\" is not a positive duration (e.g. 30s, 1h)");
+    return std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+  };
+  o.interval = duration("GPUFLEET_MAINTENANCE_INTERVAL",
+                        simulated ? std::chrono::seconds(1) : std::chrono::seconds(30));
+  o.lead = std::chrono::duration_cast<std::chrono::seconds>(
+      duration("GPUFLEET_MAINTENANCE_LEAD", std::chrono::hours(1)));
+  return std::make_unique<MaintenanceMonitor>(
+      node, maintenance_provider(name, node, env_or("GPUFLEET_MAINTENANCE_ENDPOINT", "")), o);
+}
+
+}  // namespace gpufleet::sentinel
