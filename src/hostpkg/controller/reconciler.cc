@@ -15,6 +15,7 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "core/time.h"
+#include "hostpkg/controller/node_condition.h"
 #include "hostpkg/controller/record_store.h"
 #include "hostpkg/controller/stage_pod.h"
 #include "hostpkg/reverify.h"
@@ -86,6 +87,7 @@ struct NodeScan {
   std::string created;
   bool runtime_taint = false;
   std::map<std::string, std::string, std::less<>> records;  // set -> annotation text
+  NodeDriftCondition drift_condition;                       // kDriftCondition as shown now
 };
 
 NodeScan scan_node(const kube::CompactObject& o) {
@@ -125,7 +127,15 @@ NodeScan scan_node(const kube::CompactObject& o) {
   }
   if (auto conds = root.get({"status", "conditions"}); conds && conds->is_list()) {
     conds->for_each_element([&](kube::CompactView c) {
-      if (c.get_string({"type"}) == "Ready") n.ready = c.get_string({"status"}) == "True";
+      std::string_view type = c.get_string({"type"});
+      if (type == "Ready") {
+        n.ready = c.get_string({"status"}) == "True";
+      } else if (type == kDriftCondition) {
+        n.drift_condition = {true, std::string(c.get_string({"status"})),
+                             std::string(c.get_string({"reason"})),
+                             std::string(c.get_string({"message"})),
+                             std::string(c.get_string({"lastTransitionTime"}))};
+      }
     });
   }
   n.boot_id = std::string(root.get_string({"status", "nodeInfo", "bootID"}));
@@ -247,6 +257,9 @@ class HostPkgReconciler : public controller::Reconciler {
   void write_status(Pass& p, const RolloutPlan* plan, const std::string& phase,
                     const std::string& message);
   void taints(Pass& p);
+  // Brings every node's HostPackageDrifted condition in line with the records on it (one
+  // nodes/status patch per node whose condition changes; none otherwise).
+  void sync_drift_conditions(const std::vector<NodeScan>& nodes);
   // Re-verification of finished nodes; returns when the next node is due (0: none).
   std::int64_t reverify(Pass& p);
   std::chrono::seconds reverify_interval(const HostPackageSet& set) const {
@@ -847,6 +860,37 @@ void HostPkgReconciler::taints(Pass& p) {
   }
 }
 
+void HostPkgReconciler::sync_drift_conditions(const std::vector<NodeScan>& nodes) {
+  // Drift counts while its set exists, is not being deleted and re-verifies (the set's own
+  // Drifted condition follows the same rule), so every set's pass computes the same condition.
+  std::unordered_set<std::string> reporting;
+  for (const auto& o : sets_.list()) {
+    if (o->get({"metadata", "deletionTimestamp"}) != nullptr) continue;
+    const core::Value* rv = o->get({"spec", "reverify"});
+    if (rv == nullptr || !rv->is_map()) continue;  // off: skip the parse
+    try {
+      if (parse_host_package_set(*o).reverify.enabled()) reporting.emplace(kube::name_of(*o));
+    } catch (const std::exception&) {
+      // An invalid set reports itself; its drift shows once it is valid again.
+    }
+  }
+  const auto now = Clock::now();
+  for (const NodeScan& n : nodes) {
+    std::optional<core::Value> patch =
+        drift_condition_patch(n.records, reporting, n.drift_condition, now);
+    if (!patch) continue;
+    metrics_.writes->with({"node-condition"}).inc();
+    try {
+      core::Value out =
+          client_.patch(kube::resources::nodes(), "", n.name, kube::PatchType::StrategicMerge,
+                        *patch, "status", kFieldManager);
+      written_.emplace_back(n.name, std::string(kube::resource_version_of(out)));
+    } catch (const kube::ApiError& e) {
+      if (!is(e, kube::Reason::NotFound)) throw;
+    }
+  }
+}
+
 void HostPkgReconciler::write_status(Pass& p, const RolloutPlan* plan, const std::string& phase,
                                      const std::string& message) {
   const core::Value& obj = *p.object;
@@ -998,7 +1042,13 @@ void HostPkgReconciler::write_status(Pass& p, const RolloutPlan* plan, const std
 Result HostPkgReconciler::reconcile_pass(const Request& req, std::stop_token stop, bool replan) {
   Pass p;
   p.object = sets_.get(req.key());
-  if (p.object == nullptr) return {};
+  if (p.object == nullptr) {
+    // The set is gone (its finalizer let it go, or it was forced): its drift no longer shows.
+    std::vector<NodeScan> scans;
+    nodes_.for_each_compact([&](const kube::CompactObject& o) { scans.push_back(scan_node(o)); });
+    sync_drift_conditions(scans);
+    return {};
+  }
   const core::Value& obj = *p.object;
   p.deleting = obj.get({"metadata", "deletionTimestamp"}) != nullptr;
   try {
@@ -1168,6 +1218,8 @@ Result HostPkgReconciler::reconcile_pass(const Request& req, std::stop_token sto
   taints(p);
   std::int64_t next_verify = 0;
   if (!stop.stop_requested()) next_verify = reverify(p);
+  // From this pass's scan: a record written above shows on the next pass (its own Node event).
+  if (!stop.stop_requested()) sync_drift_conditions(p.nodes);
 
   bool stopped = false;
   for (const auto& c : plan.compartments) stopped = stopped || c.stopped;
