@@ -79,7 +79,7 @@ std::string join(const std::vector<std::string>& v, std::string_view sep, std::s
 // What one pass knows about one Node, read from the compact cache without building a Value.
 struct NodeScan {
   std::string name;
-  Labels labels;
+  Labels labels;  // moved into the pass's NodeInput once read (see reconcile_pass)
   bool ready = false;
   bool unschedulable = false;
   std::vector<std::string> owners;  // gpufleet cordon owners
@@ -399,15 +399,16 @@ void HostPkgReconciler::finish_node(Pass& p, const core::Value& node, NodeRecord
   // The node's stage pods have served their purpose: one DELETE of the collection (this set's
   // label, the node's name) instead of one per pod. Only when the cache still shows one, so a
   // restarted controller re-finishing a node sends nothing more.
+  // Read in place: list() would rebuild every stage pod of every running node as a Value,
+  // once per finished node (the top of a 5,000-node profile).
   bool any = false;
-  for (const auto& sp : stage_pods_.list()) {
-    if (kube::label_of(*sp, kSetLabel) == set_name &&
-        kube::annotation_of(*sp, kNodeAnnotation) == node_name &&
-        sp->get({"metadata", "deletionTimestamp"}) == nullptr) {
-      any = true;
-      break;
-    }
-  }
+  stage_pods_.for_each_compact([&](const kube::CompactObject& sp) {
+    if (any) return;
+    kube::CompactView m = sp.root();
+    any = m.get_string({"metadata", "labels", kSetLabel}) == set_name &&
+          m.get_string({"metadata", "annotations", kNodeAnnotation}) == node_name &&
+          !m.get({"metadata", "deletionTimestamp"});
+  });
   if (any) {
     kube::ListOptions sel;
     sel.label_selector = std::string(kSetLabel) + "=" + set_name;
@@ -423,6 +424,42 @@ void HostPkgReconciler::finish_node(Pass& p, const core::Value& node, NodeRecord
 
 HostPkgReconciler::Drive HostPkgReconciler::drive_node(Pass& p, const std::string& node_name,
                                                        std::stop_token stop) {
+  // A pod the drain must evict: not finished, not a DaemonSet's or mirror pod, not ours.
+  auto evictable = [&](const core::Value& pod) {
+    if (kube::pod::terminal(pod) || kube::pod::owned_by_daemon_set(pod) || kube::pod::mirror(pod))
+      return false;
+    return !(kube::namespace_of(pod) == settings_.namespace_ &&
+             !kube::label_of(pod, kSetLabel).empty());  // our own stage pods
+  };
+  // Most nodes in progress wait on a running stage pod. Tell that from the pass's scan and the
+  // compact pod, without rebuilding the Node (and the pod) as Values: at 5,000 nodes with 500
+  // in progress that rebuild was most of a pass. Anything else takes the full path below.
+  if (auto it = p.index.find(node_name); it != p.index.end() && !p.set.has_protected_pods) {
+    const NodeRecord* rec = p.inputs[it->second].record;
+    if (rec != nullptr && rec->state == NodeState::InProgress &&
+        p.nodes[it->second].unschedulable) {
+      NodePlan plan = plan_node(p.desired, *rec);
+      const bool reboot = !plan.steps.empty() && plan.steps.front().stage == Stage::Interrupt &&
+                          plan.steps.front().interrupt.kind == InterruptKind::Reboot;
+      if (plan.blocked.empty() && !plan.steps.empty() && !reboot) {
+        const PlannedStep& step = plan.steps.front();
+        kube::CompactPtr pod = stage_pods_.get_compact(
+            kube::object_key(settings_.namespace_, stage_pod_name(p.set.name, node_name, step)));
+        if (pod != nullptr) {
+          std::string_view phase = pod->root().get_string({"status", "phase"});
+          auto created =
+              kube::parse_rfc3339(pod->root().get_string({"metadata", "creationTimestamp"}));
+          bool overdue =
+              created && Clock::now() > *created + step.timeout + std::chrono::minutes(3);
+          bool drained = true;
+          for (const auto& other : pods_.by_index("node", node_name))
+            drained = drained && !evictable(*other);
+          if (phase != "Succeeded" && phase != "Failed" && !overdue && drained)
+            return Drive::Waiting;
+        }
+      }
+    }
+  }
   kube::ObjectPtr cached = nodes_.get(node_name);
   if (cached == nullptr) return Drive::Done;  // the Node is gone; its record went with it
   core::Value node = *cached;
@@ -484,13 +521,7 @@ HostPkgReconciler::Drive HostPkgReconciler::drive_node(Pass& p, const std::strin
     // 3. Drain by eviction; the API server enforces PodDisruptionBudgets.
     std::vector<kube::ObjectPtr> to_evict;
     for (const auto& pod : on_node) {
-      if (kube::pod::terminal(*pod) || kube::pod::owned_by_daemon_set(*pod) ||
-          kube::pod::mirror(*pod))
-        continue;
-      if (kube::namespace_of(*pod) == settings_.namespace_ &&
-          !kube::label_of(*pod, kSetLabel).empty())
-        continue;  // our own stage pods
-      to_evict.push_back(pod);
+      if (evictable(*pod)) to_evict.push_back(pod);
     }
     if (!to_evict.empty()) {
       for (const auto& pod : to_evict) {
@@ -639,11 +670,18 @@ std::int64_t HostPkgReconciler::reverify(Pass& p) {
   std::int64_t next_due = 0;
 
   // The verify pods this set has now; the ones no current round expects are cleaned up below.
+  // Picked out in place: only verify pods are rebuilt as Values, not every stage pod per pass.
   std::unordered_map<std::string, kube::ObjectPtr> pods;
-  for (const auto& sp : stage_pods_.list()) {
-    if (kube::label_of(*sp, kSetLabel) == set_name &&
-        kube::label_of(*sp, kStageLabel) == kVerifyStage)
-      pods.emplace(std::string(kube::name_of(*sp)), sp);
+  std::vector<std::string> verify_keys;
+  stage_pods_.for_each_compact([&](const kube::CompactObject& sp) {
+    kube::CompactView m = sp.root();
+    if (m.get_string({"metadata", "labels", kSetLabel}) == set_name &&
+        m.get_string({"metadata", "labels", kStageLabel}) == kVerifyStage)
+      verify_keys.push_back(kube::object_key(sp.namespace_(), sp.name()));
+  });
+  for (const std::string& key : verify_keys) {
+    if (kube::ObjectPtr sp = stage_pods_.get(key))
+      pods.emplace(std::string(kube::name_of(*sp)), std::move(sp));
   }
   std::int64_t in_flight = 0;
   for (const auto& [_, pod] : pods) {
@@ -662,7 +700,8 @@ std::int64_t HostPkgReconciler::reverify(Pass& p) {
   for (std::size_t i = 0; i < p.nodes.size(); ++i) {
     const NodeScan& n = p.nodes[i];
     const NodeRecord* seen_rec = p.inputs[i].record;
-    if (seen_rec == nullptr || !p.set.node_selector.matches(n.labels) || !enabled) continue;
+    if (seen_rec == nullptr || !p.set.node_selector.matches(p.inputs[i].facts.labels) || !enabled)
+      continue;
     if (seen_rec->drift) {
       ++p.drifted;
       if (p.drift_messages.size() < kMaxNamedNodes)
@@ -811,15 +850,17 @@ void HostPkgReconciler::taints(Pass& p) {
     }
   }
   auto created = kube::parse_rfc3339(p.object->get_string({"metadata", "creationTimestamp"}));
-  for (const NodeScan& n : p.nodes) {
-    if (!p.set.node_selector.matches(n.labels)) continue;
+  for (std::size_t i = 0; i < p.nodes.size(); ++i) {
+    const NodeScan& n = p.nodes[i];
+    const Labels& labels = p.inputs[i].facts.labels;  // moved there by the pass
+    if (!p.set.node_selector.matches(labels)) continue;
     auto rit = n.records.find(p.set.name);
     bool done_here = rit != n.records.end() && text_in_state(rit->second, "Done") &&
                      rit->second.find(p.desired.target) != std::string::npos;
     if (n.runtime_taint && done_here) {
       bool all_done = true;
       for (const Other& o : others) {
-        if (!o.set.node_selector.matches(n.labels)) continue;
+        if (!o.set.node_selector.matches(labels)) continue;
         auto it = n.records.find(o.set.name);
         all_done = all_done && it != n.records.end() && text_in_state(it->second, "Done") &&
                    it->second.find(o.target) != std::string::npos;
@@ -1121,10 +1162,9 @@ Result HostPkgReconciler::reconcile_pass(const Request& req, std::stop_token sto
   p.inputs.reserve(p.nodes.size());
   std::vector<std::string> in_progress;
   for (std::size_t i = 0; i < p.nodes.size(); ++i) {
-    const NodeScan& n = p.nodes[i];
+    NodeScan& n = p.nodes[i];
     NodeInput in;
     in.facts.name = n.name;
-    in.facts.labels = n.labels;
     in.facts.ready = n.ready;
     in.facts.unschedulable = n.unschedulable;
     bool ours_recorded = false;
@@ -1163,6 +1203,9 @@ Result HostPkgReconciler::reconcile_pass(const Request& req, std::stop_token sto
           gated_all = true;
       }
     }
+    // Moved, not copied: the labels are most of a pass's memory at 5,000 nodes. From here on
+    // they are read as p.inputs[i].facts.labels.
+    in.facts.labels = std::move(n.labels);
     p.index.emplace(n.name, p.inputs.size());
     p.inputs.push_back(std::move(in));
   }
@@ -1202,7 +1245,23 @@ Result HostPkgReconciler::reconcile_pass(const Request& req, std::stop_token sto
     // the cache once it has seen this pass's writes — what the next pass would do, without waiting
     // for the watch event and this pass's status write first (the new pass writes status, taints
     // and re-verification).
+    // The batch overhead (last node done -> next batch's first start) is mostly this wait
+    // for the watch to deliver the done writes: logged so a slow batch can be told apart.
+    auto waited_from = std::chrono::steady_clock::now();
+    // The new pass scans every node again: let this one's copies go first (they would
+    // double the peak memory at 5,000 nodes).
+    p.nodes = {};
+    p.inputs = {};
+    p.records.clear();
+    p.records.shrink_to_fit();
+    p.index = {};
+    plan = RolloutPlan{};
     wait_for_cache();
+    log::info("hostpkg: batch over, planning the next",
+              {{"set", p.set.name},
+               {"cache_wait_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::steady_clock::now() - waited_from)
+                                     .count()}});
     return reconcile_pass(req, stop, false);
   }
   for (const NodeStart& s : plan.start) {
