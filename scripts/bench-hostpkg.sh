@@ -9,18 +9,25 @@
 # per node and package (the controller's own counter), and the overhead from a batch's last
 # node done to the next batch's first start (from the controller's log).
 # Usage: scripts/bench-hostpkg.sh NODES [exponential|batches10]
-# Env: GPUFLEET_BIN (default build/release/bin/gpufleet), KUBE_LOCAL_BIN (build/bin/kube-local).
+# Env: GPUFLEET_BIN (default build/release/bin/gpufleet), KUBE_LOCAL_BIN (build/bin/kube-local),
+# BENCH_LIMIT_S (stop the rollout after that many seconds and report over the nodes done by
+# then: for machines that cannot finish a large rollout in reasonable time; default none),
+# BENCH_LOG (copy the controller's log there, for looking into the batch overhead),
+# BENCH_PERF (record the controller with `perf record -g` into that file during the rollout),
+# BENCH_METRICS_PORT (the controller's metrics port, default 18190: two runs side by side).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 nodes="${1:?usage: bench-hostpkg.sh NODES [exponential|batches10]}"
 policy="${2:-exponential}"
 gpufleet="${GPUFLEET_BIN:-build/release/bin/gpufleet}"
 kube_local="${KUBE_LOCAL_BIN:-build/bin/kube-local}"
+port="${BENCH_METRICS_PORT:-18190}"
 work="$(mktemp -d)"
 kc="$work/kube/admin.kubeconfig"
 k() { "$kube_local" kubectl --kubeconfig "$kc" "$@"; }
 cleanup() {
   [[ -n "${ctl:-}" ]] && kill "$ctl" 2>/dev/null || true
+  [[ -n "${BENCH_LOG:-}" && -f "$work/controller.log" ]] && cp "$work/controller.log" "$BENCH_LOG"
   "$gpufleet" sim stop --state-dir "$work/sim" >/dev/null 2>&1 || true
   "$kube_local" down --data-dir "$work/kube" >/dev/null 2>&1 || true
   rm -rf "$work"
@@ -54,21 +61,27 @@ behaviours:
       config: {sysctls: {vm.max_map_count: "1048576"}}
 YAML
 "$gpufleet" sim --fleet "$work/fleet.yaml" --behaviours "$work/behaviours.yaml" \
-  --kubeconfig "$kc" --state-dir "$work/sim" --status-report 10m --detach >/dev/null
+  --kubeconfig "$kc" --state-dir "$work/sim" --status-report 10m --detach >/dev/null ||
+  echo "(the simulator is still registering after its 2 minutes; waiting up to 10)"
 for _ in $(seq 600); do
   n=$(k get nodes --no-headers 2>/dev/null | wc -l)
   ((n >= nodes)) && break
   sleep 1
 done
+if ((n < nodes)); then echo "error: only $n of $nodes nodes registered" >&2; exit 1; fi
 
 MALLOC_ARENA_MAX=1 "$gpufleet" controller --controllers=hostpkg --kubeconfig "$kc" \
-  --metrics-addr 127.0.0.1:18190 --set hostpkg.namespace=hostpkg-bench \
+  --metrics-addr 127.0.0.1:$port --set hostpkg.namespace=hostpkg-bench \
   --set hostpkg.runner-image=bench.example/gpufleet:bench >"$work/controller.log" 2>&1 &
 ctl=$!
-for _ in $(seq 300); do curl -sf http://127.0.0.1:18190/readyz >/dev/null && break; sleep 0.5; done
+for _ in $(seq 300); do curl -sf http://127.0.0.1:$port/readyz >/dev/null && break; sleep 0.5; done
 cpu() { awk '{print ($14 + $15) / 100}' "/proc/$ctl/stat"; }
 idle_rss=$(awk '/VmRSS/ {print $2}' "/proc/$ctl/status")
 cpu0=$(cpu)
+if [[ -n "${BENCH_PERF:-}" ]]; then
+  perf record -F 199 -g -o "$BENCH_PERF" -p "$ctl" >/dev/null 2>&1 &
+  perf_pid=$!
+fi
 
 if [[ $policy == exponential ]]; then
   strategy='{exponential: {initialBatch: 10, growthFactor: 2}}'; budget='{percent: 10}'
@@ -96,13 +109,22 @@ spec:
       interrupt: {type: restartServices, services: [systemd-sysctl.service]}
 YAML
 start=$(date +%s.%N)
+limit="${BENCH_LIMIT_S:-0}"
+limited=""
 until [[ "$(k get hostpackageset bench-sysctl -o jsonpath='{.status.phase}')" == Complete ]]; do
+  if ((limit > 0)) && (($(date +%s) - ${start%.*} >= limit)); then limited=1; break; fi
   sleep 1
 done
 end=$(date +%s.%N)
 cpu1=$(cpu)
+if [[ -n "${perf_pid:-}" ]]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; fi
+rolled=$nodes
+if [[ -n $limited ]]; then
+  rolled=$(k get hostpackageset bench-sysctl -o jsonpath='{.status.done}')
+  echo "stopped after ${limit}s (BENCH_LIMIT_S): $rolled of $nodes nodes done; figures are over those"
+fi
 peak_rss=$(awk '/VmHWM/ {print $2}' "/proc/$ctl/status")
-writes=$(curl -s http://127.0.0.1:18190/metrics | awk '/^gpufleet_hostpkg_api_writes_total/ {s += $2} END {print s}')
+writes=$(curl -s http://127.0.0.1:$port/metrics | awk '/^gpufleet_hostpkg_api_writes_total/ {s += $2} END {print s}')
 # Overhead per batch: first start of batch b+1 minus last done of batch b (controller log).
 overhead=$(awk '
   function ts(line,  t) { match(line, /time=[^ ]+/); t = substr(line, RSTART + 5, RLENGTH - 5);
@@ -114,10 +136,10 @@ overhead=$(awk '
   END { n = 0; m = 0; for (b in last) if ((b + 1) in first) { d = first[b + 1] - last[b];
     if (d > m) m = d; s += d; n++ } if (n) printf "%.3f mean, %.3f max over %d batches", s / n, m, n;
     else print "n/a (one batch)" }' "$work/controller.log")
-awk -v n="$nodes" -v p="$policy" -v s="$start" -v e="$end" -v c0="$cpu0" -v c1="$cpu1" \
+awk -v n="$nodes" -v r="$rolled" -v p="$policy" -v s="$start" -v e="$end" -v c0="$cpu0" -v c1="$cpu1" \
   -v idle="$idle_rss" -v peak="$peak_rss" -v w="$writes" -v o="$overhead" 'BEGIN {
-  printf "hostpkg bench: %d nodes, %s\n", n, p
-  printf "  wall %.1f s, controller CPU %.2f s (%.4f s per node)\n", e - s, c1 - c0, (c1 - c0) / n
+  printf "hostpkg bench: %d nodes, %s, %d rolled\n", n, p, r
+  printf "  wall %.1f s, controller CPU %.2f s (%.4f s per rolled node)\n", e - s, c1 - c0, (c1 - c0) / r
   printf "  RSS idle %.1f MB, peak %.1f MB\n", idle / 1024, peak / 1024
-  printf "  API writes %d (%.1f per node and package)\n", w, w / n
+  printf "  API writes %d (%.1f per rolled node and package)\n", w, w / r
   printf "  batch overhead (last done -> next first start): %s s\n", o }'

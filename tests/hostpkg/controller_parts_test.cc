@@ -1,11 +1,13 @@
 // The Kubernetes-shaped parts of the hostpkg controller that need no cluster: the per-node
-// record annotation, stage pod manifests and outcomes, the status view, and the simulator's
-// host-step model that stands in for a real host in the integration tests.
+// record annotation, the HostPackageDrifted node condition, stage pod manifests and outcomes, the
+// status view, and the simulator's host-step model that stands in for a real host in the
+// integration tests.
 #include <gtest/gtest.h>
 
 #include "core/errors.h"
 #include "core/json.h"
 #include "core/yaml.h"
+#include "hostpkg/controller/node_condition.h"
 #include "hostpkg/controller/record_store.h"
 #include "hostpkg/controller/stage_pod.h"
 #include "hostpkg/controller/status_view.h"
@@ -50,6 +52,81 @@ TEST(RecordStore, MalformedRecordIsReportedNamingTheAnnotation) {
   RecordRead w = read_record(node_with(R"({"format":1,"set":"other"})"), "s1");
   EXPECT_FALSE(w.record);
   EXPECT_NE(w.error.find("record.set is \"other\""), std::string::npos) << w.error;
+}
+
+std::string record_text(const std::string& set, std::optional<Drift> drift) {
+  NodeRecord r;
+  r.set = set;
+  r.state = NodeState::Done;
+  r.verified = 1000;
+  r.drift = std::move(drift);
+  return core::to_json(record_to_value(r));
+}
+
+const core::Value& only_condition(const core::Value& patch) {
+  const core::Value* list = patch.get({"status", "conditions"});
+  EXPECT_TRUE(list != nullptr && list->is_list() && list->as_list().size() == 1);
+  return list->as_list().front();
+}
+
+TEST(NodeDriftCondition, TrueNamesSetPackageAndCheckThenFalseKeepsNothingElse) {
+  using namespace std::chrono_literals;
+  const auto t0 = std::chrono::system_clock::time_point(1'700'000'000s);
+  std::map<std::string, std::string, std::less<>> records{
+      {"s1", record_text("s1", Drift{"sysctl", "check-failed: vm.max_map_count is 65530", 900})},
+      {"s2", record_text("s2", std::nullopt)}};
+  std::unordered_set<std::string> reporting{"s1", "s2"};
+
+  // A node that never drifted gets no condition at all.
+  std::map<std::string, std::string, std::less<>> clean{{"s2", records["s2"]}};
+  EXPECT_FALSE(drift_condition_patch(clean, reporting, {}, t0));
+
+  auto up = drift_condition_patch(records, reporting, {}, t0);
+  ASSERT_TRUE(up);
+  const core::Value& c = only_condition(*up);
+  EXPECT_EQ(c.get_string({"type"}), "HostPackageDrifted");
+  EXPECT_EQ(c.get_string({"status"}), "True");
+  EXPECT_EQ(c.get_string({"reason"}), "ChecksFailed");
+  EXPECT_EQ(c.get_string({"message"}),
+            "re-verification failed: s1/sysctl: check-failed: vm.max_map_count is 65530");
+  EXPECT_EQ(c.get_string({"lastTransitionTime"}), "2023-11-14T22:13:20Z");
+  EXPECT_EQ(c.find("observedGeneration"), nullptr) << "NodeCondition has no such field";
+
+  // Shown as wanted: no write. The same status with a new message: written, transition kept.
+  NodeDriftCondition shown{true, "True", "ChecksFailed", std::string(c.get_string({"message"})),
+                           "2023-11-14T22:13:20Z"};
+  EXPECT_FALSE(drift_condition_patch(records, reporting, shown, t0 + 60s));
+  records["s1"] = record_text("s1", Drift{"sysctl", "check-failed: now 1", 900});
+  auto reworded = drift_condition_patch(records, reporting, shown, t0 + 60s);
+  ASSERT_TRUE(reworded);
+  EXPECT_EQ(only_condition(*reworded).get_string({"lastTransitionTime"}), "2023-11-14T22:13:20Z");
+  shown.message = std::string(only_condition(*reworded).get_string({"message"}));
+
+  // The set stops counting (deleted, reverify off): False, and the transition moves.
+  auto cleared = drift_condition_patch(records, {"s2"}, shown, t0 + 120s);
+  ASSERT_TRUE(cleared);
+  EXPECT_EQ(only_condition(*cleared).get_string({"status"}), "False");
+  EXPECT_EQ(only_condition(*cleared).get_string({"reason"}), "NoDrift");
+  EXPECT_EQ(only_condition(*cleared).get_string({"lastTransitionTime"}), "2023-11-14T22:15:20Z");
+  // The drift cleared in the record (a passing check, a finished re-apply): False as well.
+  records["s1"] = record_text("s1", std::nullopt);
+  EXPECT_TRUE(drift_condition_patch(records, reporting, shown, t0 + 120s));
+  NodeDriftCondition off{true, "False", "NoDrift", "no HostPackageSet reports drift on this node",
+                         "2023-11-14T22:15:20Z"};
+  EXPECT_FALSE(drift_condition_patch(records, reporting, off, t0 + 180s));
+
+  // Many drifted sets: at most five named, the message bounded.
+  std::map<std::string, std::string, std::less<>> many;
+  std::unordered_set<std::string> all;
+  for (int i = 0; i < 8; ++i) {
+    std::string set = "set" + std::to_string(i);
+    many[set] = record_text(set, Drift{"pkg", std::string(400, 'x'), 1});
+    all.insert(set);
+  }
+  auto bounded = drift_condition_patch(many, all, {}, t0);
+  ASSERT_TRUE(bounded);
+  EXPECT_LE(only_condition(*bounded).get_string({"message"}).size(), 1000u);
+  EXPECT_NE(only_condition(*bounded).get_string({"message"}).find("set1/pkg: "), std::string::npos);
 }
 
 TEST(StagePod, PinnedToleratesEverythingAndNamedByStepKey) {

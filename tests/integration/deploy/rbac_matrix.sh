@@ -101,6 +101,8 @@ expect no gpufleet-sentinel delete remediations.gpufleet.io
 
 # hostpkg: rolls host changes out (cordon, drain, uncordon); reads its sets, writes their status.
 expect yes gpufleet-hostpkg patch nodes
+expect yes gpufleet-hostpkg patch nodes/status
+expect no gpufleet-hostpkg update nodes/status
 expect yes gpufleet-hostpkg create pods/eviction
 expect yes gpufleet-hostpkg list hostpackagesets.gpufleet.io
 expect yes gpufleet-hostpkg patch hostpackagesets.gpufleet.io/status

@@ -2,7 +2,9 @@
 // drifts (its sysctl is changed behind hostpkg's back); the periodic check catches it without
 // cordoning the node, the set reports Drifted naming the node, the package and the check's
 // message (onDrift: Report re-applies nothing); switched to Reapply, the node goes back through
-// the rollout, the package is applied again, the host is repaired and Drifted clears.
+// the rollout, the package is applied again, the host is repaired and Drifted clears. The
+// drifted node carries the HostPackageDrifted node condition while it is drifted (cleared by
+// the re-apply, and by the set's deletion).
 //
 // The controller runs with hostpkg.reverify-interval=1s (the test override of the schema's 1m
 // minimum, docs/hostpkg.md); the sets say 1h.
@@ -56,6 +58,14 @@ int count(const std::optional<std::string>& text, const std::string& needle) {
   for (auto pos = text->find(needle); pos != std::string::npos; pos = text->find(needle, pos + 1))
     ++n;
   return n;
+}
+
+std::string transition_time(const core::Value& obj, const std::string& type) {
+  const core::Value* conds = obj.get({"status", "conditions"});
+  if (conds == nullptr || !conds->is_list()) return "";
+  for (const auto& c : conds->as_list())
+    if (c.get_string({"type"}) == type) return std::string(c.get_string({"lastTransitionTime"}));
+  return "";
 }
 
 NodeRecord record_of(HostPkgEnv& env, int i) {
@@ -128,7 +138,21 @@ TEST(HostPkgReverify, ReportsDriftThenReapplyRepairs) {
   EXPECT_EQ(r0.state, NodeState::Done);
   EXPECT_TRUE(r0.reapply.empty()) << "Report re-applies nothing";
   EXPECT_FALSE(record_of(env, 1).drift) << "node 1 did not drift";
+  // The Node itself says so, naming set, package and check; the other node has no condition.
+  ASSERT_TRUE(HostPkgEnv::eventually(
+      [&] { return condition(env.get_node(n0), "HostPackageDrifted").status == "True"; }, 10s));
+  Cond nc = condition(env.get_node(n0), "HostPackageDrifted");
+  EXPECT_EQ(nc.reason, "ChecksFailed");
+  EXPECT_NE(nc.message.find(name + "/tune: "), std::string::npos) << nc.message;
+  EXPECT_NE(nc.message.find("vm.max_map_count is 65530, want 1048576"), std::string::npos)
+      << nc.message;
+  EXPECT_EQ(condition(env.get_node(n0), "Ready").status, "True") << "the kubelet's conditions stay";
+  EXPECT_EQ(condition(env.get_node(n1), "HostPackageDrifted").status, "") << "node 1 did not drift";
+  const std::string since = transition_time(env.get_node(n0), "HostPackageDrifted");
+  EXPECT_FALSE(since.empty());
   std::this_thread::sleep_for(2s);  // two more rounds: still only reported
+  EXPECT_EQ(transition_time(env.get_node(n0), "HostPackageDrifted"), since)
+      << "failing again moved the condition's lastTransitionTime";
   EXPECT_EQ(count(env.sim().host_read(n0, sim::kHostStepHistory), "tune/apply/"), 1);
   EXPECT_EQ(env.sim().host_read(n0, "/proc/sys/vm/max_map_count").value_or(""), "65530\n");
   EXPECT_EQ(env.get_set(name).get_string({"status", "phase"}), "Complete") << dump(env, name);
@@ -153,6 +177,10 @@ TEST(HostPkgReverify, ReportsDriftThenReapplyRepairs) {
   EXPECT_TRUE(after.reapply.empty());
   EXPECT_EQ(after.state, NodeState::Done);
   EXPECT_FALSE(kube::node::unschedulable(env.get_node(n0))) << "left cordoned";
+  // The re-apply finished: the Node's condition goes False.
+  EXPECT_TRUE(HostPkgEnv::eventually(
+      [&] { return condition(env.get_node(n0), "HostPackageDrifted").status == "False"; }, 10s));
+  EXPECT_EQ(condition(env.get_node(n0), "HostPackageDrifted").reason, "NoDrift");
   EXPECT_EQ(count(env.sim().host_read(n1, sim::kHostStepHistory), "tune/apply/"), 1)
       << "node 1 was re-applied";
   // Verification goes on after the repair, and passes.
@@ -160,6 +188,43 @@ TEST(HostPkgReverify, ReportsDriftThenReapplyRepairs) {
   ASSERT_TRUE(HostPkgEnv::eventually([&] { return record_of(env, 0).verified > repaired; }, 10s));
   EXPECT_FALSE(record_of(env, 0).drift);
   env.remove_set(name);
+}
+
+// A drifted node's condition goes False when its set is deleted (the record, with its drift,
+// stays on the Node as every record does).
+TEST(HostPkgReverify, NodeConditionClearsWhenTheSetIsDeleted) {
+  HostPkgEnv env(1, false);
+  env.reverify_interval = 1s;
+  env.start_controller();
+  const std::string n0 = env.node(0);
+  const std::string name = set_name(env, "gone");
+  env.apply("apiVersion: gpufleet.io/v1alpha1\nkind: HostPackageSet\nmetadata: {name: " + name +
+            "}\nspec:\n  nodeSelector:\n    matchExpressions:\n    - {key: "
+            "kubernetes.io/hostname, operator: In, values: " +
+            env.node_list(0, 1) +
+            "}\n  reverify: {interval: 1h}\n  packages:\n    tune:\n      version: "
+            "1.0.0\n      image: example.com/tune\n");
+  ASSERT_TRUE(HostPkgEnv::eventually(
+      [&] {
+        return env.get_set(name).get_string({"status", "phase"}) == "Complete";
+      },
+      30s))
+      << dump(env, name);
+  sim::SimEvent drift;
+  drift.kind = sim::EventKind::Host;
+  drift.nodes = {n0};
+  drift.host.sysctls = {{"vm.max_map_count", "65530"}};
+  drift.host.persist = false;
+  env.sim().inject(drift);
+  ASSERT_TRUE(HostPkgEnv::eventually(
+      [&] { return condition(env.get_node(n0), "HostPackageDrifted").status == "True"; }, 15s))
+      << dump(env, name);
+  env.remove_set(name);
+  ASSERT_TRUE(HostPkgEnv::eventually(
+      [&] { return condition(env.get_node(n0), "HostPackageDrifted").status == "False"; }, 15s))
+      << core::to_json(env.get_node(n0));
+  EXPECT_EQ(condition(env.get_node(n0), "HostPackageDrifted").reason, "NoDrift");
+  EXPECT_TRUE(read_record(env.get_node(n0), name).record.value().drift) << "the record is kept";
 }
 
 // Restart safety: a controller killed after creating a round's verify pod finds that pod by

@@ -112,6 +112,10 @@ Cluster-wide rules here; leader election Leases are a Role in the release namesp
 - apiGroups: [""]
   resources: [nodes]
   verbs: [get, list, watch, patch]
+# A drifted host shows on its Node: the HostPackageDrifted node condition.
+- apiGroups: [""]
+  resources: [nodes/status]
+  verbs: [patch]
 - apiGroups: [""]
   resources: [pods]
   verbs: [get, list, watch]
