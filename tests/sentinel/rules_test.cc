@@ -5,6 +5,7 @@
 #include "cel/cost.h"
 #include "core/errors.h"
 #include "core/json.h"
+#include "core/yaml.h"
 
 namespace gpufleet::sentinel {
 namespace {
@@ -237,6 +238,51 @@ TEST(Rules, BadRulesAreNamed) {
   EXPECT_EQ(r.taint->to_string(), "k:NoExecute");
   EXPECT_EQ(r.priority, 3);
   EXPECT_TRUE(r.dry_run);
+}
+
+}  // namespace
+}  // namespace gpufleet::sentinel
+
+namespace gpufleet::sentinel {
+namespace {
+
+// The two rules docs/sentinel.md shows, over events and history shaped as the controller and
+// NodeHealth make them ({check, entity, state, reason} and status.history entries).
+TEST(Rules, TheDocumentedExamplesWorkOnRealShapes) {
+  std::vector<RuleSpec> specs = {
+      RuleSpec::from_value(core::parse_yaml(R"(
+name: xid-fatal
+when: "event.check == 'xid' && event.state == 'Fatal'"
+cordon: true
+taint: nvidia.com/gpu-error=fatal:NoSchedule
+)"),
+                           "docs"),
+      RuleSpec::from_value(core::parse_yaml(R"(
+name: repeat-xid
+when: >-
+  event.check == 'xid' && history.filter(h, h.check == 'xid' && h.entity == event.entity &&
+  h.reason == event.reason).size() >= 5
+escalate: replace
+)"),
+                           "docs"),
+  };
+  RuleSet rules = RuleSet::compile(specs);
+  const core::Value event = core::parse_json(
+      R"({"check":"xid","entity":"GPU-3","kind":"GPU","state":"Fatal","reason":"Xid79"})");
+  core::Value history = core::Value::list();
+  auto burst = [&](const char* entity) {
+    history.push_back(core::parse_json(
+        std::string(R"({"recordId":1,"time":"2026-12-01T00:00:00Z",)") +
+        R"("check":"xid","entity":")" + entity + R"(","state":"Fatal","reason":"Xid79"})"));
+  };
+  for (int i = 0; i < 4; ++i) burst("GPU-3");
+  burst("GPU-5");
+  Decision d = rules.evaluate(event, core::Value::map(), core::Value::map(), history);
+  EXPECT_TRUE(d.cordon);
+  EXPECT_EQ(d.escalate, "");  // four on this GPU: not yet
+  burst("GPU-3");
+  d = rules.evaluate(event, core::Value::map(), core::Value::map(), history);
+  EXPECT_EQ(d.escalate, "replace");
 }
 
 }  // namespace
