@@ -120,7 +120,11 @@ class CertifyIT : public ::testing::Test {
     std::string yaml = "apiVersion: gpufleet.io/v1alpha1\nkind: Fleet\nmetadata: {name: " + fleet_ +
                        "}\nspec:\n  seed: 11\n  pools:\n  - name: p" + kRun +
                        "\n    count: " + std::to_string(kNodes) + "\n    namePattern: \"c" + kRun +
-                       "-{index:03}\"\n    gpu: {product: h100}\n";
+                       "-{index:03}\"\n    gpu: {product: h100}\n" +
+                       // Two A100 nodes of 2 GPUs: the catalog runs DCGM 3.x on Ampere, and a
+                       // 2-GPU level-3 report fits the 4 KiB termination message.
+                       "  - name: a" + kRun + "\n    count: 2\n    namePattern: \"a" + kRun +
+                       "-{index:03}\"\n    gpu: {product: a100, count: 2}\n";
     sim::KubeletOptions o;
     o.time_scale = 40;  // a 20 s nccl-tests run takes half a second
     o.lease_renew = 5s;
@@ -450,6 +454,34 @@ TEST_F(CertifyIT, RetriesRerunNoisyFailuresUpToTheBudgetAndEventsTellTheStory) {
       },
       15s))
       << "events of wl-broken: " << core::join(got);
+}
+
+TEST_F(CertifyIT, DcgmLevel3OnAmpereReadsThe3xLayoutAndNamesTheGpu) {
+  const std::string good = "a" + kRun + "-000", bad = "a" + kRun + "-001";
+  sim_->inject(
+      sim::parse_event(core::parse_yaml("{node: " + bad + ", type: ecc, gpu: 1, kind: doubleBit}"),
+                       "itest", "event", false));
+  core::Value c = certification("dcgm-r3", {}, "[{name: diagnostics/dcgm-r3}]");
+  c["spec"]["targets"]["nodeNames"].push_back(good);
+  c["spec"]["targets"]["nodeNames"].push_back(bad);
+  create(resources::certifications(), c);
+  core::Value done = finished(resources::certifications(), "dcgm-r3", 120s);
+  EXPECT_EQ(failed_reasons(done), (std::map<std::string, std::string>{{bad, "HardwareFailure"}}))
+      << core::to_json(done);
+  auto st = read_category(*client_, ns(), "dcgm-r3", 0);
+  ASSERT_TRUE(st.has_value());
+  ASSERT_EQ(st->groups.size(), 2u);
+  for (const auto& g : st->groups) {
+    ASSERT_TRUE(g.result.has_value());
+    if (g.nodes.front() == good) {
+      EXPECT_TRUE(g.result->passed) << g.result->message;
+      EXPECT_EQ(g.result->metrics.at("dcgmFailedResults"), 0.0);
+    } else {
+      EXPECT_FALSE(g.result->passed);
+      EXPECT_THAT(g.result->message, HasSubstr("GPU 1"));
+      EXPECT_THAT(g.result->message, HasSubstr("GPU Memory"));  // the 3.x test name
+    }
+  }
 }
 
 TEST_F(CertifyIT, ValidationRequestAnsweredInStatusOnly) {
