@@ -465,7 +465,7 @@ void RunReconciler::step_category(Run& run, int index, std::stop_token stop) {
     write_map(client_, kind_, *run.obj, cm, st.to_value(), "");
     event(run, kube::EventType::Normal, "CategoryStarted", "Run",
           plan.name + ": " + std::to_string(runnable.size()) + " nodes, " +
-              (scale == Scale::Diagnose ? "diagnose round 1 of " : "") +
+              (scale == Scale::Diagnose ? "diagnose round 1, " : "") +
               std::to_string(st.groups.size()) + " group test(s)");
     run.states.push_back(std::move(st));
     run.versions.push_back("");  // re-read on the next reconcile before any update

@@ -540,6 +540,17 @@ TEST_F(CertifyIT, DiagnoseFindsExactlyTheDegradedNodes) {
   ASSERT_TRUE(st.has_value());
   EXPECT_GE(st->rounds, 2);
   std::cout << "diagnose of 16 nodes: " << st->message << "\n";
+  // One DiagnoseRound Event per round after the first (the first is CategoryStarted's).
+  std::multiset<std::string> got;
+  EXPECT_TRUE(eventually(
+      [&] {
+        got = event_reasons(ns(), "diag");
+        return got.count("DiagnoseRound") == static_cast<std::size_t>(st->rounds - 1) &&
+               got.count("CategoryStarted") == 1 && got.count("CategoryFinished") == 1 &&
+               got.count("Failed") == 1;
+      },
+      15s))
+      << "events of diag: " << core::join(got) << " (" << st->rounds << " rounds)";
   for (int i : {19, 28})
     sim_->inject(sim::parse_event(core::parse_yaml("{node: " + node(i) + ", type: clear}"), "itest",
                                   "event", false));
