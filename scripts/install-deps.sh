@@ -11,7 +11,7 @@ packages=(
   libre2-dev                                             # CEL matches()
   libcurl4-openssl-dev                                   # HTTP/1.1 + HTTP/2 client (kube, recipe OCI client)
   libssl-dev                                             # hashing, TLS material (kube, recipe)
-  zlib1g-dev                                             # gunzip Helm release records (recipe)
+  zlib1g-dev                                             # gunzip Helm release records (recipe), gzip run state (certify)
   libarchive-dev                                         # tar+gzip of bundles pushed to OCI registries (recipe)
   libmicrohttpd-dev                                      # /metrics, /healthz server (core)
   libcli11-dev                                           # command-line parsing (cli)

@@ -14,7 +14,8 @@
 //   env: {NCCL_DEBUG: WARN}
 //   statistic: largestSize           # nccl only: what busBandwidthGBps means
 //   timeout: 15m                     # Go duration; per job
-//   retries: 1                       # a WorkloadFailed job is re-run this often
+//   retries: 1                       # a WorkloadFailed, MeasurementTimeout or Infrastructure
+//                                    # group is re-run this often (verdict.h should_retry)
 //   maxConcurrentJobs: 16
 //   minNodes: 2                      # smallest group the workload can run on
 //   expected: {busBandwidthGBps: 360}  # what healthy hardware reaches (informational)

@@ -7,11 +7,14 @@
 #include "certify/judge.h"
 #include "certify/node_selection.h"
 #include "certify/run_state.h"
+#include "certify/state_codec.h"
+#include "certify/verdict.h"
 #include "certify/workload_job.h"
 #include "controller/manager.h"
 #include "controller/registry.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "core/text.h"
 #include "kube/api/conditions.h"
 #include "kube/api/meta.h"
 #include "kube/api/objects.h"
@@ -67,6 +70,17 @@ core::Value owner_ref(const RunKind& k, const core::Value& obj) {
   r["controller"] = true;
   r["blockOwnerDeletion"] = true;
   return r;
+}
+
+// What an Event is about: cached objects may lack apiVersion/kind, the recorder needs them.
+core::Value regarding(const core::Value& obj, const kube::ResourceId& r, std::string_view kind) {
+  core::Value x = core::Value::map();
+  x["apiVersion"] = r.api_version();
+  x["kind"] = kind;
+  x["metadata"]["name"] = kube::name_of(obj);
+  if (!kube::namespace_of(obj).empty()) x["metadata"]["namespace"] = kube::namespace_of(obj);
+  x["metadata"]["uid"] = kube::uid_of(obj);
+  return x;
 }
 
 // ---- the frozen target set ----
@@ -141,7 +155,7 @@ StoredMap read_map(kube::Client& client, std::string_view ns, const std::string&
   auto cm = client.try_get(kube::resources::config_maps(), ns, name);
   if (!cm) return m;
   m.resource_version = std::string(kube::resource_version_of(*cm));
-  auto text = kube::config_map::data(*cm, kStateKey);
+  auto text = decode_state(*cm, kStateKey);
   m.data = text ? core::parse_json(*text, name) : core::Value::map();
   return m;
 }
@@ -159,7 +173,9 @@ void write_map(kube::Client& client, const RunKind& kind, const core::Value& own
   cm["metadata"]["labels"][kRunLabel] = kube::uid_of(owner);
   cm["metadata"]["labels"]["app.kubernetes.io/part-of"] = "gpufleet";
   cm["metadata"]["ownerReferences"].push_back(owner_ref(kind, owner));
-  cm["data"][kStateKey] = core::to_json(data);
+  EncodedState e = encode_state(kStateKey, core::to_json(data));
+  cm["data"] = std::move(e.data);
+  cm["binaryData"] = std::move(e.binary_data);
   if (resource_version.empty()) {
     client.create(kube::resources::config_maps(), cm, kFieldManager);
   } else {
@@ -266,14 +282,21 @@ struct RunReconciler::Run {
 
 RunReconciler::RunReconciler(kube::Client& client, RunKind kind, const controller::Cache& runs,
                              const controller::Cache& nodes, const controller::Cache& jobs,
-                             const controller::Cache& pods)
+                             const controller::Cache& pods, kube::EventRecorder& events)
     : client_(client),
       kind_(std::move(kind)),
+      events_(events),
       runs_(runs),
       nodes_(nodes),
       jobs_(jobs),
       pods_(pods),
       status_(client, kind_.resource, kind_.kind, kFieldManager) {}
+
+void RunReconciler::event(const Run& run, kube::EventType type, std::string_view reason,
+                          std::string_view action, std::string_view note) {
+  events_.record(regarding(*run.obj, kind_.resource, kind_.kind), type, reason, action,
+                 cut(std::string(note), 1024));
+}
 
 controller::Result RunReconciler::reconcile(const controller::Request& request,
                                             std::stop_token stop) {
@@ -310,6 +333,7 @@ controller::Result RunReconciler::reconcile(const controller::Request& request,
     out["message"] = cut(e.what(), 1024);
     out["conditions"] = conds;
     status_.apply(run.ns, run.name, out);
+    event(run, kube::EventType::Warning, "Rejected", "Accept", e.what());
     return {};
   }
   const core::Value* vr = obj->get({"metadata", "labels", "gpufleet.io/validation-request"});
@@ -343,6 +367,10 @@ controller::Result RunReconciler::reconcile(const controller::Request& request,
     if (sel.nodes.size() > 5000) sel.nodes.resize(5000);  // the documented bound
     write_map(client_, kind_, *obj, targets_config_map(run.store), nodes_to_value(sel), "");
     targets.data = nodes_to_value(sel);
+    event(run, kube::EventType::Normal, "Accepted", "Accept",
+          std::to_string(sel.nodes.size()) + " nodes selected, " +
+              std::to_string(sel.excluded.size()) + " excluded; " +
+              std::to_string(run.spec.categories.size()) + " categories");
   }
   run.targets = nodes_from_value(targets.data);
   for (const auto& n : run.targets.nodes) run.info[n.name] = &n;
@@ -372,6 +400,17 @@ controller::Result RunReconciler::reconcile(const controller::Request& request,
     run.message = "no node to test: every targeted node is excluded (see status.excluded)";
   }
   write_status(run);
+  if (run.phase != "Running" && phase != run.phase) {
+    std::size_t bad = 0;
+    for (const auto& st : run.states) bad += st.failed.size();
+    event(run, run.phase == "Passed" ? kube::EventType::Normal : kube::EventType::Warning,
+          run.phase, "Certify",
+          run.phase == "Passed"
+              ? "all " + std::to_string(run.targets.nodes.size()) + " nodes passed every category"
+          : run.message.empty() ? std::to_string(bad) + " node verdict(s) failed of " +
+                                      std::to_string(run.targets.nodes.size()) + " nodes"
+                                : run.message);
+  }
   if (run.phase == "Running") return {.requeue_after = kPoll};
   return {};
 }
@@ -424,6 +463,10 @@ void RunReconciler::step_category(Run& run, int index, std::stop_token stop) {
       }
     }
     write_map(client_, kind_, *run.obj, cm, st.to_value(), "");
+    event(run, kube::EventType::Normal, "CategoryStarted", "Run",
+          plan.name + ": " + std::to_string(runnable.size()) + " nodes, " +
+              (scale == Scale::Diagnose ? "diagnose round 1, " : "") +
+              std::to_string(st.groups.size()) + " group test(s)");
     run.states.push_back(std::move(st));
     run.versions.push_back("");  // re-read on the next reconcile before any update
     return;
@@ -440,8 +483,14 @@ void RunReconciler::step_category(Run& run, int index, std::stop_token stop) {
   int running = 0;
   std::vector<GroupState*> waiting;
   auto now = std::chrono::system_clock::now();
+  std::vector<std::string> retried;  // event notes, sent once the state is stored
   for (auto& g : st.groups) {
-    std::string jname = job_name(run.name, run.uid, index, g.id);
+    std::string jname = job_name(run.name, run.uid, index, g.id, g.attempt);
+    if (g.attempt > 1) {
+      // Killed between storing the new attempt and deleting the old Job: delete it now.
+      std::string old = job_name(run.name, run.uid, index, g.id, g.attempt - 1);
+      if (jobs_.get(kube::object_key(run.ns, old)) != nullptr) to_delete.push_back(old);
+    }
     kube::ObjectPtr job = jobs_.get(kube::object_key(run.ns, jname));
     if (g.result) {
       if (job != nullptr) to_delete.push_back(jname);
@@ -520,11 +569,30 @@ void RunReconciler::step_category(Run& run, int index, std::stop_token stop) {
         j = judge_output(plan.workload.output, output, exit_code, plan.thresholds, ctx, jo);
       }
     }
-    g.result = to_result(*j);
-    if (planner) planner->record(g.id, g.result->passed);
+    GroupResult res = to_result(*j);
     to_delete.push_back(jname);
     changed = true;
+    const int attempts = plan.workload.retries + 1;
+    if (!res.passed && should_retry(res.reason, g.attempt, plan.workload.retries)) {
+      // The next attempt is stored before its Job exists (step 4 runs on a later pass).
+      g.earlier.push_back(cut(res.reason + ": " + res.message, 240));
+      ++g.attempt;
+      retried.push_back("group " + std::to_string(g.id) + " (" + cut(core::join(g.nodes), 200) +
+                        "): " + g.earlier.back() + "; attempt " + std::to_string(g.attempt) +
+                        " of " + std::to_string(attempts));
+      continue;
+    }
+    res.attempts = g.attempt;
+    if (g.attempt > 1)
+      res.message =
+          cut((res.message.empty() ? "" : res.message + "; ") + "attempt " +
+                  std::to_string(g.attempt) + " of " + std::to_string(attempts) + " (attempt " +
+                  std::to_string(g.attempt - 1) + ": " + g.earlier.back() + ")",
+              480);
+    g.result = std::move(res);
+    if (planner) planner->record(g.id, g.result->passed);
   }
+  const int rounds_before = st.rounds;
   if (planner && changed) {
     add_planner_round(st, *planner);
     st.planner = planner->to_value();
@@ -581,6 +649,17 @@ void RunReconciler::step_category(Run& run, int index, std::stop_token stop) {
   }
   if (changed) {
     write_map(client_, kind_, *run.obj, cm, st.to_value(), version);
+    for (const auto& note : retried)
+      event(run, kube::EventType::Warning, "GroupRetried", "Run", plan.name + ": " + note);
+    if (planner && !planner->done() && st.rounds > rounds_before)
+      event(run, kube::EventType::Normal, "DiagnoseRound", "Diagnose",
+            plan.name + ": round " + std::to_string(st.rounds) + ", " +
+                std::to_string(planner->pending()->tests.size()) + " group test(s)");
+    if (st.done())
+      event(run, st.phase == "Passed" ? kube::EventType::Normal : kube::EventType::Warning,
+            "CategoryFinished", "Run",
+            plan.name + " " + st.phase + ": " + std::to_string(st.failed.size()) +
+                " node(s) failed" + (st.message.empty() ? "" : " (" + st.message + ")"));
   }
   // 3. Recorded: their Jobs (and Services) go.
   kube::DeleteOptions del;
@@ -607,7 +686,8 @@ void RunReconciler::step_category(Run& run, int index, std::stop_token stop) {
     if (clash) continue;
     JobRequest r;
     r.ns = run.ns;
-    r.name = job_name(run.name, run.uid, index, g->id);
+    r.name = job_name(run.name, run.uid, index, g->id, g->attempt);
+    r.attempt = g->attempt;
     r.owner_ref = owner_ref(kind_, *run.obj);
     r.run_uid = run.uid;
     r.category = index;
@@ -817,11 +897,13 @@ std::optional<CategoryState> read_category(kube::Client& client, std::string_vie
 // ---- ValidationRequests ----
 
 ValidationReconciler::ValidationReconciler(kube::Client& client, const controller::Cache& requests,
-                                           const controller::Cache& certifications, std::string ns)
+                                           const controller::Cache& certifications, std::string ns,
+                                           kube::EventRecorder& events)
     : client_(client),
       requests_(requests),
       certs_(certifications),
       ns_(std::move(ns)),
+      events_(events),
       status_(client, resources::validation_requests(), "ValidationRequest", kFieldManager) {}
 
 std::string ValidationReconciler::certification_name(std::string_view request) {
@@ -871,6 +953,8 @@ controller::Result ValidationReconciler::reconcile(const controller::Request& re
     kube::set_condition(conds, {"Answered", "False", "Expired", s["message"].as_string(), gen, {}});
     s["conditions"] = conds;
     status_.apply("", request.name, s);
+    events_.record(regarding(*vr, resources::validation_requests(), "ValidationRequest"),
+                   kube::EventType::Warning, "Expired", "Answer", s["message"].as_string());
     return {};
   }
   if (cert == nullptr) {
@@ -898,8 +982,10 @@ controller::Result ValidationReconciler::reconcile(const controller::Request& re
         e["name"] = x;
         c["spec"]["categories"].push_back(e);
       }
+    bool created = false;
     try {
       client_.create(resources::certifications(), c, kFieldManager);
+      created = true;
     } catch (const kube::ApiError& e) {
       if (e.reason() == kube::Reason::Invalid) {
         // A category the catalog does not have: the request cannot be answered.
@@ -911,10 +997,17 @@ controller::Result ValidationReconciler::reconcile(const controller::Request& re
             conds, {"Answered", "True", "InvalidCategories", s["message"].as_string(), gen, {}});
         s["conditions"] = conds;
         status_.apply("", request.name, s);
+        events_.record(regarding(*vr, resources::validation_requests(), "ValidationRequest"),
+                       kube::EventType::Warning, "Rejected", "Accept", s["message"].as_string());
         return {};
       }
       if (e.reason() != kube::Reason::AlreadyExists) throw;
     }
+    if (created)
+      events_.record(regarding(*vr, resources::validation_requests(), "ValidationRequest"),
+                     kube::EventType::Normal, "Accepted", "Accept",
+                     "certifying " + std::to_string(nodes.size()) +
+                         " node(s) through Certification " + ns_ + "/" + cert_name);
   }
   if (!final) {
     s["phase"] = cert_phase.empty() ? "Pending" : "Running";
@@ -967,6 +1060,9 @@ controller::Result ValidationReconciler::reconcile(const controller::Request& re
       conds, {"Answered", "True", s["phase"].as_string(), s["message"].as_string(), gen, {}});
   s["conditions"] = conds;
   status_.apply("", request.name, s);
+  events_.record(regarding(*vr, resources::validation_requests(), "ValidationRequest"),
+                 failed == 0 ? kube::EventType::Normal : kube::EventType::Warning,
+                 s["phase"].as_string(), "Answer", s["message"].as_string());
   return {};
 }
 
@@ -1029,7 +1125,7 @@ void setup_certify(controller::Manager& manager, const controller::Context& cont
         .owns(kube::resources::jobs(), jobs)
         .max_concurrent_reconciles(4)
         .complete(std::make_shared<RunReconciler>(manager.client(), k, runs, node_cache, job_cache,
-                                                  pod_cache));
+                                                  pod_cache, manager.event_recorder("certify")));
   }
   controller::SourceOptions requests;
   controller::Cache& vr_cache = manager.cache(resources::validation_requests(), requests.cache);
@@ -1048,8 +1144,8 @@ void setup_certify(controller::Manager& manager, const controller::Context& cont
           },
           certs)
       .max_concurrent_reconciles(2)
-      .complete(
-          std::make_shared<ValidationReconciler>(manager.client(), vr_cache, cert_cache, vr_ns));
+      .complete(std::make_shared<ValidationReconciler>(manager.client(), vr_cache, cert_cache,
+                                                       vr_ns, manager.event_recorder("certify")));
 }
 
 }  // namespace gpufleet::certify

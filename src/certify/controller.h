@@ -23,6 +23,7 @@
 #include "controller/reconciler.h"
 #include "controller/status.h"
 #include "kube/client.h"
+#include "kube/events.h"
 
 namespace gpufleet::controller {
 class Manager;
@@ -58,16 +59,19 @@ class RunReconciler : public controller::Reconciler {
  public:
   RunReconciler(kube::Client& client, RunKind kind, const controller::Cache& runs,
                 const controller::Cache& nodes, const controller::Cache& jobs,
-                const controller::Cache& pods);
+                const controller::Cache& pods, kube::EventRecorder& events);
   controller::Result reconcile(const controller::Request& request, std::stop_token stop) override;
 
  private:
   struct Run;
   void step_category(Run& run, int index, std::stop_token stop);
   void write_status(Run& run);
+  void event(const Run& run, kube::EventType type, std::string_view reason, std::string_view action,
+             std::string_view note);
 
   kube::Client& client_;
   RunKind kind_;
+  kube::EventRecorder& events_;
   const controller::Cache& runs_;
   const controller::Cache& nodes_;
   const controller::Cache& jobs_;
@@ -78,7 +82,8 @@ class RunReconciler : public controller::Reconciler {
 class ValidationReconciler : public controller::Reconciler {
  public:
   ValidationReconciler(kube::Client& client, const controller::Cache& requests,
-                       const controller::Cache& certifications, std::string ns);
+                       const controller::Cache& certifications, std::string ns,
+                       kube::EventRecorder& events);
   controller::Result reconcile(const controller::Request& request, std::stop_token stop) override;
   // The Certification answering request `name` (in the controller's namespace).
   static std::string certification_name(std::string_view request);
@@ -88,6 +93,7 @@ class ValidationReconciler : public controller::Reconciler {
   const controller::Cache& requests_;
   const controller::Cache& certs_;
   std::string ns_;
+  kube::EventRecorder& events_;
   controller::StatusWriter status_;
 };
 

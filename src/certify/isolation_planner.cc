@@ -15,8 +15,12 @@ namespace {
 using core::InvalidInput;
 
 constexpr std::string_view kPurposeNames[] = {"screen", "isolate", "check", "confirm", "probe"};
-constexpr std::string_view kStageNames[] = {"new",        "bits",  "decoded", "split",
-                                            "individual", "probe", "narrow",  "linkConfirm"};
+constexpr std::string_view kStageNames[] = {"new",   "bits",   "decoded",     "split", "individual",
+                                            "probe", "narrow", "linkConfirm", "grid"};
+// From this many members a failed group's last-but-one round is a grid rather than parts:
+// below it one faulty member (the usual case in small fleets) costs a test more on a grid.
+// Measured with bench/certify_bench.cc (docs/performance.md).
+constexpr std::size_t kGridFrom = 24;
 constexpr const char* kCoarseLink =
     "a group test failed twice although each node passed other tests: a link or switch "
     "between these nodes is faulty";
@@ -318,6 +322,14 @@ void IsolationPlanner::absorb_results() {
           if (!n.members.empty()) next.push_back(std::move(n));
         }
         break;
+      case Investigation::Stage::Grid: {
+        // Members in a passing row or column are healthy; the rest sit where a failing row
+        // crosses a failing column.
+        Investigation n;
+        n.members = without_good(inv.members);
+        if (!n.members.empty()) next.push_back(std::move(n));
+        break;
+      }
       case Investigation::Stage::Probe:
         // A failure that does not reproduce was transient; one that does is narrowed.
         if (result_of(inv.tests[0]) == 0) {
@@ -417,7 +429,7 @@ void IsolationPlanner::plan_investigation(Investigation& inv, int rounds_left) {
     for (auto m : inv.members) inv.tests.push_back(add_test(TestPurpose::Confirm, {m}));
     return;
   }
-  if (rounds_left == 2) {
+  if (rounds_left == 2 && s < kGridFrom) {
     // ~sqrt(s) parts side by side; next round tests the members of failed parts one by one.
     inv.stage = Investigation::Stage::Split;
     std::size_t parts = static_cast<std::size_t>(std::ceil(std::sqrt(static_cast<double>(s))));
@@ -429,6 +441,30 @@ void IsolationPlanner::plan_investigation(Investigation& inv, int rounds_left) {
       at += size;
       inv.tests.push_back(add_test(part.size() == 1 ? TestPurpose::Confirm : TestPurpose::Isolate,
                                    std::move(part)));
+    }
+    return;
+  }
+  if (rounds_left == 2) {
+    // The members on a grid of ~sqrt(s) rows and columns, every row and every column tested
+    // side by side; next round tests one by one the members where a failing row crosses a
+    // failing column. With f faulty members that leaves at most f^2 (4 for the usual two
+    // faulty nodes that share a screen group), where ~sqrt(s) parts and then every member
+    // of each failed part left 2 sqrt(s): 2 sqrt(s) + 4 tests instead of 3 sqrt(s).
+    inv.stage = Investigation::Stage::Grid;
+    const auto cols = static_cast<std::size_t>(std::ceil(std::sqrt(static_cast<double>(s))));
+    const std::size_t rows = (s + cols - 1) / cols;
+    for (std::size_t r = 0; r < rows; ++r) {
+      std::vector<std::uint32_t> row;
+      for (std::size_t i = r * cols; i < std::min(s, (r + 1) * cols); ++i)
+        row.push_back(inv.members[i]);
+      inv.tests.push_back(
+          add_test(row.size() == 1 ? TestPurpose::Confirm : TestPurpose::Isolate, std::move(row)));
+    }
+    for (std::size_t c = 0; c < cols; ++c) {
+      std::vector<std::uint32_t> col;
+      for (std::size_t i = c; i < s; i += cols) col.push_back(inv.members[i]);
+      inv.tests.push_back(
+          add_test(col.size() == 1 ? TestPurpose::Confirm : TestPurpose::Isolate, std::move(col)));
     }
     return;
   }

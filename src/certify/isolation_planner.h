@@ -136,7 +136,8 @@ class IsolationPlanner {
       Individual,
       Probe,
       Narrow,
-      LinkConfirm
+      LinkConfirm,
+      Grid
     };
     Stage stage = Stage::New;
     std::vector<std::uint32_t> members;

@@ -136,6 +136,10 @@ RunSpec parse_workload_run_spec(const core::Value& spec) {
   plan.timeout = parse_timeout(spec, "spec.timeout", std::chrono::seconds(600));
   if (const core::Value* g = spec.find("gpusPerNode"); g != nullptr && g->is_int())
     plan.gpus_per_node = static_cast<int>(g->as_int());
+  w.retries = int_field(spec, "retries");
+  if (w.retries < 0 || w.retries > 5)
+    throw SpecError("InvalidSpec", "spec.retries: " + std::to_string(w.retries) +
+                                       " is outside 0..5 (set how often a failed run is repeated)");
   plan.result_file = std::string(spec.get_string({"resultFile"}));
   parse_thresholds(spec, "spec", plan);
   rs.categories.push_back(std::move(plan));

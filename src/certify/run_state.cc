@@ -1,5 +1,7 @@
 #include "certify/run_state.h"
 
+#include <algorithm>
+
 #include "core/errors.h"
 
 namespace gpufleet::certify {
@@ -41,11 +43,14 @@ core::Value CategoryState::to_value() const {
     if (g.round > 0) x["round"] = g.round;
     x["purpose"] = g.purpose;
     x["nodes"] = strings(g.nodes);
+    if (g.attempt > 1) x["attempt"] = g.attempt;
+    if (!g.earlier.empty()) x["earlier"] = strings(g.earlier);
     if (g.result) {
       core::Value r;
       r["passed"] = g.result->passed;
       if (!g.result->reason.empty()) r["reason"] = g.result->reason;
       if (!g.result->message.empty()) r["message"] = g.result->message;
+      if (g.result->attempts > 1) r["attempts"] = g.result->attempts;
       if (!g.result->metrics.empty()) {
         core::Value m = core::Value::map();
         for (const auto& [k, val] : g.result->metrics) m[k] = val;
@@ -95,12 +100,15 @@ CategoryState CategoryState::from_value(const core::Value& v) {
       g.round = static_cast<int>(int_of(x, "round"));
       g.purpose = std::string(x.get_string({"purpose"}));
       g.nodes = strings_of(x.find("nodes"));
+      g.attempt = std::max(1, static_cast<int>(int_of(x, "attempt")));
+      g.earlier = strings_of(x.find("earlier"));
       if (const core::Value* r = x.find("result"); r != nullptr && r->is_map()) {
         GroupResult res;
         const core::Value* p = r->find("passed");
         res.passed = p != nullptr && p->is_bool() && p->as_bool();
         res.reason = std::string(r->get_string({"reason"}));
         res.message = std::string(r->get_string({"message"}));
+        res.attempts = std::max(1, static_cast<int>(int_of(*r, "attempts")));
         if (const core::Value* m = r->find("metrics"); m != nullptr && m->is_map())
           for (const auto& [k, val] : m->as_map())
             if (val.is_number()) res.metrics[k] = val.as_double();

@@ -22,6 +22,7 @@ struct GroupResult {
   std::string reason;  // a Reason name; empty when passed
   std::string message;
   std::map<std::string, double> metrics;
+  int attempts = 1;  // runs it took (retries, verdict.h should_retry)
 };
 
 struct GroupState {
@@ -30,6 +31,11 @@ struct GroupState {
   std::string purpose;             // diagnose: screen, isolate, ...; else the scale
   std::vector<std::string> nodes;  // every member, padding included
   std::optional<GroupResult> result;
+  // The attempt whose Job runs now (1-based). Stored before that attempt's Job is created, and
+  // the Job's name carries it, so a controller killed between the two neither loses nor
+  // repeats an attempt.
+  int attempt = 1;
+  std::vector<std::string> earlier;  // "<reason>: <message>" of each retried attempt
 };
 
 struct NodeFailure {

@@ -30,6 +30,16 @@ std::optional<Reason> reason_from_name(std::string_view name) noexcept {
   return std::nullopt;
 }
 
+bool retryable(std::string_view reason) noexcept {
+  return reason == reason_name(Reason::WorkloadFailed) ||
+         reason == reason_name(Reason::MeasurementTimeout) ||
+         reason == reason_name(Reason::Infrastructure);
+}
+
+bool should_retry(std::string_view reason, int attempt, int retries) noexcept {
+  return retryable(reason) && attempt >= 1 && attempt <= retries;
+}
+
 OutputError::OutputError(std::string_view format, std::size_t line_number, std::string_view line,
                          const std::string& reason)
     : core::InvalidInput(std::string(format) + " output line " + std::to_string(line_number) +

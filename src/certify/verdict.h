@@ -24,6 +24,15 @@ enum class Reason {
 std::string_view reason_name(Reason r) noexcept;
 std::optional<Reason> reason_from_name(std::string_view name) noexcept;
 
+// Retries (the template's `retries`, 0..5): WorkloadFailed, MeasurementTimeout and
+// Infrastructure say the run did not produce a trustworthy measurement (a crashed or evicted
+// pod, a slow pull that ate the deadline, a flaky path), so the group is run again.
+// ThresholdViolated and HardwareFailure are evidence about the hardware: re-running until a
+// marginal node happens to pass would launder it, so they are never retried.
+[[nodiscard]] bool retryable(std::string_view reason) noexcept;
+// Whether attempt `attempt` (1-based) that failed with `reason` is followed by another one.
+[[nodiscard]] bool should_retry(std::string_view reason, int attempt, int retries) noexcept;
+
 // Output of a workload that cannot be read: names the 1-based line and quotes it (cut to
 // 200 bytes), so that the verdict shows what broke. A WorkloadFailed verdict carries it.
 class OutputError : public core::InvalidInput {

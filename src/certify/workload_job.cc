@@ -24,13 +24,13 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
 }  // namespace
 
 std::string job_name(std::string_view owner_name, std::string_view owner_uid, int category,
-                     std::uint32_t group) {
+                     std::uint32_t group, int attempt) {
   std::string base(owner_name.substr(0, 30));
   while (!base.empty() && (base.back() == '-' || base.back() == '.')) base.pop_back();
   for (char& c : base)
     if (c == '.') c = '-';
   return base + "-" + std::string(owner_uid.substr(0, 5)) + "-" + std::to_string(category) + "-" +
-         std::to_string(group);
+         std::to_string(group) + (attempt > 1 ? "-a" + std::to_string(attempt) : "");
 }
 
 std::vector<std::string> with_iterations(std::vector<std::string> command, int iterations) {
@@ -86,6 +86,7 @@ core::Value build_job(const JobRequest& r) {
   // The simulator's NCCL and training models read the group from here (docs/sim.md); a
   // real cluster ignores it.
   pod["metadata"]["annotations"]["sim.gpufleet.io/nccl-hosts"] = join(r.nodes, ",");
+  pod["metadata"]["annotations"][kAttemptAnnotation] = std::to_string(r.attempt);
   core::Value& spec = pod["spec"];
   spec["restartPolicy"] = "Never";
   spec["containers"].push_back(std::move(container));

@@ -20,6 +20,8 @@ inline constexpr const char* kRunLabel = "gpufleet.io/certify-run";  // owner's 
 inline constexpr const char* kCategoryLabel = "gpufleet.io/certify-category";
 inline constexpr const char* kJobLabel = "gpufleet.io/certify-job";
 inline constexpr const char* kContainerName = "workload";
+// Pod annotation: the group's attempt (1-based; retries run a new Job per attempt).
+inline constexpr const char* kAttemptAnnotation = "gpufleet.io/certify-attempt";
 
 struct JobRequest {
   std::string ns;
@@ -33,14 +35,17 @@ struct JobRequest {
   int gpus_per_node = 0;
   core::Value tolerations = core::Value::list();  // the targets'
   bool tolerate_unschedulable = false;            // cordoned nodes are tested (ValidationRequests)
+  int attempt = 1;
 };
 
 core::Value build_job(const JobRequest& r);
 core::Value build_service(const JobRequest& r);  // only for groups of 2 or more
 
-// "<name up to 30>-<uid 5>-<category>-<group>": a DNS label under 63 characters.
+// "<name up to 30>-<uid 5>-<category>-<group>", then "-a<attempt>" from the second attempt
+// on: a DNS label under 63 characters. The first attempt keeps the name Jobs had before
+// retries existed, so a run under way when the controller is upgraded resumes.
 std::string job_name(std::string_view owner_name, std::string_view owner_uid, int category,
-                     std::uint32_t group);
+                     std::uint32_t group, int attempt = 1);
 
 // The command with the iteration count replaced (nccl-tests -n, trainer --max-steps).
 std::vector<std::string> with_iterations(std::vector<std::string> command, int iterations);

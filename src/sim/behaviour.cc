@@ -381,6 +381,7 @@ PodPlan BehaviourTable::plan(const core::Value& pod) const {
         plan.nccl_config = parse_nccl_test_args(args);
       else
         plan.generator_args = args;
+      plan.generator_image = std::string(matched_container->get_string({"image"}));
     } catch (const core::InvalidInput& e) {
       plan.error = std::string("gpufleet sim: ") + e.what();
     }

@@ -85,6 +85,7 @@ struct PodPlan {
   bool nccl = false;                        // the output comes from a model: `generator` says which
   std::string generator = "nccl";           // nccl | dcgm | training
   std::vector<std::string> generator_args;  // dcgm, training: the container's command + args
+  std::string generator_image;              // dcgm: the container's image (its tag: the layout)
   NcclTestConfig nccl_config;
   std::vector<std::string> nccl_hosts;  // empty: the pod's own node
   std::string error;                    // a bad annotation: the pod fails with this message

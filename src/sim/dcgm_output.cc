@@ -83,6 +83,22 @@ std::vector<Issue> issues_for(const NodeModel& node, const GpuState& g, std::str
   if (test == "targeted_power" && g.thermal_slowdown) {
     out.push_back({"Warn", "clocks throttled: HW thermal slowdown is active", 0, 0});
   }
+  // Level 4: memtest writes and reads back every page, so a part with uncorrected errors or
+  // rows it could not remap returns wrong data; pulse swings power fast, which a GPU already
+  // in thermal slowdown cannot follow at full clocks.
+  if (test == "memtest" && (g.ecc_uncorrected > 0 || g.remap_failure)) {
+    out.push_back({"Fail",
+                   g.ecc_uncorrected > 0
+                       ? "memtest: data read back differs from data written (" +
+                             std::to_string(g.ecc_uncorrected) + " uncorrectable error(s))"
+                       : std::string("memtest: data read back differs from data written in a "
+                                     "row that could not be remapped"),
+                   0, 0});
+  }
+  if (test == "pulse_test" && g.thermal_slowdown) {
+    out.push_back(
+        {"Warn", "pulse test: clocks throttled by HW thermal slowdown during power pulses", 0, 0});
+  }
   return out;
 }
 
@@ -105,6 +121,14 @@ core::Value warnings_value(const std::vector<Issue>& issues, int major) {
 }
 
 }  // namespace
+
+int dcgm_major_from_image(std::string_view image) {
+  std::size_t slash = image.rfind('/');
+  std::size_t colon = image.rfind(':');
+  if (colon == std::string_view::npos || (slash != std::string_view::npos && colon < slash))
+    return 4;
+  return image.substr(colon + 1).starts_with("3.") ? 3 : 4;
+}
 
 DcgmDiagResult run_dcgm_diag(const NodeModel& node, const DcgmDiagConfig& config) {
   if (config.level < 1 || config.level > 4) {

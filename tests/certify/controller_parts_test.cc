@@ -131,8 +131,10 @@ TEST(RunState, RoundTripsThroughJson) {
        1,
        "screen",
        {"a", "b"},
-       GroupResult{false, "ThresholdViolated", "low", {{"busBandwidthGBps", 180.5}}}});
-  s.groups.push_back({2, 1, "screen", {"c", "d"}, std::nullopt});
+       GroupResult{false, "ThresholdViolated", "low", {{"busBandwidthGBps", 180.5}}, 1},
+       1,
+       {}});
+  s.groups.push_back({2, 1, "screen", {"c", "d"}, std::nullopt, 1, {}});
   s.failed.push_back({"a", "ThresholdViolated", "low"});
   s.infrastructure.push_back({{"c", "d"}, "the link between c and d is faulty"});
   s.planner = core::parse_yaml("{x: 1}");

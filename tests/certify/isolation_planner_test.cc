@@ -90,6 +90,26 @@ TEST(IsolationPlanner, MeetsTheRoundAndTestTargetAt1024Nodes) {
   EXPECT_LE(tests / trials, 48.0);
 }
 
+// Two faulty nodes in one screen group (indices 30 and 45 of group 0: their bits OR to 63,
+// so bisection by bits clears nobody in it) plus two alone: the group's 63 members go on an
+// 8 x 8 grid of rows and columns (16 tests) and only the <= 4 crossings are tested alone,
+// where parts of ~sqrt(63) and then every member of each failed part took 8 + 16.
+TEST(IsolationPlanner, TwoFaultyNodesInOneGroupCostAGridNotEveryMember) {
+  SimulatedFleet fleet(1024, 3);
+  for (std::size_t i : {30, 45, 634, 710}) fleet.degrade(i, 0.85);
+  IsolationPlanner planner(fleet.names());
+  std::vector<std::size_t> per_round;
+  while (const Round* round = planner.pending()) {
+    std::vector<GroupTest> tests = round->tests;
+    per_round.push_back(tests.size());
+    for (const GroupTest& t : tests) planner.record(t.id, fleet.run(t.nodes));
+  }
+  IsolationVerdict v = planner.verdict();
+  EXPECT_EQ(v.faulty(), fleet.faulty_names());
+  EXPECT_EQ(per_round, (std::vector<std::size_t>{16, 18, 4, 17, 4}));
+  EXPECT_EQ(v.tests, 59);
+}
+
 TEST(IsolationPlanner, SingletonsArePaddedWithDistinctKnownGoodNodes) {
   SimulatedFleet fleet(64, 3);
   fleet.degrade(10, 0.8);

@@ -99,6 +99,44 @@ TEST_F(SimRoundTrip, DcgmBothLayoutsFromTheFaultModel) {
       EXPECT_THAT(j.message, HasSubstr("(error 4)"));
     }
   }
+  // Level 4 adds memtest and the pulse test in both layouts: memtest fails the GPU with
+  // uncorrected ECC errors (beside the memory test), pulse warns on the thermally slowed one.
+  for (int major : {3, 4}) {
+    auto healthy = node(4);
+    DcgmReport ok =
+        parse_dcgm(sim::run_dcgm_diag(healthy, {.level = 4, .major_version = major}).output);
+    EXPECT_EQ(ok.failures() + ok.warnings(), 0) << major;
+    EXPECT_EQ(ok.results.size(), 1u + 8u * 8) << major;  // deployment + 8 per-GPU tests
+    auto sick = node(5);
+    apply(sick, "{type: ecc, gpu: 2, kind: doubleBit}");
+    apply(sick, "{type: thermal, gpu: 5}");
+    DcgmReport br =
+        parse_dcgm(sim::run_dcgm_diag(sick, {.level = 4, .major_version = major}).output);
+    std::vector<std::string> failed, warned;
+    for (const DcgmResult& r : br.results) {
+      if (r.status == DcgmStatus::Fail)
+        failed.push_back(r.test + "@" + std::to_string(r.gpus.at(0)));
+      if (r.status == DcgmStatus::Warn)
+        warned.push_back(r.test + "@" + std::to_string(r.gpus.at(0)));
+    }
+    if (major == 3) {
+      EXPECT_THAT(failed, ElementsAre("GPU Memory@2", "Memtest@2"));
+      EXPECT_THAT(warned, ElementsAre("Targeted Power@5", "Pulse Test@5"));
+    } else {
+      EXPECT_THAT(failed, ElementsAre("memory@2", "memtest@2"));
+      EXPECT_THAT(warned, ElementsAre("targeted_power@5", "pulse_test@5"));
+    }
+    Judgement j = judge_output(
+        OutputKind::Dcgm, sim::run_dcgm_diag(sick, {.level = 4, .major_version = major}).output, 0,
+        ThresholdSet{}, {});
+    EXPECT_EQ(j.reason, Reason::HardwareFailure) << major;
+    EXPECT_THAT(j.message, HasSubstr("GPU 2")) << major;
+  }
+  EXPECT_EQ(sim::dcgm_major_from_image("nvcr.io/nvidia/cloud-native/dcgm:3.3.9-1-ubuntu22.04"), 3);
+  EXPECT_EQ(sim::dcgm_major_from_image("nvcr.io/nvidia/cloud-native/dcgm:4.2.3-1-ubuntu22.04"), 4);
+  EXPECT_EQ(sim::dcgm_major_from_image("registry:5000/dcgm"), 4);  // a port is not a tag
+  EXPECT_EQ(sim::dcgm_major_from_image("dcgm"), 4);
+
   auto remap = node(3);
   apply(remap, "{type: rowRemap, gpu: 6, kind: pending}");
   DcgmReport level1 = parse_dcgm(sim::run_dcgm_diag(remap, {.level = 1}).output);

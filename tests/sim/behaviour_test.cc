@@ -66,6 +66,8 @@ spec:
   EXPECT_TRUE(dcgm.nccl);
   EXPECT_EQ(dcgm.generator, "dcgm");
   EXPECT_EQ(dcgm.generator_args, (std::vector<std::string>{"dcgmi", "diag", "-r", "2", "-j"}));
+  // The image's tag picks the DCGM JSON layout (sim/dcgm_output.h).
+  EXPECT_EQ(dcgm.generator_image, "nvcr.io/nvidia/cloud-native/dcgm:4.2.3-1-ubuntu22.04");
   PodPlan nemo = t.plan(pod(R"(
 spec:
   restartPolicy: Never

@@ -18,9 +18,10 @@
 namespace gpufleet::sim {
 namespace {
 
-// `dcgmi diag -r N -j`: the level (default 3).
-DcgmDiagConfig dcgm_config(const std::vector<std::string>& args) {
+// `dcgmi diag -r N -j`: the level (default 3); the image's tag picks the JSON layout.
+DcgmDiagConfig dcgm_config(const std::vector<std::string>& args, std::string_view image) {
   DcgmDiagConfig c;
+  c.major_version = dcgm_major_from_image(image);
   for (std::size_t i = 0; i + 1 < args.size(); ++i)
     if (args[i] == "-r" || args[i] == "--run") {
       int level = 0;
@@ -685,7 +686,8 @@ PodEnv FleetKubelet::pod_env_locked() {
     if (run.plan.generator == "dcgm") {
       const NodeModel* node = model_.find(run.node);
       if (node == nullptr) throw core::InvalidInput("node " + run.node + " is not simulated");
-      DcgmDiagResult r = run_dcgm_diag(*node, dcgm_config(run.plan.generator_args));
+      DcgmDiagResult r =
+          run_dcgm_diag(*node, dcgm_config(run.plan.generator_args, run.plan.generator_image));
       return {r.seconds, {r.exit_code, compact_json_output(r.output)}};
     }
     TrainingRunConfig config = training_config(run.plan.generator_args);

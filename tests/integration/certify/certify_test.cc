@@ -21,6 +21,7 @@
 
 #include "certify/controller.h"
 #include "certify/workload_job.h"
+#include "core/text.h"
 #include "core/yaml.h"
 #include "kube/api/meta.h"
 #include "kube/api/objects.h"
@@ -39,7 +40,7 @@ using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 
 const std::string kRun = std::to_string(::getpid());
-constexpr int kNodes = 96;  // 0..31 for most cases, 32..95 for the 64-node diagnose
+constexpr int kNodes = 98;  // 0..31 for most cases, 32..95 for the 64-node diagnose, 96.. retries
 
 // Test-only workloads: a WorkloadRun image that reports through the result contract, and one
 // that never ends (the timeout path). Everything else is the simulator's defaults (nccl-tests,
@@ -57,6 +58,23 @@ behaviours:
   match: {image: "*certify-itest-hang*"}
   startDelay: 0s
   duration: forever
+- name: flaky-first-attempt
+  match: {image: "*certify-itest-flaky*", annotations: {gpufleet.io/certify-attempt: "1"}}
+  startDelay: 0s
+  duration: 1s
+  exitCode: 1
+  terminationMessage: '{"status": "Failed", "message": "CUDA error: unspecified launch failure"}'
+- name: flaky-later-attempts
+  match: {image: "*certify-itest-flaky*"}
+  startDelay: 0s
+  duration: 1s
+  terminationMessage: '{"metrics": {"avgTFLOPsPerGPU": 415.0}, "message": "ok on a retry"}'
+- name: always-broken
+  match: {image: "*certify-itest-broken*"}
+  startDelay: 0s
+  duration: 1s
+  exitCode: 2
+  terminationMessage: '{"status": "Failed", "message": "segmentation fault"}'
 - name: slow-result
   match: {image: "*certify-itest-slow*"}
   startDelay: 0s
@@ -102,7 +120,11 @@ class CertifyIT : public ::testing::Test {
     std::string yaml = "apiVersion: gpufleet.io/v1alpha1\nkind: Fleet\nmetadata: {name: " + fleet_ +
                        "}\nspec:\n  seed: 11\n  pools:\n  - name: p" + kRun +
                        "\n    count: " + std::to_string(kNodes) + "\n    namePattern: \"c" + kRun +
-                       "-{index:03}\"\n    gpu: {product: h100}\n";
+                       "-{index:03}\"\n    gpu: {product: h100}\n" +
+                       // Two A100 nodes of 2 GPUs: the catalog runs DCGM 3.x on Ampere, and a
+                       // 2-GPU level-3 report fits the 4 KiB termination message.
+                       "  - name: a" + kRun + "\n    count: 2\n    namePattern: \"a" + kRun +
+                       "-{index:03}\"\n    gpu: {product: a100, count: 2}\n";
     sim::KubeletOptions o;
     o.time_scale = 40;  // a 20 s nccl-tests run takes half a second
     o.lease_renew = 5s;
@@ -164,6 +186,14 @@ class CertifyIT : public ::testing::Test {
         timeout);
     EXPECT_TRUE(done) << name << " did not finish: " << core::to_json(obj);
     return obj;
+  }
+  // Reasons of the Events about object `name` in namespace `ns` (events.k8s.io/v1).
+  static std::multiset<std::string> event_reasons(const std::string& ns, const std::string& name) {
+    std::multiset<std::string> out;
+    for (const auto& e : client_->list(kube::resources::events(), ns).items)
+      if (e.get_string({"regarding", "name"}) == name)
+        out.insert(std::string(e.get_string({"reason"})));
+    return out;
   }
   static std::map<std::string, std::string> failed_reasons(const core::Value& obj) {
     std::map<std::string, std::string> out;
@@ -257,6 +287,9 @@ TEST_F(CertifyIT, AdmissionRejectsChangesUnknownCategoriesAndMetrics) {
   EXPECT_THAT(cond->message, HasSubstr("value <= "));
   EXPECT_FALSE(
       client_->try_get(kube::resources::config_maps(), ns(), targets_config_map("adm-expr")));
+  EXPECT_TRUE(
+      eventually([&] { return event_reasons(ns(), "adm-expr").count("Rejected") == 1; }, 10s))
+      << "no Rejected Event for adm-expr";
   finished(resources::certifications(), "adm");
 }
 
@@ -350,6 +383,107 @@ TEST_F(CertifyIT, WorkloadRunsJudgedByTheResultContractAndMissingMeasurementTime
   EXPECT_DOUBLE_EQ(st->groups[0].result->metrics.at("avgTFLOPsPerGPU"), 420.5);
 }
 
+TEST_F(CertifyIT, RetriesRerunNoisyFailuresUpToTheBudgetAndEventsTellTheStory) {
+  auto run = [&](const std::string& name, const std::string& image, int node_index, int retries) {
+    core::Value w;
+    w["apiVersion"] = "gpufleet.io/v1alpha1";
+    w["kind"] = "WorkloadRun";
+    w["metadata"]["name"] = name;
+    w["metadata"]["namespace"] = ns();
+    w["spec"]["targets"]["nodeNames"].push_back(node(node_index));
+    w["spec"]["image"] = image;
+    w["spec"]["retries"] = retries;
+    w["spec"]["thresholds"] = core::parse_yaml("{avgTFLOPsPerGPU: 'value >= 400.0'}");
+    create(resources::workload_runs(), w);
+  };
+  // The first attempt crashes (the simulator fails pods annotated attempt 1), the retry passes.
+  run("wl-flaky", "example.com/certify-itest-flaky:1", 96, 1);
+  // Crashes every time: three attempts with retries 2, then the verdict.
+  run("wl-broken", "example.com/certify-itest-broken:1", 97, 2);
+  core::Value flaky = finished(resources::workload_runs(), "wl-flaky", 90s);
+  EXPECT_EQ(flaky.get_string({"status", "phase"}), "Passed") << core::to_json(flaky);
+  auto st = read_category(*client_, ns(), storage_name(true, "wl-flaky"), 0);
+  ASSERT_TRUE(st.has_value());
+  ASSERT_EQ(st->groups.size(), 1u);
+  ASSERT_TRUE(st->groups[0].result.has_value());
+  EXPECT_EQ(st->groups[0].result->attempts, 2);
+  EXPECT_EQ(st->groups[0].attempt, 2);
+  ASSERT_EQ(st->groups[0].earlier.size(), 1u);
+  EXPECT_THAT(st->groups[0].earlier[0], HasSubstr("WorkloadFailed"));
+  EXPECT_THAT(st->groups[0].earlier[0], HasSubstr("unspecified launch failure"));
+  EXPECT_DOUBLE_EQ(st->groups[0].result->metrics.at("avgTFLOPsPerGPU"), 415.0);
+
+  core::Value broken = finished(resources::workload_runs(), "wl-broken", 90s);
+  EXPECT_EQ(failed_reasons(broken),
+            (std::map<std::string, std::string>{{node(97), "WorkloadFailed"}}))
+      << core::to_json(broken);
+  auto bst = read_category(*client_, ns(), storage_name(true, "wl-broken"), 0);
+  ASSERT_TRUE(bst.has_value());
+  ASSERT_TRUE(bst->groups[0].result.has_value());
+  EXPECT_EQ(bst->groups[0].result->attempts, 3) << "retries 2: three attempts, no fourth";
+  EXPECT_EQ(bst->groups[0].earlier.size(), 2u);
+  EXPECT_THAT(bst->groups[0].result->message, HasSubstr("attempt 3 of 3"));
+  // Every attempt had its own Job; once judged, none is left (no fourth was created).
+  std::string base = job_name("wl-broken", std::string(kube::uid_of(broken)), 0, 1);
+  EXPECT_TRUE(eventually(
+      [&] {
+        for (int a = 1; a <= 4; ++a)
+          if (client_->try_get(kube::resources::jobs(), ns(),
+                               job_name("wl-broken", std::string(kube::uid_of(broken)), 0, 1, a)))
+            return false;
+        return true;
+      },
+      20s))
+      << base;
+
+  // Events: accepted, category started, the retry, category finished, the verdict.
+  std::multiset<std::string> want_flaky{"Accepted", "CategoryStarted", "GroupRetried",
+                                        "CategoryFinished", "Passed"};
+  std::multiset<std::string> got;
+  EXPECT_TRUE(eventually(
+      [&] {
+        got = event_reasons(ns(), "wl-flaky");
+        return got == want_flaky;
+      },
+      15s))
+      << "events of wl-flaky: " << core::join(got);
+  EXPECT_TRUE(eventually(
+      [&] {
+        got = event_reasons(ns(), "wl-broken");
+        return got.count("GroupRetried") == 2 && got.count("Failed") == 1;
+      },
+      15s))
+      << "events of wl-broken: " << core::join(got);
+}
+
+TEST_F(CertifyIT, DcgmLevel3OnAmpereReadsThe3xLayoutAndNamesTheGpu) {
+  const std::string good = "a" + kRun + "-000", bad = "a" + kRun + "-001";
+  sim_->inject(
+      sim::parse_event(core::parse_yaml("{node: " + bad + ", type: ecc, gpu: 1, kind: doubleBit}"),
+                       "itest", "event", false));
+  core::Value c = certification("dcgm-r3", {}, "[{name: diagnostics/dcgm-r3}]");
+  c["spec"]["targets"]["nodeNames"].push_back(good);
+  c["spec"]["targets"]["nodeNames"].push_back(bad);
+  create(resources::certifications(), c);
+  core::Value done = finished(resources::certifications(), "dcgm-r3", 120s);
+  EXPECT_EQ(failed_reasons(done), (std::map<std::string, std::string>{{bad, "HardwareFailure"}}))
+      << core::to_json(done);
+  auto st = read_category(*client_, ns(), "dcgm-r3", 0);
+  ASSERT_TRUE(st.has_value());
+  ASSERT_EQ(st->groups.size(), 2u);
+  for (const auto& g : st->groups) {
+    ASSERT_TRUE(g.result.has_value());
+    if (g.nodes.front() == good) {
+      EXPECT_TRUE(g.result->passed) << g.result->message;
+      EXPECT_EQ(g.result->metrics.at("dcgmFailedResults"), 0.0);
+    } else {
+      EXPECT_FALSE(g.result->passed);
+      EXPECT_THAT(g.result->message, HasSubstr("GPU 1"));
+      EXPECT_THAT(g.result->message, HasSubstr("GPU Memory"));  // the 3.x test name
+    }
+  }
+}
+
 TEST_F(CertifyIT, ValidationRequestAnsweredInStatusOnly) {
   // sentinel cordons a node before asking: certify tests it anyway, and leaves the cordon.
   core::Value cordon;
@@ -371,6 +505,14 @@ TEST_F(CertifyIT, ValidationRequestAnsweredInStatusOnly) {
   EXPECT_EQ(done.get({"metadata", "generation"})->as_int(), 1);
   core::Value n = client_->get(kube::resources::nodes(), "", node(15));
   EXPECT_TRUE(kube::node::unschedulable(n)) << "certify never uncordons";
+  // Events about a cluster-scoped request live in "default".
+  EXPECT_TRUE(eventually(
+      [&] {
+        auto r = event_reasons("default", name);
+        return r.count("Accepted") == 1 && r.count("Passed") == 1;
+      },
+      10s))
+      << "ValidationRequest events missing";
   core::Value clear;
   clear["spec"]["unschedulable"] = nullptr;
   client_->patch(kube::resources::nodes(), "", node(15), kube::PatchType::Merge, clear);
@@ -398,6 +540,17 @@ TEST_F(CertifyIT, DiagnoseFindsExactlyTheDegradedNodes) {
   ASSERT_TRUE(st.has_value());
   EXPECT_GE(st->rounds, 2);
   std::cout << "diagnose of 16 nodes: " << st->message << "\n";
+  // One DiagnoseRound Event per round after the first (the first is CategoryStarted's).
+  std::multiset<std::string> got;
+  EXPECT_TRUE(eventually(
+      [&] {
+        got = event_reasons(ns(), "diag");
+        return got.count("DiagnoseRound") == static_cast<std::size_t>(st->rounds - 1) &&
+               got.count("CategoryStarted") == 1 && got.count("CategoryFinished") == 1 &&
+               got.count("Failed") == 1;
+      },
+      15s))
+      << "events of diag: " << core::join(got) << " (" << st->rounds << " rounds)";
   for (int i : {19, 28})
     sim_->inject(sim::parse_event(core::parse_yaml("{node: " + node(i) + ", type: clear}"), "itest",
                                   "event", false));
