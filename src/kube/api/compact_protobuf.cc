@@ -76,6 +76,8 @@ std::optional<std::uint64_t> option_varint(const pb::Message& options, int numbe
   return std::nullopt;
 }
 
+// The plans of api/k8s_wire.proto's messages. The descriptor pool is needed only to build
+// them: it is dropped afterwards (it held about 0.4 MB; the plans keep what decoding reads).
 class Schema {
  public:
   Schema() {
@@ -84,18 +86,20 @@ class Schema {
     if (!set.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
       throw std::logic_error("the compiled-in Kubernetes wire schema does not parse");
     }
+    pb::DescriptorPool pool;
     for (const auto& file : set.file()) {
-      if (pool_.BuildFile(file) == nullptr) {
+      if (pool.BuildFile(file) == nullptr) {
         throw std::logic_error("the compiled-in Kubernetes wire schema does not build: " +
                                file.name());
       }
     }
-    kinds_.emplace("Node", plan("gpufleet.kube.wire.Node"));
-    kinds_.emplace("Pod", plan("gpufleet.kube.wire.Pod"));
-    kinds_.emplace("Status", plan("gpufleet.kube.wire.MetaStatus"));
+    Builder b{pool, {}, plans_};
+    kinds_.emplace("Node", b.plan("gpufleet.kube.wire.Node"));
+    kinds_.emplace("Pod", b.plan("gpufleet.kube.wire.Pod"));
+    kinds_.emplace("Status", b.plan("gpufleet.kube.wire.MetaStatus"));
     // The forms come from custom options read back as unknown fields: a build whose options
     // got lost would decode wrongly without a sound, so check one.
-    const MsgPlan* taint = plan("gpufleet.kube.wire.Taint");
+    const MsgPlan* taint = b.plan("gpufleet.kube.wire.Taint");
     if (taint->find(1) == nullptr || taint->find(1)->form != Form::Always) {
       throw std::logic_error("the compiled-in Kubernetes wire schema lost its json_form options");
     }
@@ -107,60 +111,64 @@ class Schema {
   }
 
  private:
-  const MsgPlan* plan(const std::string& full_name) {
-    const pb::Descriptor* d = pool_.FindMessageTypeByName(full_name);
-    if (d == nullptr) throw std::logic_error("wire schema lacks " + full_name);
-    return plan(d);
-  }
+  struct Builder {
+    const pb::DescriptorPool& pool;
+    std::unordered_map<const pb::Descriptor*, MsgPlan*> by_descriptor;
+    std::vector<std::unique_ptr<MsgPlan>>& owned;
 
-  const MsgPlan* plan(const pb::Descriptor* d) {
-    auto it = plans_.find(d);
-    if (it != plans_.end()) return it->second.get();
-    auto owned = std::make_unique<MsgPlan>();
-    MsgPlan* m = owned.get();
-    plans_.emplace(d, std::move(owned));  // before the fields: types may refer to each other
-    m->name = d->name();
-    if (auto t = option_varint(d->options(), kJsonTypeOption)) m->special = Special(*t);
-    std::uint32_t max_number = 0;
-    for (int i = 0; i < d->field_count(); ++i) {
-      const pb::FieldDescriptor* f = d->field(i);
-      FieldPlan fp;
-      fp.key = f->name();
-      fp.number = static_cast<std::uint32_t>(f->number());
-      fp.repeated = f->is_repeated();
-      fp.is_map = f->is_map();
-      if (auto form = option_varint(f->options(), kJsonFormOption)) fp.form = Form(*form);
-      if (fp.is_map) {
-        const pb::FieldDescriptor* value = f->message_type()->map_value();
-        fp.type = Type::Message;
-        fp.msg = value->type() == pb::FieldDescriptor::TYPE_MESSAGE ? plan(value->message_type())
-                                                                    : nullptr;
-      } else {
-        switch (f->type()) {
-          case pb::FieldDescriptor::TYPE_STRING: fp.type = Type::String; break;
-          case pb::FieldDescriptor::TYPE_BOOL: fp.type = Type::Bool; break;
-          case pb::FieldDescriptor::TYPE_INT32: fp.type = Type::Int32; break;
-          case pb::FieldDescriptor::TYPE_INT64: fp.type = Type::Int64; break;
-          case pb::FieldDescriptor::TYPE_MESSAGE:
-            fp.type = Type::Message;
-            fp.msg = plan(f->message_type());
-            break;
-          default: fp.type = Type::Other; break;  // bytes, doubles: refused where kept
+    MsgPlan* plan(const std::string& full_name) {
+      const pb::Descriptor* d = pool.FindMessageTypeByName(full_name);
+      if (d == nullptr) throw std::logic_error("wire schema lacks " + full_name);
+      return plan(d);
+    }
+
+    MsgPlan* plan(const pb::Descriptor* d) {
+      auto it = by_descriptor.find(d);
+      if (it != by_descriptor.end()) return it->second;
+      MsgPlan* m = owned.emplace_back(std::make_unique<MsgPlan>()).get();
+      by_descriptor.emplace(d, m);  // before the fields: types may refer to each other
+      m->name = d->name();
+      if (auto t = option_varint(d->options(), kJsonTypeOption)) m->special = Special(*t);
+      std::uint32_t max_number = 0;
+      for (int i = 0; i < d->field_count(); ++i) {
+        const pb::FieldDescriptor* f = d->field(i);
+        FieldPlan fp;
+        fp.key = f->name();
+        fp.number = static_cast<std::uint32_t>(f->number());
+        fp.repeated = f->is_repeated();
+        fp.is_map = f->is_map();
+        if (auto form = option_varint(f->options(), kJsonFormOption)) fp.form = Form(*form);
+        if (fp.is_map) {
+          const pb::FieldDescriptor* value = f->message_type()->map_value();
+          fp.type = Type::Message;
+          fp.msg = value->type() == pb::FieldDescriptor::TYPE_MESSAGE ? plan(value->message_type())
+                                                                      : nullptr;
+        } else {
+          switch (f->type()) {
+            case pb::FieldDescriptor::TYPE_STRING: fp.type = Type::String; break;
+            case pb::FieldDescriptor::TYPE_BOOL: fp.type = Type::Bool; break;
+            case pb::FieldDescriptor::TYPE_INT32: fp.type = Type::Int32; break;
+            case pb::FieldDescriptor::TYPE_INT64: fp.type = Type::Int64; break;
+            case pb::FieldDescriptor::TYPE_MESSAGE:
+              fp.type = Type::Message;
+              fp.msg = plan(f->message_type());
+              break;
+            default: fp.type = Type::Other; break;  // bytes, doubles: refused where kept
+          }
         }
+        max_number = std::max(max_number, fp.number);
+        m->fields.push_back(std::move(fp));
       }
-      max_number = std::max(max_number, fp.number);
-      m->fields.push_back(std::move(fp));
+      if (m->fields.size() > 64) throw std::logic_error("wire message over 64 fields: " + m->name);
+      m->by_number.assign(max_number + 1, -1);
+      for (std::size_t i = 0; i < m->fields.size(); ++i) {
+        m->by_number[m->fields[i].number] = static_cast<std::int16_t>(i);
+      }
+      return m;
     }
-    if (m->fields.size() > 64) throw std::logic_error("wire message over 64 fields: " + m->name);
-    m->by_number.assign(max_number + 1, -1);
-    for (std::size_t i = 0; i < m->fields.size(); ++i) {
-      m->by_number[m->fields[i].number] = static_cast<std::int16_t>(i);
-    }
-    return m;
-  }
+  };
 
-  pb::DescriptorPool pool_;
-  std::unordered_map<const pb::Descriptor*, std::unique_ptr<MsgPlan>> plans_;
+  std::vector<std::unique_ptr<MsgPlan>> plans_;
   std::unordered_map<std::string, const MsgPlan*> kinds_;
 };
 
