@@ -10,6 +10,8 @@
 
 #include "core/json.h"
 #include "kube/api/compact.h"
+#include "kube/api/compact_json.h"
+#include "kube/api/compact_protobuf.h"
 #include "kube/api/store.h"
 #include "kube/api/trim.h"
 #include "kube/watch_decoder.h"
@@ -89,6 +91,47 @@ void BM_DecodeNodeWatchEvent(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * line.size()));
 }
 BENCHMARK(BM_DecodeNodeWatchEvent);
+
+// The same Node as kube-apiserver served it as JSON and as protobuf
+// (tests/kube/testdata/served, testdata/capture-protobuf.sh).
+std::string served(const std::string& name) {
+  std::ifstream in(std::string(GPUFLEET_SOURCE_DIR) + "/tests/kube/testdata/served/" + name,
+                   std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The informer's direct path per Node: bytes straight into the compact form, pruned (arg 0) or
+// pruned and projected to the health fields (arg 1). JSON vs protobuf of the same object.
+void BM_CompactNodeFromJson(benchmark::State& state) {
+  // Compact, as the API server sends it to clients that are not curl.
+  static const std::string text = core::to_json(core::parse_json(served("node.json")));
+  core::JsonPrune prune = node_prune();
+  core::JsonPrune keep = kube::projection_tree(kube::node_health_fields());
+  kube::CompactDecodeShape shape{&prune, state.range(0) != 0 ? &keep : nullptr};
+  for (auto _ : state) {
+    kube::CompactPtr c = kube::decode_compact_json(text, shape, "node");
+    benchmark::DoNotOptimize(c);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
+}
+BENCHMARK(BM_CompactNodeFromJson)->ArgName("health")->Arg(0)->Arg(1);
+
+void BM_CompactNodeFromProtobuf(benchmark::State& state) {
+  static const std::string body = served("node.pb");
+  kube::ProtobufEnvelope env = kube::unwrap_protobuf(body, "node");
+  kube::ProtobufKind kind = *kube::ProtobufKind::find("Node");
+  core::JsonPrune prune = node_prune();
+  core::JsonPrune keep = kube::projection_tree(kube::node_health_fields());
+  kube::CompactDecodeShape shape{&prune, state.range(0) != 0 ? &keep : nullptr};
+  for (auto _ : state) {
+    kube::CompactPtr c = kube::decode_compact_protobuf(env.raw, kind, shape, &env, "node");
+    benchmark::DoNotOptimize(c);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * env.raw.size()));
+}
+BENCHMARK(BM_CompactNodeFromProtobuf)->ArgName("health")->Arg(0)->Arg(1);
 
 // Heap bytes per cached Node for 5,000 distinct Nodes in a Store (with the namespace index),
 // from glibc's allocator statistics. Arg 0: pruned only; 1: pruned and projected.

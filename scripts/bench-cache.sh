@@ -4,8 +4,8 @@
 #   scripts/bench-cache.sh [NODES=1000] [ROUNDS=3] [UPDATES=2000]
 # Seeds NODES simulated H100 Nodes (sim::node_object, as `gpufleet sim` registers them), then
 # each round runs, one after the other, client-go (tools/bench-client-go) and gpufleet's informer
-# (tests/integration/kube/cache_bench.cc) in three forms: plain core::Value tree, compact, and
-# compact with the health projection. Each syncs, reports memory, then counts UPDATES Node
+# (tests/integration/kube/cache_bench.cc) in five forms: plain core::Value tree, compact, and
+# compact with the health projection over JSON, then compact and health over protobuf. Each syncs, reports memory, then counts UPDATES Node
 # updates driven by `kube_cache_bench churn`. Prints every run, then the medians and ratios.
 # Needs the release build (BENCH_BUILD, default build/release; the script builds
 # kube_cache_bench) and kube-local (KUBE_LOCAL_BIN, default build/bin/kube-local).
@@ -66,7 +66,8 @@ run_one() {
 for r in $(seq 1 "$rounds"); do
   echo "== round $r"
   run_one "$go_bench" "$kubeconfig" "$nodes" "$updates"
-  for form in plain compact health; do
+  run_one env BENCH_PROTOBUF=1 "$go_bench" "$kubeconfig" "$nodes" "$updates"
+  for form in plain compact health compact-pb health-pb; do
     run_one "$cache_bench" cache "$kubeconfig" "$nodes" "$updates" "$form"
   done
 done
@@ -98,13 +99,14 @@ awk -v rounds="$rounds" '
       for (k = 1; k <= 8; k++) printf " %s |", median(order[i], keys[k])
       printf "\n"
     }
-    split("gpufleet-compact gpufleet-health", ours, " ")
-    for (o = 1; o <= 2; o++) {
-      if (!(ours[o] in count) || !("client-go" in count)) continue
-      printf "client-go / %s:", ours[o]
+    split("gpufleet-compact gpufleet-health gpufleet-compact-pb gpufleet-health-pb", ours, " ")
+    for (o = 1; o <= 4; o++) {
+      theirs = ours[o] ~ /-pb$/ ? "client-go-pb" : "client-go"
+      if (!(ours[o] in count) || !(theirs in count)) continue
+      printf "%s / %s:", theirs, ours[o]
       split("sync_s sync_cpu_s heap_B_per_node rss_MB peak_over_steady cpu_ms_per_1000_updates", rk, " ")
       for (k = 1; k <= 6; k++) {
-        d = median(ours[o], rk[k]); g = median("client-go", rk[k])
+        d = median(ours[o], rk[k]); g = median(theirs, rk[k])
         if (d == "na" || g == "na") printf " %s na", rk[k]; else printf " %s %.2fx", rk[k], (d > 0 ? g / d : 0)
       }
       printf "\n"

@@ -15,7 +15,7 @@ if [[ ! -f "$build/build.ninja" ]]; then
     -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
     -DGPUFLEET_FUZZ=ON -DGPUFLEET_SANITIZE=address -DGPUFLEET_WERROR=OFF >/dev/null
 fi
-reader_fuzzers=(yaml json recipe_docs kube_docs sim_docs tool_output oci)
+reader_fuzzers=(yaml json recipe_docs kube_docs kube_protobuf sim_docs tool_output oci)
 ninja -C "$build" -j"${FUZZ_JOBS:-2}" cel_parse_fuzz cel_eval_fuzz \
   $(printf '%s_fuzz ' "${reader_fuzzers[@]}") \
   certify_nccl_fuzz certify_dcgm_fuzz certify_training_fuzz certify_result_fuzz
@@ -55,6 +55,10 @@ seed json - tests/recipe/testdata/*.json tests/kube/testdata/node-gpu.json
 seed recipe_docs 01 tests/recipe/testdata/snapshot.yaml
 seed kube_docs 00 tests/kube/testdata/kubeconfig-*.yaml
 seed kube_docs 02 tests/kube/testdata/node-gpu.json tests/kube/testdata/pod-gpu.json
+seed kube_protobuf 00 tests/kube/testdata/served/node.pb tests/kube/testdata/served/pod.pb \
+  tests/kube/testdata/served/status-404.pb
+seed kube_protobuf 01 tests/kube/testdata/served/node-list.pb
+seed kube_protobuf 02 tests/kube/testdata/served/pod-watch.pb
 seed sim_docs 00 examples/fleet-*.yaml
 seed sim_docs 01 examples/scenario-*.yaml
 cd - >/dev/null

@@ -10,6 +10,7 @@ packages=(
   libyaml-dev                                            # YAML parsing and emitting (core)
   libre2-dev                                             # CEL matches()
   libcurl4-openssl-dev                                   # HTTP/1.1 + HTTP/2 client (kube, recipe OCI client)
+  libprotobuf-dev protobuf-compiler                      # Kubernetes protobuf lists/watches (kube)
   libssl-dev                                             # hashing, TLS material (kube, recipe)
   zlib1g-dev                                             # gunzip Helm release records (recipe), gzip run state (certify)
   libarchive-dev                                         # tar+gzip of bundles pushed to OCI registries (recipe)

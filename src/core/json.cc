@@ -34,6 +34,13 @@ const JsonPrune* JsonPrune::child(std::string_view key) const noexcept {
   return it == children_.end() ? nullptr : it->second.get();
 }
 
+std::vector<std::string_view> JsonPrune::child_keys() const {
+  std::vector<std::string_view> keys;
+  keys.reserve(children_.size());
+  for (const auto& [k, v] : children_) keys.emplace_back(k);
+  return keys;
+}
+
 // ---- reading ----------------------------------------------------------------------------
 
 namespace {

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/input_limits.h"
 #include "core/value.h"
@@ -19,6 +20,8 @@ class JsonPrune {
   JsonPrune& add(std::string_view dotted_path);
   [[nodiscard]] const JsonPrune* child(std::string_view key) const noexcept;
   [[nodiscard]] bool drops_all() const noexcept { return drop_; }
+  // The keys that have a child, in order.
+  [[nodiscard]] std::vector<std::string_view> child_keys() const;
 
  private:
   bool drop_ = false;

@@ -1,6 +1,7 @@
 #include "kube/client.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -24,6 +25,9 @@ constexpr std::string_view kMetaObject =
     "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 constexpr std::string_view kMetaList =
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+// Protobuf first, JSON for whatever the server cannot encode so (it serves CRDs as JSON only).
+constexpr std::string_view kProtobufOrJson =
+    "application/vnd.kubernetes.protobuf, application/json";
 
 bool is_loopback_url(std::string_view url) {
   std::size_t scheme = url.find("://");
@@ -199,15 +203,25 @@ struct WatchStream::State {
   LineSplitter lines;
   bool checked_status = false;
   std::string chunk;
+  // Set when protobuf was asked for; the first byte of the body says what came: a JSON event
+  // starts with '{', a protobuf frame with its length (0x7b would mean a frame of ~2 GB).
+  std::optional<ProtobufKind> kind;
+  bool sniffed = false;
+  std::atomic<bool> protobuf{false};
+  ProtobufFrameSplitter frames;
 };
 
 WatchStream::WatchStream(std::shared_ptr<HttpStream> stream, RequestInfo info,
-                         const std::vector<std::string>& prune)
+                         const std::vector<std::string>& prune, std::optional<ProtobufKind> kind)
     : state_(std::make_unique<State>()) {
   state_->stream = std::move(stream);
   state_->info = std::move(info);
   state_->prune = watch_event_prune(prune);
+  state_->kind = kind;
+  state_->sniffed = !kind.has_value();
 }
+
+bool WatchStream::protobuf() const noexcept { return state_->protobuf.load(); }
 
 WatchStream::~WatchStream() { state_->stream->cancel(); }
 
@@ -231,23 +245,39 @@ std::optional<std::string_view> WatchStream::next_line() {
     }
   }
   for (;;) {
-    if (auto line = s.lines.next_line()) return line;
+    if (s.protobuf) {
+      if (auto frame = s.frames.next_frame()) return frame;
+    } else if (auto line = s.lines.next_line()) {
+      return line;
+    }
     s.chunk.clear();
     if (!s.stream->read(s.chunk)) {
       if (s.stream->cancelled()) return std::nullopt;
       if (auto e = s.stream->error()) throw *e;
-      if (s.lines.pending() > 0) {
+      if (s.lines.pending() > 0 || s.frames.pending() > 0) {
         throw TransportError("watch " + s.info.resource + ": stream ended inside an event", true);
       }
       return std::nullopt;  // the server closed the watch (timeoutSeconds)
     }
-    s.lines.feed(s.chunk);
+    if (!s.sniffed && !s.chunk.empty()) {
+      s.sniffed = true;
+      s.protobuf = s.chunk.front() != '{';
+    }
+    if (s.protobuf) {
+      s.frames.feed(s.chunk);
+    } else {
+      s.lines.feed(s.chunk);
+    }
   }
 }
 
 std::optional<WatchEvent> WatchStream::next() {
   std::optional<std::string_view> line = next_line();
   if (!line) return std::nullopt;
+  if (state_->protobuf) {
+    throw InvalidInput("watch " + state_->info.resource +
+                       ": the server sent protobuf; read a protobuf watch with next_compact()");
+  }
   return decode_watch_event(*line, &state_->prune, state_->info);
 }
 
@@ -255,7 +285,19 @@ std::optional<CompactWatchEvent> WatchStream::next_compact(const CompactDecodeSh
   std::optional<std::string_view> line = next_line();
   if (!line) return std::nullopt;
   std::string type;
-  CompactPtr object = decode_compact_watch_event(*line, shape, type);
+  CompactPtr object;
+  if (state_->protobuf) {
+    std::string status;
+    object = decode_compact_protobuf_watch_event(*line, *state_->kind, shape, type, status);
+    if (!status.empty()) {
+      // An ERROR event: its Status as the JSON event the ordinary decoder turns into ApiError.
+      decode_watch_event("{\"type\":\"ERROR\",\"object\":" + status + "}", &state_->prune,
+                         state_->info);
+      throw core::ParseError("watch event", 1, 1, "an ERROR event that is not an error");
+    }
+  } else {
+    object = decode_compact_watch_event(*line, shape, type);
+  }
   CompactWatchEvent out{WatchEvent::Type::Added, std::move(object)};
   if (type == "ADDED") {
     out.type = WatchEvent::Type::Added;
@@ -268,7 +310,7 @@ std::optional<CompactWatchEvent> WatchStream::next_compact(const CompactDecodeSh
   } else {
     // ERROR (a Status: 410 Gone and friends), unknown types and events without an object:
     // the ordinary decoder builds the same error as next() would.
-    decode_watch_event(*line, &state_->prune, state_->info);
+    if (!state_->protobuf) decode_watch_event(*line, &state_->prune, state_->info);
     throw core::ParseError("watch event", 1, 1, "unexpected watch event type \"" + type + "\"");
   }
   if (!out.object) {
@@ -343,6 +385,20 @@ ListResult Client::list_page_streamed(const ResourceId& r, std::string_view ns,
 ListResult Client::list_page_streamed_text(
     const ResourceId& r, std::string_view ns, const ListOptions& o, bool metadata_only,
     const std::function<void(std::string_view item_json)>& on_item) {
+  return list_streamed(r, ns, o, metadata_only ? kMetaList : kJson, on_item, nullptr);
+}
+
+ListResult Client::list_page_streamed_wire(
+    const ResourceId& r, std::string_view ns, const ListOptions& o,
+    const std::function<void(std::string_view item_json)>& on_json_item,
+    const std::function<void(std::string_view item_message)>& on_protobuf_item) {
+  return list_streamed(r, ns, o, kProtobufOrJson, on_json_item, &on_protobuf_item);
+}
+
+ListResult Client::list_streamed(const ResourceId& r, std::string_view ns, const ListOptions& o,
+                                 std::string_view accept,
+                                 const std::function<void(std::string_view)>& on_json_item,
+                                 const std::function<void(std::string_view)>* on_protobuf_item) {
   RequestInfo info{"list", r.qualified_name(), std::string(ns), ""};
   Query q;
   q.add("labelSelector", o.label_selector)
@@ -352,8 +408,8 @@ ListResult Client::list_page_streamed_text(
       .add("resourceVersion", o.resource_version)
       .add("resourceVersionMatch", o.resource_version_match);
   impl_->limiter.acquire();
-  HttpRequest req = impl_->make_request("GET", impl_->path(r, ns, {}, {}) + q.str(),
-                                        metadata_only ? kMetaList : kJson, {}, {});
+  HttpRequest req =
+      impl_->make_request("GET", impl_->path(r, ns, {}, {}) + q.str(), accept, {}, {});
   // A whole unpaginated list (resourceVersion=0) of thousands of objects takes longer than one
   // request; bound it generously rather than by the per-request timeout.
   req.timeout = std::max<std::chrono::milliseconds>(req.timeout, std::chrono::minutes(5));
@@ -374,15 +430,44 @@ ListResult Client::list_page_streamed_text(
     }
     throw decode_status_error(static_cast<int>(status), body, info);
   }
-  ListItemSplitter split(on_item);
+  ListItemSplitter split(on_json_item);
+  std::optional<ProtobufListSplitter> proto;
+  // The body says what came: protobuf starts with its magic, JSON with '{'.
+  std::string head;
+  bool sniffed = on_protobuf_item == nullptr;
+  auto feed = [&](std::string_view bytes) {
+    if (proto) {
+      proto->feed(bytes);
+    } else {
+      split.feed(bytes);
+    }
+  };
   while (stream->read(chunk)) {
-    split.feed(chunk);
+    if (!sniffed) {
+      head.append(chunk);
+      chunk.clear();
+      if (head.empty() || (head.size() < kProtobufMagic.size() && head.front() != '{')) continue;
+      sniffed = true;
+      if (is_protobuf_body(head)) proto.emplace(*on_protobuf_item);
+      feed(head);
+      std::string().swap(head);
+      continue;
+    }
+    feed(chunk);
     chunk.clear();
   }
   if (auto e = stream->error()) throw *e;
+  if (!sniffed && !head.empty()) feed(head);
+  ListResult out;
+  if (proto) {
+    proto->finish();
+    out.resource_version = proto->resource_version();
+    out.continue_token = proto->continue_token();
+    out.protobuf = true;
+    return out;
+  }
   split.finish();
   Value env = core::parse_json(split.envelope(), "list");
-  ListResult out;
   out.resource_version = std::string(env.get_string({"metadata", "resourceVersion"}));
   out.continue_token = std::string(env.get_string({"metadata", "continue"}));
   return out;
@@ -597,14 +682,20 @@ std::unique_ptr<WatchStream> Client::watch(const ResourceId& r, std::string_view
       .add("allowWatchBookmarks", o.allow_bookmarks ? "true" : "")
       .add("timeoutSeconds", o.timeout_seconds > 0 ? std::to_string(o.timeout_seconds) : "");
   impl_->limiter.acquire();
+  std::optional<ProtobufKind> kind;
+  if (o.protobuf && !shape.metadata_only)
+    kind = ProtobufKind::for_resource(r.group, r.version, r.resource);
   HttpRequest req = impl_->make_request("GET", impl_->path(r, ns, {}, {}) + q.str(),
-                                        shape.metadata_only ? kMetaObject : kJson, {}, {});
+                                        shape.metadata_only ? kMetaObject
+                                        : kind              ? kProtobufOrJson
+                                                            : kJson,
+                                        {}, {});
   // The server ends the watch after timeoutSeconds; a connection silent for much longer than
   // that is dead (the server went away without a FIN), so bound the transfer too.
   req.timeout = o.timeout_seconds > 0 ? std::chrono::seconds(o.timeout_seconds + 30)
                                       : std::chrono::milliseconds(0);
   return std::make_unique<WatchStream>(impl_->transport.stream(std::move(req)), std::move(info),
-                                       shape.prune);
+                                       shape.prune, kind);
 }
 
 ResourceId Client::resource_for(std::string_view api_version, std::string_view kind) {

@@ -15,6 +15,7 @@
 #include "core/json.h"
 #include "core/value.h"
 #include "kube/api/compact_json.h"
+#include "kube/api/compact_protobuf.h"
 #include "kube/api/meta.h"
 #include "kube/api/resource.h"
 #include "kube/config.h"
@@ -35,6 +36,7 @@ struct ListResult {
   std::vector<core::Value> items;
   std::string resource_version;  // of the list, to start a watch from
   std::string continue_token;    // non-empty when more pages remain (list_page)
+  bool protobuf = false;         // the server answered in protobuf
 };
 
 struct DeleteOptions {
@@ -59,6 +61,9 @@ struct WatchOptions {
   std::string field_selector;
   bool allow_bookmarks = true;
   int timeout_seconds = 300;  // the server ends the watch after this long (randomize per call)
+  // Ask for protobuf (core/v1 nodes and pods only: ProtobufKind::for_resource). Only
+  // next_compact() reads a protobuf stream; the server may still answer JSON.
+  bool protobuf = false;
 };
 
 struct WatchEvent {
@@ -84,7 +89,8 @@ class HttpStream;
 class WatchStream {
  public:
   WatchStream(std::shared_ptr<HttpStream> stream, RequestInfo info,
-              const std::vector<std::string>& prune);
+              const std::vector<std::string>& prune,
+              std::optional<ProtobufKind> protobuf = std::nullopt);
   ~WatchStream();
   WatchStream(const WatchStream&) = delete;
   WatchStream& operator=(const WatchStream&) = delete;
@@ -96,8 +102,11 @@ class WatchStream {
   std::optional<CompactWatchEvent> next_compact(const CompactDecodeShape& shape);
   // Thread-safe: ends the stream; a blocked next() returns nullopt.
   void cancel();
+  // True once the server's answer turned out to be protobuf frames.
+  [[nodiscard]] bool protobuf() const noexcept;
 
  private:
+  // The next event's bytes: a JSON line, or a protobuf frame when protobuf() is true.
   std::optional<std::string_view> next_line();
   struct State;
   std::unique_ptr<State> state_;
@@ -135,6 +144,14 @@ class Client {
   ListResult list_page_streamed_text(
       const ResourceId& r, std::string_view ns, const ListOptions& options, bool metadata_only,
       const std::function<void(std::string_view item_json)>& on_item);
+  // The same for core/v1 nodes and pods in protobuf: asks for protobuf with JSON as the
+  // fallback; each item goes to `on_protobuf_item` as its message bytes (decode with
+  // decode_compact_protobuf and `kind`), or to `on_json_item` as JSON text when the server
+  // answered JSON. The result's `protobuf` says which.
+  ListResult list_page_streamed_wire(
+      const ResourceId& r, std::string_view ns, const ListOptions& options,
+      const std::function<void(std::string_view item_json)>& on_json_item,
+      const std::function<void(std::string_view item_message)>& on_protobuf_item);
   // Every page; the result's resource_version is the first page's (consistent snapshot).
   // A 410 on a continue token (snapshot compacted) restarts the list once from scratch.
   ListResult list(const ResourceId& r, std::string_view ns, ListOptions options = {},
@@ -196,6 +213,11 @@ class Client {
   [[nodiscard]] TransportStats transport_stats() const;
 
  private:
+  ListResult list_streamed(const ResourceId& r, std::string_view ns, const ListOptions& options,
+                           std::string_view accept,
+                           const std::function<void(std::string_view)>& on_json_item,
+                           const std::function<void(std::string_view)>* on_protobuf_item);
+
   class Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -5,6 +5,7 @@
 
 #include "core/errors.h"
 #include "core/json.h"
+#include "kube/api/compact_protobuf.h"
 
 namespace gpufleet::kube {
 
@@ -210,6 +211,9 @@ ApiError decode_status_error(int http_code, std::string_view body, RequestInfo r
 
   core::Value status;
   bool decoded = false;
+  // An answer to a request that asked for protobuf carries its Status in protobuf.
+  std::string from_protobuf = protobuf_status_json(body);
+  if (!from_protobuf.empty()) body = from_protobuf;
   if (!body.empty() && body.front() == '{') {
     try {
       status = core::parse_json(body, "Status");

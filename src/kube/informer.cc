@@ -76,6 +76,11 @@ Informer::Informer(Client& client, InformerOptions options)
     for (const char* p : kIdentityPaths) keep_tree_.add(p);
     decode_shape_.keep = &keep_tree_;
   }
+  if (options_.protobuf && direct() && !options_.shape.metadata_only) {
+    protobuf_kind_ = ProtobufKind::for_resource(options_.resource.group, options_.resource.version,
+                                                options_.resource.resource);
+    use_protobuf_ = protobuf_kind_.has_value();
+  }
 }
 
 Informer::~Informer() { stop(); }
@@ -179,8 +184,15 @@ bool Informer::list_and_replace(bool from_watch_cache) {
     auto on_item_text = [&](std::string_view text) {
       compacts.push_back(decode_compact_json(text, decode_shape_, "list item"));
     };
+    auto on_item_message = [&](std::string_view message) {
+      compacts.push_back(
+          decode_compact_protobuf(message, *protobuf_kind_, decode_shape_, nullptr, "list item"));
+    };
     try {
-      if (direct()) {
+      if (use_protobuf_) {
+        page = client_.list_page_streamed_wire(options_.resource, options_.namespace_, lo,
+                                               on_item_text, on_item_message);
+      } else if (direct()) {
         page = client_.list_page_streamed_text(options_.resource, options_.namespace_, lo,
                                                options_.shape.metadata_only, on_item_text);
       } else {
@@ -200,6 +212,10 @@ bool Informer::list_and_replace(bool from_watch_cache) {
       throw;
     }
     if (list_rv.empty()) list_rv = page.resource_version;
+    if (page.protobuf) {
+      std::lock_guard lock(mu_);
+      ++stats_.protobuf_lists;
+    }
     if (page.continue_token.empty()) break;
     lo.continue_token = std::move(page.continue_token);
     // Later pages come from the first page's snapshot; resourceVersion must not be set.
@@ -378,6 +394,7 @@ bool Informer::watch_once() {
   wo.field_selector = options_.field_selector;
   wo.resource_version = resource_version();
   wo.allow_bookmarks = true;
+  wo.protobuf = use_protobuf_;
   wo.timeout_seconds = options_.watch_timeout_seconds +
                        static_cast<int>(options_.watch_timeout_seconds * random_fraction());
   std::unique_ptr<WatchStream> stream =
@@ -397,7 +414,13 @@ bool Informer::watch_once() {
   } detach{this};
   try {
     if (direct()) {
+      bool counted = false;
       while (auto ev = stream->next_compact(decode_shape_)) {
+        if (!counted && stream->protobuf()) {
+          counted = true;
+          std::lock_guard lock(mu_);
+          ++stats_.protobuf_watches;
+        }
         apply_compact_event(*ev);
         if (stopping_) break;
       }
@@ -441,6 +464,12 @@ void Informer::run() {
         if (!sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(backoff.next())))
           break;
       }
+    } catch (const UnsupportedProtobuf& e) {
+      if (stopping_) break;
+      // The server sent what this build's schema lacks: JSON from now on, at once (a list
+      // that failed is redone; a watch resumes from the last event applied).
+      use_protobuf_ = false;
+      set_error(std::string(e.what()) + "; this informer uses JSON from now on");
     } catch (const std::exception& e) {
       if (stopping_) break;
       // The watch broke (server restart, network) or the list failed: back off and resume from

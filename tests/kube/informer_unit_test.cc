@@ -150,5 +150,53 @@ TEST(InformerUnit, StopsPromptlyWhileTheServerIsUnreachable) {
   EXPECT_FALSE(inf.has_synced());
 }
 
+// Protobuf the compiled-in schema cannot represent (a field a newer server added, where the
+// cache keeps it) switches the informer to JSON at once: the list is asked for again as JSON.
+std::string pb_field(int number, const std::string& bytes) {
+  std::string s(1, static_cast<char>((number << 3) | 2));
+  s.push_back(static_cast<char>(bytes.size()));  // short fields only
+  return s + bytes;
+}
+
+TEST(InformerUnit, FallsBackToJsonForProtobufItCannotDecode) {
+  std::string node =
+      pb_field(1, pb_field(1, "n1") + pb_field(6, "5")) + pb_field(2, pb_field(15, "new"));
+  std::string list_pb = pb_field(1, pb_field(2, "10")) + pb_field(2, node);
+  std::string body = std::string("k8s\0", 4) +
+                     pb_field(1, pb_field(1, "v1") + pb_field(2, "NodeList")) +
+                     pb_field(2, list_pb);
+  ScriptedServer server({
+      response(200, "OK", body),
+      response(
+          200, "OK",
+          R"({"kind":"NodeList","apiVersion":"v1","metadata":{"resourceVersion":"10"},"items":[{"metadata":{"name":"n1","resourceVersion":"5"},"spec":{"newThing":"new"}}]})"),
+  });
+  ClientConfig c;
+  c.server = server.url();
+  c.allow_plain_http_loopback = true;
+  c.qps = 0;
+  Client client(c);
+  InformerOptions o;
+  o.resource = resources::nodes();
+  o.compact = true;
+  o.backoff_base = 20ms;
+  o.backoff_max = 100ms;
+  Informer inf(client, o);
+  EXPECT_TRUE(inf.asks_protobuf());
+  inf.start();
+  ASSERT_TRUE(inf.wait_for_sync(10s));
+  inf.stop();
+  EXPECT_FALSE(inf.asks_protobuf());
+  EXPECT_EQ(inf.stats().protobuf_lists, 0U);
+  CompactPtr n1 = inf.store().get_compact("n1");
+  ASSERT_NE(n1, nullptr);
+  EXPECT_EQ(n1->root().get_string({"spec", "newThing"}), "new");  // nothing lost
+  std::vector<std::string> requests = server.requests();
+  ASSERT_GE(requests.size(), 2U);
+  EXPECT_THAT(requests[0], HasSubstr("application/vnd.kubernetes.protobuf"));
+  EXPECT_THAT(requests[1], Not(HasSubstr("protobuf")));
+  EXPECT_GE(inf.stats().failures, 1U);
+}
+
 }  // namespace
 }  // namespace gpufleet::kube

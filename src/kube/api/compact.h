@@ -133,6 +133,10 @@ class CompactObject {
   [[nodiscard]] CompactView root() const noexcept { return {interner_, tape_.get()}; }
   [[nodiscard]] core::Value to_value() const { return root().to_value(); }
   [[nodiscard]] std::size_t tape_bytes() const noexcept { return size_; }
+  // The tape itself, to compare two objects' cached forms byte for byte.
+  [[nodiscard]] std::string_view tape() const noexcept {
+    return {reinterpret_cast<const char*>(tape_.get()), size_};
+  }
 
   // Shortcuts for the metadata every cache needs.
   [[nodiscard]] std::string_view name() const noexcept {

@@ -284,6 +284,25 @@ CompactPtr decode_compact_json(std::string_view text, const CompactDecodeShape& 
   return obj;
 }
 
+bool append_compact_json(std::string_view text, const core::JsonPrune* prune,
+                         const core::JsonPrune* keep, bool intern_strings, std::size_t depth,
+                         std::string& out, std::string_view source, StringInterner& interner,
+                         const core::InputLimits& limits) {
+  dom::element root = parse(text, source, limits);
+  std::size_t begin = out.size();
+  bool kept = false;
+  try {
+    TapeWriter w(interner, limits, source, out);
+    kept = w.value(root, prune, keep, intern_strings, depth);
+  } catch (...) {
+    release_parser_if_large(text.size());
+    out.resize(begin);
+    throw;
+  }
+  release_parser_if_large(text.size());
+  return kept;
+}
+
 CompactPtr decode_compact_watch_event(std::string_view line, const CompactDecodeShape& shape,
                                       std::string& type, StringInterner& interner,
                                       const core::InputLimits& limits) {

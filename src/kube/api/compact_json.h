@@ -49,4 +49,12 @@ CompactPtr decode_compact_watch_event(std::string_view line, const CompactDecode
                                       StringInterner& interner = StringInterner::shared(),
                                       const core::InputLimits& limits = core::input_limits());
 
+// Appends the tape of one JSON value to `out`, as decode_compact_json writes a value found at a
+// place with these trees (`keep` null keeps it whole); false, and nothing appended, when the
+// projection drops it. For the protobuf decoder: metav1.FieldsV1 carries JSON text.
+bool append_compact_json(std::string_view text, const core::JsonPrune* prune,
+                         const core::JsonPrune* keep, bool intern_strings, std::size_t depth,
+                         std::string& out, std::string_view source, StringInterner& interner,
+                         const core::InputLimits& limits);
+
 }  // namespace gpufleet::kube

@@ -4,8 +4,9 @@
 //   kube_cache_bench churn KUBECONFIG UPDATES      patch bench Nodes UPDATES times (4 writers)
 //   kube_cache_bench cache KUBECONFIG NODES UPDATES FORM
 //       FORM: plain (core::Value tree), compact (the compact form), health (compact, health
-//       projection). Syncs an informer of the bench Nodes, prints READY with memory figures,
-//       waits for UPDATES update events and prints the RESULT line.
+//       projection), all over JSON; compact-pb and health-pb the same over protobuf. Syncs an
+//       informer of the bench Nodes, prints READY with memory figures, waits for UPDATES update
+//       events and prints the RESULT line.
 #include <malloc.h>
 #include <sys/resource.h>
 
@@ -137,9 +138,10 @@ int cache(const std::string& kubeconfig, int n, int updates, const std::string& 
   o.label_selector = kSelector;
   o.shape.prune = kube::node_prune_paths();  // managedFields and images, as the Go transform
   o.compact = form != "plain";
-  // Projected while decoding (no transform: the compact forms decode JSON straight into the
-  // cached form).
-  if (form == "health") o.project = kube::node_health_fields();
+  // Projected while decoding (no transform: the compact forms decode JSON or protobuf straight
+  // into the cached form).
+  if (form == "health" || form == "health-pb") o.project = kube::node_health_fields();
+  o.protobuf = form == "compact-pb" || form == "health-pb";
   kube::Informer inf(client, o);
   std::atomic<int> seen{0};
   kube::EventHandlers h;
@@ -160,6 +162,11 @@ int cache(const std::string& kubeconfig, int n, int updates, const std::string& 
   }
   double sync_s = std::chrono::duration<double>(Steady::now() - start).count();
   double sync_cpu = cpu_seconds() - sync_cpu0;  // this process only: not the API server's
+  if (o.protobuf != (inf.stats().protobuf_lists > 0)) {
+    std::fprintf(stderr, "cache: the list did not come in the form asked for (%s)\n",
+                 inf.last_error().c_str());
+    return 1;
+  }
   if (static_cast<int>(inf.store().size()) != n) {
     std::fprintf(stderr, "cache: %zu Nodes cached, expected %d\n", inf.store().size(), n);
     return 1;
@@ -211,6 +218,6 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "usage: kube_cache_bench seed KUBECONFIG NODES | churn KUBECONFIG UPDATES |\n"
-               "       cache KUBECONFIG NODES UPDATES plain|compact|health\n");
+               "       cache KUBECONFIG NODES UPDATES plain|compact|health|compact-pb|health-pb\n");
   return 2;
 }
