@@ -30,8 +30,4 @@ EncodedState encode_state(std::string_view key, const std::string& json);
 // a document inflating past core::input_limits().max_inflated_bytes.
 std::optional<std::string> decode_state(const core::Value& cm, std::string_view key);
 
-std::string gzip(std::string_view data);
-// `what` names the source in errors.
-std::string gunzip(std::string_view data, std::string_view what);
-
 }  // namespace gpufleet::certify

@@ -13,6 +13,7 @@
 #include "certify/verdict.h"
 #include "certify/workload_job.h"
 #include "core/base64.h"
+#include "core/gzip.h"
 #include "core/json.h"
 #include "core/yaml.h"
 
@@ -132,14 +133,14 @@ TEST(StateCodec, CorruptDataIsNamed) {
     EXPECT_THAT(e.what(), HasSubstr("ConfigMap run-certify-0 binaryData.state.json.gz"));
     EXPECT_THAT(e.what(), HasSubstr("not valid base64"));
   }
-  std::string z = gzip(std::string(100000, 'x'));
+  std::string z = core::gzip(std::string(100000, 'x'));
   z.resize(z.size() / 2);
   cm["binaryData"]["state.json.gz"] = core::base64_encode(z);
   try {
     (void)decode_state(cm, "state.json");
     FAIL() << "truncated gzip read";
   } catch (const core::InvalidInput& e) {
-    EXPECT_THAT(e.what(), HasSubstr("gzip data is corrupt"));
+    EXPECT_THAT(e.what(), HasSubstr("gzip data is corrupt (delete the ConfigMap"));
   }
 }
 

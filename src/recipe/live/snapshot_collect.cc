@@ -1,12 +1,11 @@
 // Snapshot facts from Kubernetes objects: nodes, Helm release Secrets, CRDs, workloads, pods.
-#include <zlib.h>
-
 #include <algorithm>
 #include <map>
 #include <tuple>
 
 #include "core/base64.h"
 #include "core/errors.h"
+#include "core/gzip.h"
 #include "core/input_limits.h"
 #include "core/json.h"
 #include "recipe/snapshot.h"
@@ -93,37 +92,6 @@ NodeFacts node_facts(const Value& node) {
   return n;
 }
 
-std::string gunzip(std::string_view data) {
-  z_stream zs{};
-  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
-    throw core::InvalidInput("zlib: cannot start inflate");
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  // A gzip bomb inflates ~1000x: the cap is checked before each chunk is kept, so memory
-  // never exceeds it by more than one buffer.
-  const std::size_t cap = core::input_limits().max_inflated_bytes;
-  std::string out;
-  char buf[16384];
-  int rc = Z_OK;
-  while (rc == Z_OK) {
-    zs.next_out = reinterpret_cast<Bytef*>(buf);
-    zs.avail_out = sizeof buf;
-    rc = inflate(&zs, Z_NO_FLUSH);
-    std::size_t n = sizeof buf - zs.avail_out;
-    if (out.size() + n > cap) {
-      inflateEnd(&zs);
-      throw core::InvalidInput("Helm release record: gzip data inflates past the limit of " +
-                               core::describe_bytes(cap) +
-                               " (a real release record is far smaller; raise it with "
-                               "GPUFLEET_MAX_INPUT_BYTES if this one is real)");
-    }
-    out.append(buf, n);
-  }
-  inflateEnd(&zs);
-  if (rc != Z_STREAM_END) throw core::InvalidInput("Helm release record: gzip data is corrupt");
-  return out;
-}
-
 void add_pod_problems(const Value& pod, std::vector<PodProblem>& out) {
   std::string ns = str_at(pod, {"metadata", "namespace"});
   std::string name = str_at(pod, {"metadata", "name"});
@@ -167,7 +135,9 @@ Value decode_helm_release(std::string_view secret_data_release) {
   if (!payload) throw core::InvalidInput("Helm release record: the release is not base64");
   std::string json = payload->size() >= 2 && static_cast<unsigned char>((*payload)[0]) == 0x1f &&
                              static_cast<unsigned char>((*payload)[1]) == 0x8b
-                         ? gunzip(*payload)
+                         ? core::gunzip(*payload, "Helm release record",
+                                        "a real release record is far smaller; raise it with "
+                                        "GPUFLEET_MAX_INPUT_BYTES if this one is real")
                          : *payload;
   return core::parse_json(json, "helm release");
 }
