@@ -7,6 +7,7 @@
 
 #include "core/errors.h"
 #include "kube/api/compact_tape.h"
+#include "kube/api/compact_tape_writer.h"
 
 namespace gpufleet::kube {
 
@@ -37,13 +38,11 @@ void release_parser_if_large(std::size_t text_size) {
 // Walks simdjson's DOM of one document and writes the tape. Map entries are written in the
 // document's order, then put into key order in place (Kubernetes serialises struct fields in
 // declaration order, so most maps need it).
-class TapeWriter {
+class TapeWriter : public TapeWriterBase<TapeWriter> {
  public:
   TapeWriter(StringInterner& interner, const core::InputLimits& limits, std::string_view source,
              std::string& out)
-      : interner_(interner), limits_(limits), source_(source), out_(out) {
-    entries_.clear();
-  }
+      : TapeWriterBase(interner, limits, source, out) {}
 
   // Writes `e`; `keep` null means the whole value is kept. Returns false (and writes nothing)
   // when projection drops the value: a scalar where the projection expected a map.
@@ -109,16 +108,6 @@ class TapeWriter {
   }
 
  private:
-  struct Entry {
-    std::string_view key;
-    std::uint32_t begin;  // of the key record, relative to the map's body
-    std::uint32_t end;
-  };
-
-  [[noreturn]] void fail(const std::string& what) const {
-    throw core::ParseError(std::string(source_), 0, 0, what);
-  }
-
   void map(dom::object obj, const core::JsonPrune* prune, const core::JsonPrune* keep,
            std::size_t depth) {
     out_.push_back(static_cast<char>(kMap));
@@ -154,67 +143,7 @@ class TapeWriter {
     entries_.resize(first);
     insert_header(body, count);
   }
-
-  // Rewrites the map body at `body` (entries_[first..]) in key order; duplicate keys are an
-  // error, as in core::parse_json.
-  void sort_entries(std::size_t body, std::size_t first) {
-    auto begin = entries_.begin() + static_cast<std::ptrdiff_t>(first);
-    std::sort(begin, entries_.end(), [](const Entry& a, const Entry& b) { return a.key < b.key; });
-    for (auto it = begin; it + 1 < entries_.end(); ++it) {
-      if (it->key == (it + 1)->key) {
-        fail("duplicate key \"" + std::string(it->key) +
-             "\" in an object; each key may appear once");
-      }
-    }
-    scratch_.assign(out_, body, std::string::npos);
-    out_.resize(body);
-    for (auto it = begin; it != entries_.end(); ++it) {
-      out_.append(scratch_, it->begin, it->end - it->begin);
-    }
-    if (scratch_.capacity() > kKeepParserBelow) std::string().swap(scratch_);
-  }
-
-  // Puts `count` and the body length in front of the body that starts at `body`.
-  void insert_header(std::size_t body, std::size_t count) {
-    char hdr[20];
-    std::size_t n = put_varint(hdr, count);
-    n += put_varint(hdr + n, out_.size() - body);
-    out_.insert(body, hdr, n);
-  }
-
-  void key(std::string_view k) {
-    std::uint32_t id = interner_.intern_cached(k);
-    if (id != StringInterner::kNone) {
-      put_varint(out_, std::uint64_t{id} << 1);
-    } else {
-      put_varint(out_, (std::uint64_t{k.size()} << 1) | 1);
-      out_.append(k);
-    }
-  }
-
-  void string(std::string_view s, bool intern) {
-    std::uint32_t id = intern ? interner_.intern_cached(s) : StringInterner::kNone;
-    if (id != StringInterner::kNone) {
-      out_.push_back(static_cast<char>(kInterned));
-      put_varint(out_, id);
-    } else {
-      out_.push_back(static_cast<char>(kInline));
-      put_varint(out_, s.size());
-      out_.append(s);
-    }
-  }
-
-  StringInterner& interner_;
-  const core::InputLimits& limits_;
-  std::string_view source_;
-  std::string& out_;
-  // Per thread and reused, so that decoding an object allocates only its tape.
-  static thread_local std::vector<Entry> entries_;
-  static thread_local std::string scratch_;
 };
-
-thread_local std::vector<TapeWriter::Entry> TapeWriter::entries_;
-thread_local std::string TapeWriter::scratch_;
 
 dom::element parse(std::string_view text, std::string_view source,
                    const core::InputLimits& limits) {

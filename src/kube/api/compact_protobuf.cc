@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kube/api/compact_tape.h"
+#include "kube/api/compact_tape_writer.h"
 
 namespace gpufleet::kube {
 
@@ -252,13 +253,11 @@ Child child_of(const core::JsonPrune* prune, const core::JsonPrune* keep, std::s
   return c;
 }
 
-class ProtoTapeWriter {
+class ProtoTapeWriter : public TapeWriterBase<ProtoTapeWriter> {
  public:
   ProtoTapeWriter(StringInterner& interner, const core::InputLimits& limits,
                   std::string_view source, std::string& out)
-      : interner_(interner), limits_(limits), source_(source), out_(out) {
-    entries_.clear();
-  }
+      : TapeWriterBase(interner, limits, source, out) {}
 
   // Writes message `m` (the whole of `in` up to its limit) as a map. `extra` adds the
   // type meta of a single object's JSON form.
@@ -274,19 +273,11 @@ class ProtoTapeWriter {
     close_map(ctx);
   }
 
-  [[noreturn]] void fail(const std::string& what) const {
-    throw core::ParseError(std::string(source_), 0, 0, what);
-  }
   [[noreturn]] void unsupported(const std::string& what) const {
     throw UnsupportedProtobuf(std::string(source_), 0, 0, what);
   }
 
  private:
-  struct Entry {
-    std::string_view key;
-    std::uint32_t begin;  // of the key record, relative to the map's body
-    std::uint32_t end;
-  };
   struct MapCtx {
     std::size_t body;
     std::size_t first;  // this map's entries sit at entries_[first..]
@@ -328,7 +319,7 @@ class ProtoTapeWriter {
     Child c = child_of(prune, keep, key);
     if (c.skip || c.keep != nullptr) return;  // a string where the projection wants a map
     std::size_t begin = out_.size();
-    write_key(key);
+    this->key(key);
     string(value, true);
     add_entry(ctx, key, begin);
   }
@@ -456,7 +447,7 @@ class ProtoTapeWriter {
       bool is_list = f.repeated || f.is_map;
       if (!is_list && c.keep != nullptr) continue;  // a scalar under the projection
       std::size_t begin = out_.size();
-      write_key(f.key);
+      key(f.key);
       if (is_list) {
         out_.push_back(static_cast<char>(kNull));
       } else if (f.type == Type::String) {
@@ -493,7 +484,7 @@ class ProtoTapeWriter {
           in.Skip(static_cast<int>(len));
         } else {
           std::size_t begin = out_.size();
-          write_key(f.key);
+          key(f.key);
           if (message_value(in, *f.msg, c, !unique_valued_key(f.key), depth + 1, f.key)) {
             add_entry(ctx, f.key, begin);
           } else {
@@ -512,7 +503,7 @@ class ProtoTapeWriter {
         if ((s.empty() && f.form == Form::OmitEmpty) || c.skip || c.keep != nullptr) return;
         check_string(s);
         std::size_t begin = out_.size();
-        write_key(f.key);
+        key(f.key);
         string(s, !unique_valued_key(f.key));
         add_entry(ctx, f.key, begin);
         return;
@@ -524,7 +515,7 @@ class ProtoTapeWriter {
         std::uint64_t v = varint(in, f);
         if ((v == 0 && f.form == Form::OmitEmpty) || c.skip || c.keep != nullptr) return;
         std::size_t begin = out_.size();
-        write_key(f.key);
+        key(f.key);
         scalar(f.type, v);
         add_entry(ctx, f.key, begin);
         return;
@@ -654,7 +645,7 @@ class ProtoTapeWriter {
       return;
     }
     open.begin = out_.size();
-    write_key(f.key);
+    key(f.key);
     if (is_map) {
       open.map = open_map();
     } else {
@@ -769,7 +760,7 @@ class ProtoTapeWriter {
     Child c = child_of(open.child.prune, open.child.keep, key);
     if (c.skip) return;
     std::size_t begin = out_.size();
-    write_key(key);
+    this->key(key);
     bool kept = true;
     if (f.msg == nullptr) {  // map<string, string>
       if (c.keep != nullptr) {
@@ -793,61 +784,7 @@ class ProtoTapeWriter {
 
   // Rewrites the map body at `body` (entries_[first..]) in key order; duplicate keys are an
   // error, as in the JSON path.
-  void sort_entries(std::size_t body, std::size_t first) {
-    auto begin = entries_.begin() + static_cast<std::ptrdiff_t>(first);
-    std::sort(begin, entries_.end(), [](const Entry& a, const Entry& b) { return a.key < b.key; });
-    for (auto it = begin; it + 1 < entries_.end(); ++it) {
-      if (it->key == (it + 1)->key) {
-        fail("duplicate key \"" + std::string(it->key) + "\" in an object");
-      }
-    }
-    scratch_.assign(out_, body, std::string::npos);
-    out_.resize(body);
-    for (auto it = begin; it != entries_.end(); ++it) {
-      out_.append(scratch_, it->begin, it->end - it->begin);
-    }
-    if (scratch_.capacity() > (std::size_t{1} << 20)) std::string().swap(scratch_);
-  }
-
-  void insert_header(std::size_t body, std::size_t count) {
-    char hdr[20];
-    std::size_t n = put_varint(hdr, count);
-    n += put_varint(hdr + n, out_.size() - body);
-    out_.insert(body, hdr, n);
-  }
-
-  void write_key(std::string_view k) {
-    std::uint32_t id = interner_.intern_cached(k);
-    if (id != StringInterner::kNone) {
-      put_varint(out_, std::uint64_t{id} << 1);
-    } else {
-      put_varint(out_, (std::uint64_t{k.size()} << 1) | 1);
-      out_.append(k);
-    }
-  }
-
-  void string(std::string_view s, bool intern) {
-    std::uint32_t id = intern ? interner_.intern_cached(s) : StringInterner::kNone;
-    if (id != StringInterner::kNone) {
-      out_.push_back(static_cast<char>(kInterned));
-      put_varint(out_, id);
-    } else {
-      out_.push_back(static_cast<char>(kInline));
-      put_varint(out_, s.size());
-      out_.append(s);
-    }
-  }
-
-  StringInterner& interner_;
-  const core::InputLimits& limits_;
-  std::string_view source_;
-  std::string& out_;
-  static thread_local std::vector<Entry> entries_;
-  static thread_local std::string scratch_;
 };
-
-thread_local std::vector<ProtoTapeWriter::Entry> ProtoTapeWriter::entries_;
-thread_local std::string ProtoTapeWriter::scratch_;
 
 std::string& thread_out() {
   thread_local std::string out;
