@@ -55,20 +55,24 @@ TEST(HostPkgFault, KillNineDuringRolloutKeepsInvariants) {
       "    s:\n      version: 1.0.0\n      image: example.com/s\n      dependsOn: [k]\n"
       "      interrupt: {type: restartServices, services: [x.service]}\n");
 
-  // Sample the budget all along: nodes cordoned or holding an in-progress record.
+  // Sample the budget all along: nodes cordoned or holding an in-progress record. One LIST
+  // per sample, so each sample is one moment of the cluster (a GET per node would mix
+  // moments: node 0 read before its batch finished and node 3 after the next batch started
+  // counts both batches at once).
   std::atomic<bool> stop{false};
   std::atomic<int> max_out{0};
+  const std::set<std::string> ours(nodes.begin(), nodes.end());
   std::thread watch([&] {
     while (!stop) {
       int out = 0;
-      for (const auto& n : nodes) {
-        try {
-          core::Value node = env.get_node(n);
+      try {
+        for (const auto& node : env.client().list(kube::resources::nodes(), "").items) {
+          if (!ours.contains(std::string(kube::name_of(node)))) continue;
           RecordRead rr = read_record(node, "fault");
           bool active = rr.record && rr.record->state == NodeState::InProgress;
           if (active || kube::node::unschedulable(node)) ++out;
-        } catch (const std::exception&) {
         }
+      } catch (const std::exception&) {
       }
       max_out = std::max(max_out.load(), out);
       std::this_thread::sleep_for(30ms);
