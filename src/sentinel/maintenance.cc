@@ -247,20 +247,32 @@ void MaintenanceMonitor::save_state() const {
   core::write_file_if_changed((node_.state_dir / kStateFile).string(), core::to_json(v));
 }
 
+namespace {
+
+// One health record of the maintenance check; an empty entity speaks for the whole check.
+core::Value maintenance_health(const std::string& entity, std::string_view state,
+                               std::string_view reason, const std::string& message) {
+  core::Value h = core::Value::map();
+  h["check"] = kMaintenanceCheck;
+  if (!entity.empty()) {
+    h["entity"] = entity;
+    h["entityKind"] = "Host";
+  }
+  h["state"] = state;
+  h["reason"] = reason;
+  h["message"] = message;
+  return h;
+}
+
+}  // namespace
+
 void MaintenanceMonitor::report(const std::string& entity, std::string_view state,
                                 std::string_view reason, const std::string& message,
                                 agent::Emitter& out) {
   const std::string key = std::string(state) + "/" + std::string(reason);
   auto it = reported_.find(entity);
   if (it != reported_.end() && it->second == key) return;  // changes only
-  core::Value h = core::Value::map();
-  h["check"] = kMaintenanceCheck;
-  h["entity"] = entity;
-  h["entityKind"] = "Host";
-  h["state"] = state;
-  h["reason"] = reason;
-  h["message"] = message;
-  out.emit(agent::kHealthKind, h);
+  out.emit(agent::kHealthKind, maintenance_health(entity, state, reason, message));
   reported_[entity] = key;
 }
 
@@ -272,12 +284,8 @@ void MaintenanceMonitor::poll(agent::Emitter& out) {
     // Keep what was reported: a metadata service that is briefly away must not release a
     // node whose maintenance is still ahead.
     if (!unreachable_) {
-      core::Value h = core::Value::map();
-      h["check"] = kMaintenanceCheck;
-      h["state"] = "Unknown";
-      h["reason"] = "ProviderUnreachable";
-      h["message"] = provider_.name + ": " + e.what();
-      out.emit(agent::kHealthKind, h);
+      out.emit(agent::kHealthKind, maintenance_health("", "Unknown", "ProviderUnreachable",
+                                                      provider_.name + ": " + e.what()));
       unreachable_ = true;
     }
     return;
@@ -328,16 +336,10 @@ void MaintenanceMonitor::poll(agent::Emitter& out) {
     }
     const bool was_done = it->second.starts_with("Healthy/MaintenanceCompleted") ||
                           it->second.starts_with("Healthy/MaintenanceCanceled");
-    if (!was_done) {
-      core::Value h = core::Value::map();
-      h["check"] = kMaintenanceCheck;
-      h["entity"] = it->first;
-      h["entityKind"] = "Host";
-      h["state"] = "Healthy";
-      h["reason"] = "MaintenanceCompleted";
-      h["message"] = "maintenance " + it->first + " is no longer scheduled";
-      out.emit(agent::kHealthKind, h);
-    }
+    if (!was_done)
+      out.emit(agent::kHealthKind,
+               maintenance_health(it->first, "Healthy", "MaintenanceCompleted",
+                                  "maintenance " + it->first + " is no longer scheduled"));
     it = reported_.erase(it);
   }
   save_state();
@@ -349,9 +351,10 @@ std::unique_ptr<agent::Monitor> make_maintenance_monitor(const agent::NodeContex
   if (name.empty()) {
     // Not every cluster runs in a cloud: off unless a provider is named (the agent runs every
     // registered monitor by default).
-    core::log::info("cloud-maintenance: off (no provider: set GPUFLEET_MAINTENANCE_PROVIDER to "
-                    "azure or aws; chart value agent.maintenance.provider)",
-                    {{"node", node.identity.node_name}});
+    core::log::info(
+        "cloud-maintenance: off (no provider: set GPUFLEET_MAINTENANCE_PROVIDER to "
+        "azure or aws; chart value agent.maintenance.provider)",
+        {{"node", node.identity.node_name}});
     return nullptr;
   }
   MaintenanceMonitorOptions o;
