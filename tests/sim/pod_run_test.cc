@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "core/errors.h"
 #include "core/yaml.h"
+#include "kube/client.h"
 #include "pod_display.h"
 #include "sim/kubelet/container_logs.h"
+#include "sim/kubelet/fleet_kubelet.h"
 
 namespace gpufleet::sim {
 namespace {
@@ -483,6 +486,39 @@ TEST(ContainerLogs, PathsNeedEveryPart) {
   EXPECT_EQ(error.body, R"({"message": "Missing container name."})");
   EXPECT_FALSE(split_log_path("/containerLogs/ns", ns, pod, container, error));
   EXPECT_EQ(error.body, R"({"message": "Missing podID."})");
+}
+
+// A kubelet endpoint the API server could not use is refused before anything starts.
+TEST(ContainerLogs, AnEndpointWithoutCertificateOrOnEveryInterfaceIsRefused) {
+  kube::ClientConfig config;
+  config.server = "https://127.0.0.1:1";  // never reached: start() throws first
+  kube::Client client(config);
+  const auto fleet = parse_fleet(core::parse_yaml(R"(
+apiVersion: gpufleet.io/v1alpha1
+kind: Fleet
+metadata: {name: logs}
+spec: {pools: [{name: p, count: 1, gpu: {product: h100}}]}
+)"),
+                                 "fleet.yaml");
+  const auto refused = [&](KubeletOptions o) -> std::string {
+    FleetKubelet k(client, fleet, BehaviourTable{}, o);
+    try {
+      k.start();
+    } catch (const core::InvalidInput& e) {
+      return e.what();
+    }
+    return "started";
+  };
+  KubeletOptions no_cert;
+  no_cert.kubelet_listen = "127.0.0.1:0";
+  EXPECT_NE(refused(no_cert).find("needs a serving certificate and key"), std::string::npos)
+      << refused(no_cert);
+  KubeletOptions everywhere;
+  everywhere.kubelet_listen = "0.0.0.0:0";
+  everywhere.kubelet_cert_pem = everywhere.kubelet_key_pem = "x";
+  EXPECT_NE(refused(everywhere).find("give the one IP the API server should dial"),
+            std::string::npos)
+      << refused(everywhere);
 }
 
 }  // namespace
