@@ -43,7 +43,9 @@ spec:
     gpu: {product: h100}
 YAML
 "$gpufleet" sim --fleet "$dir/fleet.yaml" --kubeconfig "$dir/admin.kubeconfig" \
-  --state-dir "$dir/sim" --time-scale 40 --detach >/dev/null
+  --state-dir "$dir/sim" --time-scale 40 --kubelet-listen 127.0.0.1:0 \
+  --kubelet-cert "$dir/pki/kubelet-serving.crt" --kubelet-key "$dir/pki/kubelet-serving.key" \
+  --kubelet-client-ca "$dir/pki/ca.crt" --detach >/dev/null
 # Every node registered and Ready before the Certification selects its targets.
 for _ in $(seq 600); do
   ready=$(kubectl get nodes -l gpufleet.io/pool=h100 --no-headers 2>/dev/null | grep -c ' Ready ' || true)

@@ -60,8 +60,15 @@ fi
 
 step "4. A simulated GPU fleet: kubelets that heartbeat, run pods and emit real GPU signals"
 "$gpufleet" sim stop --state-dir "$demo_dir/sim" >/dev/null 2>&1 || true
+# The kubelet endpoint (pods/log through the API server) with kube-local's kubelet PKI; a
+# control plane from before that PKI existed simply gets no logs.
+pki="$demo_dir/kube-local/pki"
+kubelet=()
+[[ -f $pki/kubelet-serving.crt ]] && kubelet=(--kubelet-listen 127.0.0.1:0
+  --kubelet-cert "$pki/kubelet-serving.crt" --kubelet-key "$pki/kubelet-serving.key"
+  --kubelet-client-ca "$pki/ca.crt")
 "$gpufleet" sim --fleet examples/fleet-h100.yaml --kubeconfig "$kubeconfig" \
-  --state-dir "$demo_dir/sim" --detach
+  --state-dir "$demo_dir/sim" "${kubelet[@]}" --detach
 for _ in $(seq 60); do
   ready=$(kubectl --kubeconfig "$kubeconfig" get nodes --no-headers 2>/dev/null | grep -c ' Ready' || true)
   total=$(kubectl --kubeconfig "$kubeconfig" get nodes --no-headers 2>/dev/null | wc -l)

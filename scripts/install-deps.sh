@@ -15,6 +15,7 @@ packages=(
   zlib1g-dev                                             # gunzip Helm release records (recipe), gzip run state (certify)
   libarchive-dev                                         # tar+gzip of bundles pushed to OCI registries (recipe)
   libmicrohttpd-dev                                      # /metrics, /healthz server (core)
+  libgnutls28-dev                                        # client-certificate checks on that server's TLS (core)
   libcli11-dev                                           # command-line parsing (cli)
   libabsl-dev                                            # time zones (core time)
   libgtest-dev libgmock-dev                              # unit and integration tests

@@ -555,18 +555,29 @@ void RunReconciler::step_category(Run& run, int index, std::stop_token stop) {
         int exit_code = 0;
         if (const core::Value* e = term->find("exitCode"); e && e->is_int())
           exit_code = static_cast<int>(e->as_int());
-        std::string output(term->get_string({"message"}));
-        if (output.empty()) {
-          // No termination message: the log (a real kubelet serves it; the simulator not).
+        const std::string message(term->get_string({"message"}));
+        JudgeOptions jo;
+        jo.statistic = plan.workload.statistic;
+        const auto judge = [&](std::string_view output) {
+          return judge_output(plan.workload.output, output, exit_code, plan.thresholds, ctx, jo);
+        };
+        if (!message.empty()) j = judge(message);
+        // The log holds the whole output where the termination message holds at most its
+        // tail: 4 KiB written by the workload, or (FallbackToLogsOnError, a failed container)
+        // the kubelet's last 2 KiB of the log, which cuts a DCGM report's JSON. So read it
+        // when there is no message, and when a catalog workload's message did not read.
+        const bool read_log =
+            message.empty() || (plan.workload.output != OutputKind::Result && !j->passed &&
+                                j->reason == Reason::WorkloadFailed);
+        std::string log;
+        if (read_log) {
           try {
-            output = client_.get_raw("/api/v1/namespaces/" + run.ns + "/pods/" + pod_name +
-                                     "/log?container=" + kContainerName + "&limitBytes=16777216");
+            log = client_.get_raw("/api/v1/namespaces/" + run.ns + "/pods/" + pod_name +
+                                  "/log?container=" + kContainerName + "&limitBytes=16777216");
           } catch (const std::exception&) {
           }
         }
-        JudgeOptions jo;
-        jo.statistic = plan.workload.statistic;
-        j = judge_output(plan.workload.output, output, exit_code, plan.thresholds, ctx, jo);
+        if (!log.empty() || !j) j = judge(log);
       }
     }
     GroupResult res = to_result(*j);

@@ -43,6 +43,9 @@ struct SimFlags {
   std::string fleet;
   std::string scenario;
   bool detach = false;
+  std::string kubelet_cert;
+  std::string kubelet_key;
+  std::string kubelet_client_ca;
 };
 
 std::string pid_file(const std::string& state_dir) { return state_dir + "/sim.pid"; }
@@ -95,6 +98,10 @@ void run_sim(SimFlags& f) {
   }
   f.run.kubelet.lease_renew = millis(f.lease_renew);
   f.run.kubelet.status_report = millis(f.status_report);
+  if (!f.kubelet_cert.empty()) f.run.kubelet.kubelet_cert_pem = sim::read_text_file(f.kubelet_cert);
+  if (!f.kubelet_key.empty()) f.run.kubelet.kubelet_key_pem = sim::read_text_file(f.kubelet_key);
+  if (!f.kubelet_client_ca.empty())
+    f.run.kubelet.kubelet_client_ca_pem = sim::read_text_file(f.kubelet_client_ca);
   if (f.detach) {
     std::filesystem::create_directories(f.run.kubelet.state_dir);
     std::filesystem::remove(sim::status_file_path(f.run.kubelet.state_dir));
@@ -187,6 +194,26 @@ void setup_sim(CLI::App& root) {
       ->check(kDuration);
   cmd->add_option("--listen", flags->run.listen,
                   "serve /status, /healthz, /readyz, /metrics (e.g. 127.0.0.1:9470)");
+  auto* kubelet_listen = cmd->add_option(
+      "--kubelet-listen", flags->run.kubelet.kubelet_listen,
+      "serve the kubelet endpoint (pods/log) for every node at this IP:port over HTTPS "
+      "(e.g. 127.0.0.1:0); the Nodes advertise it as their ExternalIP and kubelet port");
+  auto* kubelet_cert =
+      cmd->add_option(
+             "--kubelet-cert", flags->kubelet_cert,
+             "PEM serving certificate of the kubelet endpoint, signed by the API "
+             "server's --kubelet-certificate-authority (kube-local: pki/kubelet-serving.crt)")
+          ->check(CLI::ExistingFile);
+  auto* kubelet_key = cmd->add_option("--kubelet-key", flags->kubelet_key, "its PEM private key")
+                          ->check(CLI::ExistingFile);
+  cmd->add_option("--kubelet-client-ca", flags->kubelet_client_ca,
+                  "PEM CA that signed the API server's kubelet client certificate: other "
+                  "clients get 401 (kube-local: pki/ca.crt)")
+      ->check(CLI::ExistingFile)
+      ->needs(kubelet_listen);
+  kubelet_listen->needs(kubelet_cert)->needs(kubelet_key);
+  kubelet_cert->needs(kubelet_listen);
+  kubelet_key->needs(kubelet_listen);
   cmd->add_option("--workers", flags->run.kubelet.workers, "concurrent API requests");
   cmd->add_option("--lease-renew", flags->lease_renew, "node lease renewal interval")
       ->check(kDuration);

@@ -1,6 +1,7 @@
 #include "core/http_server.h"
 
 #include <arpa/inet.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -22,6 +23,7 @@ struct HttpServer::Impl {
   std::uint16_t port = 0;
   bool ipv6 = false;
   bool tls = false;
+  bool client_auth = false;
 };
 
 namespace {
@@ -101,12 +103,35 @@ void request_completed(void* /*cls*/, MHD_Connection* /*connection*/, void** req
   *request_state = nullptr;
 }
 
+// True when the TLS peer presented a certificate that the client CA signed (and that is
+// valid now). MHD only asks for it; checking it is ours.
+bool client_verified(MHD_Connection* connection) {
+  const MHD_ConnectionInfo* info =
+      MHD_get_connection_info(connection, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+  if (info == nullptr || info->tls_session == nullptr) return false;
+  auto session = static_cast<gnutls_session_t>(info->tls_session);
+  unsigned status = 0;
+  if (gnutls_certificate_verify_peers2(session, &status) != GNUTLS_E_SUCCESS) return false;
+  return status == 0;
+}
+
+MHD_Result collect_query(void* cls, MHD_ValueKind /*kind*/, const char* key, const char* value) {
+  auto* query = static_cast<std::map<std::string, std::string, std::less<>>*>(cls);
+  if (key != nullptr) query->emplace(key, value != nullptr ? value : "");
+  return MHD_YES;
+}
+
 MHD_Result handle(void* cls, MHD_Connection* connection, const char* url, const char* method,
                   const char* /*version*/, const char* upload_data, std::size_t* upload_data_size,
                   void** request_state) {
-  const auto& options = static_cast<HttpServer::Impl*>(cls)->options;
+  const auto* impl = static_cast<HttpServer::Impl*>(cls);
+  const auto& options = impl->options;
   const std::string_view m = method;
   const std::string_view path = url;
+  if (impl->client_auth && !client_verified(connection)) {
+    return respond(connection, 401, kTextPlain,
+                   "Unauthorized: a client certificate signed by the trusted CA is required\n");
+  }
   if (m == MHD_HTTP_METHOD_POST) {
     if (auto it = options.post_handlers.find(std::string(path)); it != options.post_handlers.end())
       return handle_post(options, it->second, connection, upload_data, upload_data_size,
@@ -123,6 +148,15 @@ MHD_Result handle(void* cls, MHD_Connection* connection, const char* url, const 
     if (path == "/readyz") return send_check(connection, options.readyz, "readyz");
     if (auto it = options.handlers.find(std::string(path)); it != options.handlers.end()) {
       const HttpResponse r = it->second();
+      return respond(connection, r.status, r.content_type, r.body);
+    }
+    // Longest prefix first: the map is ordered, so walk it backwards.
+    for (auto it = options.prefix_handlers.rbegin(); it != options.prefix_handlers.rend(); ++it) {
+      if (!path.starts_with(it->first)) continue;
+      HttpRequest request;
+      request.path = std::string(path);
+      MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, &collect_query, &request.query);
+      const HttpResponse r = it->second(request);
       return respond(connection, r.status, r.content_type, r.body);
     }
   } catch (const std::exception& e) {
@@ -235,6 +269,7 @@ HttpServer::HttpServer(HttpServerOptions options) : impl_(std::make_unique<Impl>
   };
   for (const auto& [path, handler] : options.handlers) check_path(path, bool(handler));
   for (const auto& [path, handler] : options.post_handlers) check_path(path, bool(handler));
+  for (const auto& [path, handler] : options.prefix_handlers) check_path(path, bool(handler));
   const bool tls = !options.tls_cert_pem.empty() || !options.tls_key_pem.empty();
   if (tls && (options.tls_cert_pem.empty() || options.tls_key_pem.empty())) {
     throw InvalidInput(std::string("HTTPS needs both a certificate and a private key; the ") +
@@ -246,8 +281,13 @@ HttpServer::HttpServer(HttpServerOptions options) : impl_(std::make_unique<Impl>
         "HTTPS asked for, but this libmicrohttpd was built without TLS support "
         "(install Debian's libmicrohttpd12, which uses GnuTLS)");
   }
+  if (!options.tls_client_ca_pem.empty() && !tls) {
+    throw InvalidInput(
+        "a client CA needs HTTPS: give a certificate and key too, or no client CA for plain HTTP");
+  }
   impl_->options = std::move(options);
   impl_->tls = tls;
+  impl_->client_auth = !impl_->options.tls_client_ca_pem.empty();
   const int fd = listen_on(impl_->options.address, impl_->options.port, impl_->ipv6, impl_->port);
   unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD;
   if (impl_->ipv6) flags |= MHD_USE_IPv6;
@@ -264,6 +304,10 @@ HttpServer::HttpServer(HttpServerOptions options) : impl_(std::make_unique<Impl>
   if (tls) {
     items.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(o.tls_key_pem.c_str())});
     items.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(o.tls_cert_pem.c_str())});
+  }
+  if (impl_->client_auth) {
+    items.push_back(
+        {MHD_OPTION_HTTPS_MEM_TRUST, 0, const_cast<char*>(o.tls_client_ca_pem.c_str())});
   }
   items.push_back({MHD_OPTION_END, 0, nullptr});
   impl_->daemon = MHD_start_daemon(flags, 0, nullptr, nullptr, &handle, impl_.get(),

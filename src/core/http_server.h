@@ -8,10 +8,11 @@
 //
 // GET (and HEAD, which is GET without the body), plus POST on the paths given post handlers
 // (admission webhooks); other methods get 405 with "Allow". With a certificate and key it
-// serves HTTPS only (GnuTLS inside libmicrohttpd). /metrics renders the registry (text format
-// 0.0.4); /healthz and /readyz answer 200 "ok" or 503 with the reason; any other path gets 404.
-// Checks run on the server thread, so they must be quick and thread-safe; an exception from a check
-// is a 503 naming it.
+// serves HTTPS only (GnuTLS inside libmicrohttpd); with a client CA too, every request must
+// carry a client certificate that CA signed (else 401), as a kubelet demands of the API server.
+// /metrics renders the registry (text format 0.0.4); /healthz and /readyz answer 200 "ok" or 503
+// with the reason; any other path gets 404. Checks run on the server thread, so they must be quick
+// and thread-safe; an exception from a check is a 503 naming it.
 #pragma once
 
 #include <chrono>
@@ -45,6 +46,14 @@ using HttpHandler = std::function<HttpResponse()>;
 // A POST endpoint: the whole request body in (bounded by max_body_bytes), the answer out.
 using HttpPostHandler = std::function<HttpResponse(std::string_view body)>;
 
+// A GET request under a path prefix: the decoded path and query (a repeated key keeps its
+// first value).
+struct HttpRequest {
+  std::string path;
+  std::map<std::string, std::string, std::less<>> query;
+};
+using HttpPrefixHandler = std::function<HttpResponse(const HttpRequest&)>;
+
 struct HttpServerOptions {
   // An IPv4 or IPv6 literal, or "localhost". Loopback by default: exposing metrics beyond the
   // node is a deliberate choice ("0.0.0.0" or "::").
@@ -59,10 +68,15 @@ struct HttpServerOptions {
   // POST endpoints by exact path. A body over max_body_bytes is read and dropped, then
   // answered 413 (the handler never sees it).
   std::map<std::string, HttpPostHandler> post_handlers;
+  // GET endpoints by path prefix ("/containerLogs/"), tried after the exact paths; the
+  // longest matching prefix wins.
+  std::map<std::string, HttpPrefixHandler> prefix_handlers;
   std::size_t max_body_bytes = 4 << 20;
   // PEM certificate (chain) and private key: both set serves HTTPS only; neither, HTTP.
   std::string tls_cert_pem;
   std::string tls_key_pem;
+  // PEM CA certificate(s): with TLS, clients must present a certificate signed by one of them.
+  std::string tls_client_ca_pem;
   std::chrono::seconds connection_timeout{10};  // idle connections are closed after this
   unsigned connection_limit = 64;
 };

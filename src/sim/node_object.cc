@@ -157,8 +157,14 @@ core::Value node_status(const FleetSpec& fleet, const NodeIdentity& id, const No
   host["type"] = "Hostname";
   host["address"] = id.name;
   s["addresses"].push_back(std::move(ip));
+  if (!rt.kubelet_address.empty()) {
+    core::Value ext;
+    ext["type"] = "ExternalIP";
+    ext["address"] = rt.kubelet_address;
+    s["addresses"].push_back(std::move(ext));
+  }
   s["addresses"].push_back(std::move(host));
-  s["daemonEndpoints"]["kubeletEndpoint"]["Port"] = 10250;
+  s["daemonEndpoints"]["kubeletEndpoint"]["Port"] = rt.kubelet_port;
   return s;
 }
 

@@ -23,6 +23,11 @@ struct NodeRuntime {
   std::string ready_transition;  // RFC 3339 time of the last Ready flip
   std::string kernel_version;    // changes after a kernel package and a reboot
   std::string driver_version;    // changes after a driver package and a reboot
+  // Where the API server reaches this node's kubelet (pods/log): advertised as an
+  // ExternalIP beside the made-up InternalIP, and the daemon endpoint's port. Empty: no
+  // kubelet endpoint is served, and the Node carries the default port only.
+  std::string kubelet_address;
+  int kubelet_port = 10250;
 };
 
 // The runtime a node starts with: every GPU and port healthy, Ready since `now`.

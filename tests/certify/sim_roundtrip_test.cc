@@ -106,7 +106,18 @@ TEST_F(SimRoundTrip, DcgmBothLayoutsFromTheFaultModel) {
     DcgmReport ok =
         parse_dcgm(sim::run_dcgm_diag(healthy, {.level = 4, .major_version = major}).output);
     EXPECT_EQ(ok.failures() + ok.warnings(), 0) << major;
-    EXPECT_EQ(ok.results.size(), 1u + 8u * 8) << major;  // deployment + 8 per-GPU tests
+    // The deployment checks (nine named tests in 3.x, one "software" in 4.x), then 8 per-GPU
+    // tests.
+    EXPECT_EQ(ok.results.size(), (major == 3 ? 9u : 1u) + 8u * 8) << major;
+    if (major == 3) {
+      std::vector<std::string> deployment;
+      for (const DcgmResult& r : ok.results)
+        if (r.gpus.size() == 8) deployment.push_back(r.test);
+      EXPECT_THAT(deployment, ElementsAre("Denylist", "NVML Library", "CUDA Main Library",
+                                          "Permissions and OS Blocks", "Persistence Mode",
+                                          "Environment Variables", "Page Retirement/Row Remap",
+                                          "Graphics Processes", "Inforom"));
+    }
     auto sick = node(5);
     apply(sick, "{type: ecc, gpu: 2, kind: doubleBit}");
     apply(sick, "{type: thermal, gpu: 5}");
@@ -177,8 +188,8 @@ TEST_F(SimRoundTrip, TrainingLinesFromTheModel) {
 
 // What the certify controller reads on the simulator is the termination message: the last
 // 4096 bytes of the output (sim::termination_tail). DCGM levels 1 and 2 fit (compacted);
-// levels 3 and 4 of 8 GPUs do not (10 and 13 KB as printed, still over 4 KB compacted: on a real
-// cluster the controller reads the pod log instead, which the simulator does not serve).
+// levels 3 and 4 of 8 GPUs do not (10 and 13 KB as printed, still over 4 KB compacted: the
+// controller reads the pod log instead, on a cluster and on the simulator's kubelet endpoint).
 TEST_F(SimRoundTrip, TerminationMessagesJudgeLikeTheFullOutput) {
   auto healthy = node(0);
   for (int level = 1; level <= 2; ++level) {

@@ -163,6 +163,65 @@ TEST(HttpServer, ServesHttpsWithTheGivenCertificate) {
   }
 }
 
+TEST(HttpServer, PrefixHandlersSeeThePathAndTheQuery) {
+  HttpServerOptions options;
+  options.registry = nullptr;
+  options.handlers["/logs/exact"] = [] { return HttpResponse{200, "text/plain", "exact"}; };
+  options.prefix_handlers["/logs/"] = [](const HttpRequest& r) {
+    std::string body = "short " + r.path;
+    for (const auto& [k, v] : r.query) body += " " + k + "=" + v;
+    return HttpResponse{200, "text/plain", body};
+  };
+  options.prefix_handlers["/logs/ns/"] = [](const HttpRequest& r) {
+    return HttpResponse{404, "text/plain", "long " + r.path};
+  };
+  HttpServer server(std::move(options));
+  // Exact paths first, then the longest prefix; the query is decoded, a repeated key keeps
+  // its first value.
+  EXPECT_EQ(http_request(server.url() + "/logs/exact").body, "exact");
+  EXPECT_EQ(http_request(server.url() + "/logs/a/b?tailLines=5&x=a%20b&x=2").body,
+            "short /logs/a/b tailLines=5 x=a b");
+  const auto r = http_request(server.url() + "/logs/ns/p/c");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.body, "long /logs/ns/p/c");
+  EXPECT_EQ(http_request(server.url() + "/other").status, 404);
+}
+
+TEST(HttpServer, AClientCaAdmitsOnlyClientsItSigned) {
+  const auto serving = gpufleet::testing::make_self_signed_cert("server");
+  const auto client = gpufleet::testing::make_self_signed_cert("api-server");
+  const auto stranger = gpufleet::testing::make_self_signed_cert("stranger");
+  HttpServerOptions options;
+  options.tls_cert_pem = serving.cert_pem;
+  options.tls_key_pem = serving.key_pem;
+  options.tls_client_ca_pem = client.cert_pem;  // self-signed: its own CA
+  HttpServer server(std::move(options));
+  const std::string url = server.url() + "/healthz";
+  const auto ok =
+      http_request(url, "GET", nullptr, serving.cert_pem, client.cert_pem, client.key_pem);
+  ASSERT_EQ(ok.error, "");
+  EXPECT_EQ(ok.status, 200);
+  EXPECT_EQ(ok.body, "ok");
+  const auto none = http_request(url, "GET", nullptr, serving.cert_pem);
+  ASSERT_EQ(none.error, "");
+  EXPECT_EQ(none.status, 401);
+  EXPECT_NE(none.body.find("client certificate"), std::string::npos) << none.body;
+  const auto other =
+      http_request(url, "GET", nullptr, serving.cert_pem, stranger.cert_pem, stranger.key_pem);
+  EXPECT_TRUE(other.status == 401 || !other.error.empty()) << other.status;
+  EXPECT_NE(other.status, 200);
+
+  // A client CA without TLS is a mistake, named.
+  HttpServerOptions plain;
+  plain.tls_client_ca_pem = client.cert_pem;
+  try {
+    HttpServer s(std::move(plain));
+    FAIL() << "started plain HTTP with a client CA";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("a client CA needs HTTPS"), std::string::npos) << e.what();
+  }
+}
+
 TEST(HttpServer, BindErrorsNameTheAddress) {
   HttpServer first(HttpServerOptions{});
   HttpServerOptions same;

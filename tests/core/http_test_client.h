@@ -14,10 +14,13 @@ struct HttpResult {
   std::string error;  // curl's message when the request failed
 };
 
-// `post_body` is sent with POST; `ca_pem` (PEM text) is the only CA trusted for https URLs.
+// `post_body` is sent with POST; `ca_pem` (PEM text) is the only CA trusted for https URLs;
+// `client_cert_pem` and `client_key_pem`, when given, are presented as the client certificate.
 inline HttpResult http_request(const std::string& url, const char* method = "GET",
                                const std::string* post_body = nullptr,
-                               const std::string& ca_pem = {}) {
+                               const std::string& ca_pem = {},
+                               const std::string& client_cert_pem = {},
+                               const std::string& client_key_pem = {}) {
   // Global initialisation is not thread-safe everywhere; a function-local static is.
   static const bool initialised = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
   HttpResult r;
@@ -53,6 +56,14 @@ inline HttpResult http_request(const std::string& url, const char* method = "GET
   }
   curl_blob ca{const_cast<char*>(ca_pem.data()), ca_pem.size(), CURL_BLOB_COPY};
   if (!ca_pem.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &ca);
+  curl_blob cert{const_cast<char*>(client_cert_pem.data()), client_cert_pem.size(), CURL_BLOB_COPY};
+  curl_blob key{const_cast<char*>(client_key_pem.data()), client_key_pem.size(), CURL_BLOB_COPY};
+  if (!client_cert_pem.empty()) {
+    curl_easy_setopt(curl, CURLOPT_SSLCERT_BLOB, &cert);
+    curl_easy_setopt(curl, CURLOPT_SSLCERTTYPE, "PEM");
+    curl_easy_setopt(curl, CURLOPT_SSLKEY_BLOB, &key);
+    curl_easy_setopt(curl, CURLOPT_SSLKEYTYPE, "PEM");
+  }
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r.body);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, append);

@@ -71,5 +71,32 @@ TEST(NodeObject, LostGpusAndNotReadyShowInStatus) {
   EXPECT_NE(boot_id_for(id, 0), boot_id_for(id, 1));
 }
 
+// Where the API server finds the kubelet (pods/log): by default the kubelet's port and no
+// address beyond InternalIP and Hostname; with the simulator's endpoint, an ExternalIP and
+// its port, the InternalIP kept.
+TEST(NodeObject, AdvertisesTheKubeletEndpoint) {
+  FleetSpec f = load_fleet_file(GPUFLEET_SOURCE_DIR "/examples/fleet-h100.yaml");
+  NodeIdentity id = make_node_identity(f, 0, 5);
+  NodeRuntime rt = initial_runtime(f, id, boot_id_for(id, 0), "2026-01-01T00:00:00Z");
+  const auto types = [](const core::Value& n) {
+    std::string out;
+    for (const auto& a : n.get({"status", "addresses"})->as_list())
+      out +=
+          std::string(a.get_string({"type"})) + "=" + std::string(a.get_string({"address"})) + " ";
+    return out;
+  };
+  core::Value plain = node_status(f, id, rt, "2026-01-01T00:00:10Z");
+  core::Value wrapped;
+  wrapped["status"] = plain;
+  EXPECT_EQ(types(wrapped), "InternalIP=" + id.internal_ip + " Hostname=" + id.name + " ");
+  EXPECT_EQ(*plain.get({"daemonEndpoints", "kubeletEndpoint", "Port"}), core::Value(10250));
+  rt.kubelet_address = "127.0.0.1";
+  rt.kubelet_port = 41234;
+  core::Value n = node_object(f, id, rt, "2026-01-01T00:00:10Z");
+  EXPECT_EQ(types(n),
+            "InternalIP=" + id.internal_ip + " ExternalIP=127.0.0.1 Hostname=" + id.name + " ");
+  EXPECT_EQ(*n.get({"status", "daemonEndpoints", "kubeletEndpoint", "Port"}), core::Value(41234));
+}
+
 }  // namespace
 }  // namespace gpufleet::sim

@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "core/errors.h"
 #include "core/yaml.h"
+#include "kube/client.h"
 #include "pod_display.h"
+#include "sim/kubelet/container_logs.h"
+#include "sim/kubelet/fleet_kubelet.h"
 
 namespace gpufleet::sim {
 namespace {
@@ -411,6 +415,110 @@ TEST(PodRun, ImagesAreNormalizedAsTheRuntimeReportsThem) {
   EXPECT_EQ(normalize_image("localhost:5000/y"), "localhost:5000/y:latest");
   EXPECT_EQ(normalize_image("nvcr.io/nvidia/pytorch@sha256:ab"),
             "nvcr.io/nvidia/pytorch@sha256:ab");
+}
+
+// The kubelet's /containerLogs answers, picked by the container's state and cut by the query.
+TEST(ContainerLogs, ServeTheInstanceTheKubeletWouldWithItsQuery) {
+  FakeKubelet k(R"(
+metadata: {name: p, namespace: ns, uid: u9}
+spec:
+  restartPolicy: OnFailure
+  containers: [{name: a, image: x/a:1}]
+)",
+                R"([{name: twice, match: {container: a}, startDelay: 1s, duration: 1s,
+                     exitCodes: [1, 0], output: "line1\nline2\nline3\n"}])");
+  const auto now = core::Timestamp::parse_rfc3339("2026-01-01T00:10:00Z");
+  const auto get = [&](std::map<std::string, std::string, std::less<>> query,
+                       std::string container = "a") {
+    LogOptions o;
+    if (auto error = parse_log_options(query, o)) return *error;
+    return container_log(k.run(), container, o, now);
+  };
+  k.at(0);
+  EXPECT_EQ(get({}).status, 400);
+  EXPECT_EQ(get({}).body, R"(container "a" in pod "p" is waiting to start: ContainerCreating)");
+  k.at(1);  // running, nothing written yet
+  EXPECT_EQ(get({}).status, 200);
+  EXPECT_EQ(get({}).body, "");
+  EXPECT_EQ(get({{"previous", "true"}}).body,
+            R"(previous terminated container "a" in pod "p" not found)");
+  k.at(2);  // exit 1 at 2 s, restarted at once; exit 0 at 3 s
+  EXPECT_EQ(get({}).body, "");
+  EXPECT_EQ(get({{"previous", "true"}, {"timestamps", "true"}}).body,
+            "2026-01-01T00:00:02Z line1\n2026-01-01T00:00:02Z line2\n"
+            "2026-01-01T00:00:02Z line3\n");
+  k.at(3);
+  EXPECT_EQ(get({}).body, "line1\nline2\nline3\n");
+  EXPECT_EQ(get({{"timestamps", "1"}, {"tailLines", "1"}}).body, "2026-01-01T00:00:03Z line3\n");
+  EXPECT_EQ(get({{"tailLines", "2"}, {"limitBytes", "8"}}).body, "line2\nli");
+  EXPECT_EQ(get({{"tail", "all"}}).body, "line1\nline2\nline3\n");
+  EXPECT_EQ(get({{"sinceTime", "2026-01-01T00:00:04Z"}}).body, "");
+  EXPECT_EQ(get({{"sinceTime", "2026-01-01T00:00:03Z"}}).body, "line1\nline2\nline3\n");
+  EXPECT_EQ(get({{"sinceSeconds", "60"}}).body, "");  // written ten minutes before `now`
+  EXPECT_EQ(get({{"previous", "true"}, {"tailLines", "0"}}).body, "");
+  EXPECT_EQ(get({{"follow", "true"}, {"stream", "All"}}).body, "line1\nline2\nline3\n");
+
+  EXPECT_EQ(get({}, "b").status, 404);
+  EXPECT_EQ(get({}, "b").body, R"(container "b" not found in pod "p")");
+  // What the kubelet refuses: undecodable (400) and invalid (422) options.
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"tailLines", "x"}, {"follow", "yes"}, {"sinceTime", "yesterday"}}) {
+    EXPECT_EQ(get({{key, value}}).status, 400) << key << "=" << value;
+  }
+  for (const auto& q : std::vector<std::map<std::string, std::string, std::less<>>>{
+           {{"tailLines", "-1"}},
+           {{"limitBytes", "0"}},
+           {{"sinceSeconds", "0"}},
+           {{"sinceSeconds", "5"}, {"sinceTime", "2026-01-01T00:00:00Z"}}}) {
+    EXPECT_EQ(get(q).status, 422) << q.begin()->first;
+  }
+  EXPECT_EQ(get({{"stream", "Stdout"}}).status, 400);
+  EXPECT_NE(get({{"stream", "Stdout"}}).body.find("PodLogsQuerySplitStreams"), std::string::npos);
+}
+
+TEST(ContainerLogs, PathsNeedEveryPart) {
+  std::string ns, pod, container;
+  LogAnswer error;
+  EXPECT_TRUE(split_log_path("/containerLogs/ns/p/c", ns, pod, container, error));
+  EXPECT_EQ(ns + "|" + pod + "|" + container, "ns|p|c");
+  EXPECT_FALSE(split_log_path("/containerLogs/ns/p/", ns, pod, container, error));
+  EXPECT_EQ(error.status, 400);
+  EXPECT_EQ(error.body, R"({"message": "Missing container name."})");
+  EXPECT_FALSE(split_log_path("/containerLogs/ns", ns, pod, container, error));
+  EXPECT_EQ(error.body, R"({"message": "Missing podID."})");
+}
+
+// A kubelet endpoint the API server could not use is refused before anything starts.
+TEST(ContainerLogs, AnEndpointWithoutCertificateOrOnEveryInterfaceIsRefused) {
+  kube::ClientConfig config;
+  config.server = "https://127.0.0.1:1";  // never reached: start() throws first
+  kube::Client client(config);
+  const auto fleet = parse_fleet(core::parse_yaml(R"(
+apiVersion: gpufleet.io/v1alpha1
+kind: Fleet
+metadata: {name: logs}
+spec: {pools: [{name: p, count: 1, gpu: {product: h100}}]}
+)"),
+                                 "fleet.yaml");
+  const auto refused = [&](KubeletOptions o) -> std::string {
+    FleetKubelet k(client, fleet, BehaviourTable{}, o);
+    try {
+      k.start();
+    } catch (const core::InvalidInput& e) {
+      return e.what();
+    }
+    return "started";
+  };
+  KubeletOptions no_cert;
+  no_cert.kubelet_listen = "127.0.0.1:0";
+  EXPECT_NE(refused(no_cert).find("needs a serving certificate and key"), std::string::npos)
+      << refused(no_cert);
+  KubeletOptions everywhere;
+  everywhere.kubelet_listen = "0.0.0.0:0";
+  everywhere.kubelet_cert_pem = everywhere.kubelet_key_pem = "x";
+  EXPECT_NE(refused(everywhere).find("give the one IP the API server should dial"),
+            std::string::npos)
+      << refused(everywhere);
 }
 
 }  // namespace

@@ -50,6 +50,11 @@ func leafSpecs() []leafSpec {
 		{name: "controller-manager", cn: "system:kube-controller-manager", client: true},
 		{name: "scheduler", cn: "system:kube-scheduler", client: true},
 		{name: "serving", cn: "kube-local-serving", server: true, dns: []string{"localhost"}, ips: loopIPs},
+		// pods/log, exec and port-forward: the apiserver dials the node's kubelet
+		// with this client cert (kubeadm's identity) and checks the kubelet's
+		// serving cert against the CA. Simulated kubelets serve kubelet-serving.
+		{name: "apiserver-kubelet-client", cn: "kube-apiserver-kubelet-client", orgs: []string{"system:masters"}, client: true},
+		{name: "kubelet-serving", cn: "kube-local-kubelet", server: true, dns: []string{"localhost"}, ips: loopIPs},
 	}
 }
 

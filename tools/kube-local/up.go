@@ -270,6 +270,13 @@ func componentArgs(l layout, c *config, name string) []string {
 			// service IP anyway.
 			"--endpoint-reconciler-type=none",
 			"--profiling=false",
+			"--kubelet-client-certificate=" + p.Cert("apiserver-kubelet-client"),
+			"--kubelet-client-key=" + p.Key("apiserver-kubelet-client"),
+			"--kubelet-certificate-authority=" + p.CACert(),
+			// Every kubelet here is on loopback: simulated nodes advertise
+			// ExternalIP 127.0.0.1 beside their made-up InternalIP, which
+			// nothing routes to, and their Hostname does not resolve.
+			"--kubelet-preferred-address-types=ExternalIP,InternalIP,Hostname",
 		}
 		if c.EtcdCompactionInterval != "" {
 			a = append(a, "--etcd-compaction-interval="+c.EtcdCompactionInterval)

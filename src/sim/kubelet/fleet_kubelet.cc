@@ -6,11 +6,13 @@
 
 #include "core/duration.h"
 #include "core/errors.h"
+#include "core/http_server.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "sim/atomic_file.h"
 #include "sim/control_inbox.h"
 #include "sim/dcgm_output.h"
+#include "sim/kubelet/container_logs.h"
 #include "sim/nccl_output.h"
 #include "sim/rng.h"
 #include "sim/training_output.h"
@@ -142,6 +144,35 @@ double FleetKubelet::sim_now() const {
 void FleetKubelet::start() {
   if (manager_) return;
   started_ = Clock::now();
+  if (!options_.kubelet_listen.empty()) {
+    // Before any Node registers: each advertises this address and port.
+    const core::BindAddress bind = core::parse_bind_address(options_.kubelet_listen);
+    if (bind.address == "0.0.0.0" || bind.address == "::") {
+      throw core::InvalidInput("kubelet listen address \"" + options_.kubelet_listen +
+                               "\": the Nodes advertise it, so give the one IP the API server "
+                               "should dial, such as 127.0.0.1:0");
+    }
+    if (options_.kubelet_cert_pem.empty() || options_.kubelet_key_pem.empty()) {
+      throw core::InvalidInput(
+          "kubelet listen address \"" + options_.kubelet_listen +
+          "\" needs a serving certificate and key (the API server dials kubelets over HTTPS): "
+          "give both, e.g. kube-local's pki/kubelet-serving.crt and .key");
+    }
+    core::HttpServerOptions ho;
+    ho.address = bind.address;
+    ho.port = bind.port;
+    ho.registry = nullptr;
+    ho.tls_cert_pem = options_.kubelet_cert_pem;
+    ho.tls_key_pem = options_.kubelet_key_pem;
+    ho.tls_client_ca_pem = options_.kubelet_client_ca_pem;
+    ho.prefix_handlers["/containerLogs/"] = [this](const core::HttpRequest& r) {
+      return serve_container_log(r);
+    };
+    kubelet_server_ = std::make_unique<core::HttpServer>(std::move(ho));
+    kubelet_address_ = bind.address == "localhost" ? "127.0.0.1" : bind.address;
+    kubelet_port_ = kubelet_server_->port();
+    log::info("simulated kubelet endpoint", {{"url", kubelet_server_->url()}});
+  }
   controller::ManagerOptions mo;
   mo.name = "gpufleet-sim";
   mo.metrics_address = "";  // `gpufleet sim --listen` serves the default registry
@@ -209,6 +240,7 @@ void FleetKubelet::stop(bool remove_nodes) {
     // Drains the controllers (keys already due finish), then stops the caches.
     manager_stop_.request_stop();
     if (manager_thread_.joinable()) manager_thread_.join();
+    if (kubelet_server_) kubelet_server_->stop();
   }
   if (!remove_nodes) return;
   std::vector<std::string> names;
@@ -301,7 +333,37 @@ NodeRuntime FleetKubelet::runtime_locked(const std::string& name) const {
   rt.ready_transition = st.ready_transition;
   rt.kernel_version = m.host().kernel_version();
   rt.driver_version = m.host().driver_version();
+  rt.kubelet_address = kubelet_address_;
+  rt.kubelet_port = kubelet_port_;
   return rt;
+}
+
+std::string FleetKubelet::kubelet_url() const {
+  return kubelet_server_ ? kubelet_server_->url() : std::string();
+}
+
+core::HttpResponse FleetKubelet::serve_container_log(const core::HttpRequest& request) const {
+  core::HttpResponse out;
+  LogAnswer answer;
+  std::string ns;
+  std::string pod;
+  std::string container;
+  LogOptions options;
+  if (!split_log_path(request.path, ns, pod, container, answer)) {
+  } else if (auto error = parse_log_options(request.query, options)) {
+    answer = *error;
+  } else {
+    std::lock_guard lock(mu_);
+    auto it = runs_.find(ns + "/" + pod);
+    if (it == runs_.end()) {
+      answer = {404, "pod \"" + pod + "\" does not exist"};
+    } else {
+      answer = container_log(it->second, container, options, core::Timestamp::now());
+    }
+  }
+  out.status = answer.status;
+  out.body = std::move(answer.body);
+  return out;
 }
 
 std::string FleetKubelet::next_pod_ip() {

@@ -27,6 +27,12 @@
 #include "sim/kubelet/pod_run.h"
 #include "sim/node_object.h"
 
+namespace gpufleet::core {
+class HttpServer;
+struct HttpRequest;
+struct HttpResponse;
+}  // namespace gpufleet::core
+
 namespace gpufleet::sim {
 
 struct KubeletOptions {
@@ -38,6 +44,15 @@ struct KubeletOptions {
   std::chrono::milliseconds tick{500};
   int workers = 8;  // concurrent reconciles of each controller (nodes, pods)
   std::string field_manager = "gpufleet-sim";
+  // The kubelet endpoint (container logs, see container_logs.h): one HTTPS server for the
+  // whole fleet at this "ip:port" (port 0: a free one), which every Node advertises. ""
+  // serves none. It needs a serving certificate the API server trusts
+  // (--kubelet-certificate-authority); with a client CA it answers only clients that CA signed
+  // (the API server's --kubelet-client-certificate).
+  std::string kubelet_listen;
+  std::string kubelet_cert_pem;
+  std::string kubelet_key_pem;
+  std::string kubelet_client_ca_pem;
 };
 
 class FleetKubelet {
@@ -69,6 +84,8 @@ class FleetKubelet {
   // A file of one node's host model (hostpkg tests: sysctls, history, restarts), if present.
   [[nodiscard]] std::optional<std::string> host_read(const std::string& node,
                                                      const std::string& path) const;
+  // The kubelet endpoint's URL ("https://127.0.0.1:41234"), "" when none is served.
+  [[nodiscard]] std::string kubelet_url() const;
 
  private:
   class NodeSync;
@@ -120,6 +137,9 @@ class FleetKubelet {
   void write_pod_log(const PodRun& run, const ContainerRun& container,
                      const std::string& output) const;
 
+  // GET /containerLogs/{ns}/{pod}/{container}: thread-safe (takes mu_).
+  core::HttpResponse serve_container_log(const core::HttpRequest& request) const;
+
   kube::Client& client_;
   BehaviourTable table_;
   KubeletOptions options_;
@@ -142,6 +162,9 @@ class FleetKubelet {
   std::thread ticker_;
   std::thread signals_;
   std::atomic<bool> stopping_{false};
+  std::unique_ptr<core::HttpServer> kubelet_server_;  // started before the Nodes register
+  std::string kubelet_address_;
+  int kubelet_port_ = 10250;
 
   std::atomic<std::uint64_t> api_errors_{0};
   std::atomic<std::uint64_t> lease_renewals_{0};

@@ -132,6 +132,13 @@ void exit_container(PodRun& run, ContainerRun& c, Clock::time_point now, std::st
     message = termination_tail(output);
   }
   if (env.log) env.log(run, c, output);
+  if (!output.empty()) {
+    // Kept for the log endpoint; older instances go, as the runtime garbage-collects them.
+    if (c.logs.size() >= 2) c.logs.erase(c.logs.begin());
+    auto written = core::Timestamp::try_parse_rfc3339(now_rfc);
+    c.logs.push_back({run.container_id(c, c.instances - 1), output,
+                      written ? *written : core::Timestamp::now()});
+  }
   ContainerTermination done = termination(run, c, exit_code, std::move(message), now_rfc);
   c.has_due = false;
   if (!restarts(run, c, exit_code)) {

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/time.h"
 #include "core/value.h"
 #include "sim/behaviour.h"
 
@@ -39,6 +40,13 @@ struct ContainerTermination {
 
 enum class ContainerState { Waiting, Running, Terminated };
 
+// One container instance's output, as the runtime's log file holds it (container_logs.h).
+struct ContainerLog {
+  std::string container_id;  // the instance it belongs to
+  std::string text;
+  core::Timestamp written;  // every line's time: a simulated process writes all at exit
+};
+
 struct ContainerRun {
   std::string name;
   std::string image;
@@ -55,6 +63,7 @@ struct ContainerRun {
   bool finished = false;  // terminated for good (restart policy or pod end)
   std::optional<ContainerTermination> last_state;
   std::optional<ContainerTermination> terminated;  // the current state when Terminated
+  std::vector<ContainerLog> logs;  // the newest two instances' output (current and previous)
   // The next action (start, restart or exit) is due at `due` when `has_due`.
   bool has_due = false;
   std::chrono::steady_clock::time_point due{};

@@ -13,10 +13,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "certify/controller.h"
@@ -40,7 +42,9 @@ using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 
 const std::string kRun = std::to_string(::getpid());
-constexpr int kNodes = 98;  // 0..31 for most cases, 32..95 for the 64-node diagnose, 96.. retries
+// 0..31 for most cases (12..14: DCGM on 8 GPUs and pods/log), 32..95 for the 64-node
+// diagnose, 96.. retries
+constexpr int kNodes = 98;
 
 // Test-only workloads: a WorkloadRun image that reports through the result contract, and one
 // that never ends (the timeout path). Everything else is the simulator's defaults (nccl-tests,
@@ -88,6 +92,14 @@ std::string kubectl() {
          kube::testing::env_or_empty("KUBECONFIG") + "'";
 }
 
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << path << " is missing: kube-local older than its kubelet PKI?";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 bool eventually(const std::function<bool()>& f, std::chrono::seconds timeout) {
   auto end = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < end) {
@@ -128,6 +140,13 @@ class CertifyIT : public ::testing::Test {
     sim::KubeletOptions o;
     o.time_scale = 40;  // a 20 s nccl-tests run takes half a second
     o.lease_renew = 5s;
+    // The kubelet endpoint, so pods/log reaches the simulated kubelets through the API
+    // server, which kube-local points at kubelet-serving's CA with its own client cert.
+    const std::string pki = kube::testing::env_or_empty("GPUFLEET_KUBE_LOCAL_DIR") + "/pki/";
+    o.kubelet_listen = "127.0.0.1:0";
+    o.kubelet_cert_pem = read_file(pki + "kubelet-serving.crt");
+    o.kubelet_key_pem = read_file(pki + "kubelet-serving.key");
+    o.kubelet_client_ca_pem = read_file(pki + "ca.crt");
     sim_ = new sim::FleetKubelet(*client_, sim::parse_fleet(core::parse_yaml(yaml), "itest"),
                                  sim::BehaviourTable::parse(core::parse_yaml(kBehaviours), "itest"),
                                  o);
@@ -482,6 +501,83 @@ TEST_F(CertifyIT, DcgmLevel3OnAmpereReadsThe3xLayoutAndNamesTheGpu) {
       EXPECT_THAT(g.result->message, HasSubstr("GPU Memory"));  // the 3.x test name
     }
   }
+}
+
+// An 8-GPU DCGM level-3 report (4.x layout) is one JSON line far over the 4 KiB termination
+// message, so the simulator's message is empty and the verdict comes from pods/log: the API
+// server fetches it from the simulated kubelet endpoint.
+TEST_F(CertifyIT, DcgmLevel3OnEightGpuHopperIsJudgedFromTheLog) {
+  const std::string good = node(12), bad = node(13);
+  sim_->inject(
+      sim::parse_event(core::parse_yaml("{node: " + bad + ", type: ecc, gpu: 5, kind: doubleBit}"),
+                       "itest", "event", false));
+  core::Value c = certification("dcgm-r3-h100", {12, 13}, "[{name: diagnostics/dcgm-r3}]");
+  create(resources::certifications(), c);
+  core::Value done = finished(resources::certifications(), "dcgm-r3-h100", 120s);
+  EXPECT_EQ(failed_reasons(done), (std::map<std::string, std::string>{{bad, "HardwareFailure"}}))
+      << core::to_json(done);
+  auto st = read_category(*client_, ns(), "dcgm-r3-h100", 0);
+  ASSERT_TRUE(st.has_value());
+  ASSERT_EQ(st->groups.size(), 2u);
+  for (const auto& g : st->groups) {
+    ASSERT_TRUE(g.result.has_value());
+    if (g.nodes.front() == good) {
+      EXPECT_TRUE(g.result->passed) << g.result->message;
+      EXPECT_EQ(g.result->metrics.at("dcgmFailedResults"), 0.0);
+    } else {
+      EXPECT_FALSE(g.result->passed);
+      EXPECT_THAT(g.result->message, HasSubstr("GPU 5"));
+    }
+  }
+  sim_->inject(sim::parse_event(core::parse_yaml("{node: " + bad + ", type: clear}"), "itest",
+                                "event", false));
+}
+
+// `kubectl logs` and the pods/log API, answered by the simulated kubelet via the API server:
+// the query reaches it (tailLines, limitBytes) and its errors come back with its words.
+TEST_F(CertifyIT, PodLogsAreServedThroughTheApiServer) {
+  core::Value pod = core::parse_yaml(R"Y(
+apiVersion: v1
+kind: Pod
+metadata:
+  name: logs
+  annotations: {sim.gpufleet.io/output: "first line\nsecond line\nthird line\n",
+                sim.gpufleet.io/duration: 1s}
+spec:
+  restartPolicy: Never
+  containers: [{name: main, image: busybox:1.36}]
+)Y");
+  pod["metadata"]["namespace"] = ns();
+  pod["spec"]["nodeName"] = node(14);
+  create(kube::resources::pods(), pod);
+  ASSERT_TRUE(eventually(
+      [&] {
+        return client_->get(kube::resources::pods(), ns(), "logs")
+                   .get_string({"status", "phase"}) == "Succeeded";
+      },
+      60s));
+  const std::string base = "/api/v1/namespaces/" + ns() + "/pods/logs/log";
+  EXPECT_EQ(client_->get_raw(base), "first line\nsecond line\nthird line\n");
+  EXPECT_EQ(client_->get_raw(base + "?container=main&tailLines=1"), "third line\n");
+  EXPECT_EQ(client_->get_raw(base + "?limitBytes=5"), "first");
+  const std::string stamped = client_->get_raw(base + "?timestamps=true&tailLines=1");
+  EXPECT_THAT(stamped, ::testing::MatchesRegex("20[0-9-]+T[0-9:.]+Z third line\n")) << stamped;
+  try {
+    client_->get_raw(base + "?previous=true");
+    ADD_FAILURE() << "a previous instance that never ran was served";
+  } catch (const kube::ApiError& e) {
+    EXPECT_THAT(e.what(),
+                HasSubstr(R"(previous terminated container "main" in pod "logs" not found)"))
+        << e.what();
+  }
+  std::string out;
+  FILE* p = ::popen((kubectl() + " logs -n " + ns() + " logs --tail=2").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[256];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  EXPECT_EQ(::pclose(p), 0) << out;
+  EXPECT_EQ(out, "second line\nthird line\n");
+  client_->remove(kube::resources::pods(), ns(), "logs");
 }
 
 TEST_F(CertifyIT, ValidationRequestAnsweredInStatusOnly) {
