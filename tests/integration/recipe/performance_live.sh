@@ -50,9 +50,12 @@ spec:
 YAML
 # 40 simulated seconds per second: a 20 s nccl-tests run takes half a second.
 "$gpufleet" sim --fleet "$work/fleet.yaml" --state-dir "$work/sim" --time-scale 40 --detach >/dev/null
-"$gpufleet" controller --controllers=certify --namespace "$id" \
-  --set "certify.namespace=$id" --metrics-addr "" >"$work/controller.log" 2>&1 &
-controller_pid=$!
+start_controller() {
+  "$gpufleet" controller --controllers=certify --namespace "$id" \
+    --set "certify.namespace=$id" --metrics-addr "" >>"$work/controller.log" 2>&1 &
+  controller_pid=$!
+}
+start_controller
 
 # The pool selects this test's nodes only.
 cat >"$work/criteria.yaml" <<YAML
@@ -77,6 +80,7 @@ validate() {  # validate ARGS... ; sets rc
   set -e
 }
 
+rm -f "$work/err"
 # 1. Healthy: every node passes, one row each.
 validate --performance-timeout 5m
 [[ $rc == 0 ]] || fail "healthy run exited $rc: $(cat "$work/out" "$work/err")"
@@ -92,7 +96,9 @@ name="$(kubectl get certifications -n "$id" -o jsonpath='{.items[*].metadata.nam
 
 # 2. One node's network at half bandwidth: 184 GB/s across nodes, under the 310 floor.
 "$gpufleet" sim inject --state-dir "$work/sim" --event "{node: $id-2, type: networkDegraded, factor: 0.5}" >/dev/null
-# A deadline too short for the run: unfinished, every node failed, the run left going.
+# With the controller down (SIGKILL) the new run cannot finish within the deadline: every
+# node fails, the report asks whether certify runs, and the Certification is left in place.
+kill -9 "$controller_pid"; wait "$controller_pid" 2>/dev/null || true; controller_pid=""
 validate --performance-timeout 1s -o json
 [[ $rc == 4 ]] || fail "short deadline exited $rc: $(cat "$work/out" "$work/err")"
 grep -q "replacing Certification $id/$name (finished Passed)" "$work/err" || fail "no replace note: $(cat "$work/err")"
@@ -102,12 +108,19 @@ res = [r for r in json.load(open(sys.argv[1]))["results"] if r["phase"] == "perf
 cert = [r for r in res if r["name"].startswith("Certification ")][0]
 assert not cert["passed"] and "not finished within 1s" in cert["actual"], cert
 assert "run validate again to wait for it" in cert["actual"], cert
+assert "is the certify controller running?" in cert["actual"], cert
 nodes = [r for r in res if r["name"] == "NCCL bus bandwidth"]
 assert len(nodes) == 4 and not any(r["passed"] for r in nodes), nodes
 PY
 uid1="$(kubectl get certification -n "$id" "$name" -o jsonpath='{.metadata.uid}')"
-# Run again: it waits for that same Certification, which names the degraded node.
-validate --performance-timeout 5m -o ctrf
+# Run again: it waits for that same Certification (the controller back), which names the
+# degraded node.
+"$gpufleet" validate -r "$work/recipe.yaml" --phase performance --performance-namespace "$id" \
+  --performance-timeout 5m -o ctrf >"$work/out" 2>"$work/err" &
+validate_pid=$!
+for _ in $(seq 120); do grep -q "waiting for it" "$work/err" 2>/dev/null && break; sleep 0.5; done
+start_controller
+set +e; wait "$validate_pid"; rc=$?; set -e
 [[ $rc == 4 ]] || fail "degraded run exited $rc: $(cat "$work/out" "$work/err")"
 grep -q "Certification $id/$name is already running; waiting for it" "$work/err" ||
   fail "did not reuse the running Certification: $(cat "$work/err")"
