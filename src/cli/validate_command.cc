@@ -1,7 +1,7 @@
 // `gpufleet validate -r recipe.yaml [--snapshot FILE] [--phase P,...]`: the recipe's checks
 // against a cluster snapshot, recorded now from the live cluster unless --snapshot is given.
-// Phases: readiness, deployment, conformance (performance waits for certify). Reports as a
-// table, JSON or CTRF. Exit 4 when a check fails.
+// Phases: readiness, deployment, conformance, performance (a certify Certification per node
+// pool, waited for). Reports as a table, JSON or CTRF. Exit 4 when a check fails.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -14,8 +14,10 @@
 #include "core/errors.h"
 #include "core/file_reader.h"
 #include "core/json.h"
+#include "core/time.h"
 #include "recipe/inputs.h"
 #include "recipe/live/live_cluster.h"
+#include "recipe/live/performance_run.h"
 #include "recipe/recipe.h"
 #include "recipe/snapshot.h"
 #include "recipe/validate.h"
@@ -46,7 +48,36 @@ struct ValidateFlags {
   recipe::LiveClusterOptions cluster;
   int level = -1;                       // --level: health of that level's components only
   std::vector<std::string> components;  // --components: health of those components only
+  std::string performance_timeout;      // --performance-timeout (Go duration)
+  std::string performance_namespace;    // --performance-namespace
 };
+
+// The performance phase's flags; they make sense only with it.
+recipe::PerformanceOptions performance_options(const ValidateFlags& f, const recipe::Recipe& r,
+                                               bool performance) {
+  recipe::PerformanceOptions o;
+  if (!performance && (!f.performance_timeout.empty() || !f.performance_namespace.empty())) {
+    throw core::InvalidInput(
+        std::string(f.performance_timeout.empty() ? "--performance-namespace"
+                                                  : "--performance-timeout") +
+        " applies to --phase performance only; add --phase performance or drop the flag");
+  }
+  if (!f.performance_timeout.empty()) {
+    auto d = core::try_parse_duration(f.performance_timeout);
+    if (!d || *d < std::chrono::seconds(1) || *d > std::chrono::hours(24)) {
+      throw core::InvalidInput("--performance-timeout '" + f.performance_timeout +
+                               "' is not a duration from 1s to 24h; give a Go duration such as "
+                               "30m or 1h30m");
+    }
+    o.timeout = std::chrono::duration_cast<std::chrono::seconds>(*d);
+  }
+  // The Certification lives where gpufleet runs (its certify controller's namespace).
+  for (const recipe::Component& c : r.components) {
+    if (c.name == "gpufleet" && !c.namespace_.empty()) o.namespace_ = c.namespace_;
+  }
+  if (!f.performance_namespace.empty()) o.namespace_ = f.performance_namespace;
+  return o;
+}
 
 // Readiness gate between deploy levels: only the health checks of the components just
 // installed (constraints were checked before the first level).
@@ -96,13 +127,29 @@ void run_validate(ValidateFlags f) {
   for (const std::string& p : f.phases) phases.push_back(recipe::parse_phase(p));
   recipe::Recipe r = recipe::recipe_from_yaml(read_input("-r", f.recipe_file), f.recipe_file);
   keep_gate_checks(r, f);
+  bool performance =
+      std::find(phases.begin(), phases.end(), recipe::Phase::Performance) != phases.end();
+  recipe::PerformanceOptions perf = performance_options(f, r, performance);
+  if (performance && !f.snapshot_file.empty()) {
+    throw core::InvalidInput(
+        "--phase performance measures NCCL bus bandwidth on the live cluster (a certify "
+        "Certification); it cannot be judged from --snapshot: drop --snapshot and give "
+        "--kubeconfig/--context");
+  }
   const std::int64_t start = now_ms();
   recipe::Snapshot s =
       f.snapshot_file.empty()
           ? recipe::snapshot_from_live_cluster(f.cluster)
           : recipe::snapshot_from_text(read_input("--snapshot", f.snapshot_file), f.snapshot_file);
-  recipe::ValidationReport report =
-      phases.empty() ? recipe::validate(r, s) : recipe::validate_phases(r, s, phases);
+  recipe::PerformancePhase run_performance;
+  if (performance) {
+    run_performance = [&](recipe::ValidationReport& out) {
+      recipe::run_performance_phase(out, r, s, f.cluster, perf, std::cerr);
+    };
+  }
+  recipe::ValidationReport report = phases.empty()
+                                        ? recipe::validate(r, s)
+                                        : recipe::validate_phases(r, s, phases, run_performance);
   if (f.output == "json") {
     std::cout << core::to_json(recipe::report_to_value(report), core::JsonStyle::Pretty) << "\n";
   } else if (f.output == "ctrf") {
@@ -123,8 +170,9 @@ void setup_validate(CLI::App& root) {
       "constraints and health checks): readiness (constraints: Kubernetes version, OS, kernel,\n"
       "driver, GPU model; version-aware), deployment (health checks, Helm releases at their\n"
       "pins, operator resources ready), conformance (DRA, gang scheduling, accelerator\n"
-      "metrics, no hostPath GPU devices); performance waits for certify. Exit 0 when all\n"
-      "pass, 4 when one fails.");
+      "metrics, no hostPath GPU devices), performance (a certify Certification per node pool:\n"
+      "NCCL bus bandwidth against the library's floors; names the faulty nodes). Exit 0 when\n"
+      "all pass, 4 when one fails.");
   cmd->add_option("-r,--recipe", flags->recipe_file, "recipe file written by `gpufleet recipe`")
       ->check(CLI::ExistingFile);
   auto* snapshot =
@@ -143,6 +191,13 @@ void setup_validate(CLI::App& root) {
                   "config file (kind RecipeConfig): spec.recipe, spec.snapshot and spec.validate "
                   "fill in what the flags do not give")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--performance-timeout", flags->performance_timeout,
+                  "--phase performance: how long to wait for the Certifications (Go duration, "
+                  "default 30m); they keep running after it, and validate run again waits for "
+                  "them");
+  cmd->add_option("--performance-namespace", flags->performance_namespace,
+                  "--phase performance: namespace of the Certifications (default: the recipe's "
+                  "gpufleet namespace, gpufleet-system)");
   auto* level = cmd->add_option("--level", flags->level,
                                 "readiness gate: only the health checks of this deployment "
                                 "level's components")

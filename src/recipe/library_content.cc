@@ -6,6 +6,7 @@
 
 #include "core/errors.h"
 #include "core/text.h"
+#include "recipe/performance.h"
 #include "recipe/pin.h"
 #include "recipe/requirement.h"
 #include "recipe/schema_check.h"
@@ -283,6 +284,11 @@ Value normalize_content(const core::Map& m, std::string_view where) {
     expect_map(pool, w);
     if (const Value* pc = p->find("constraints")) {
       pool["constraints"] = normalize_constraints(*pc, field_path(w, "constraints"), true);
+    }
+    // Checked here so that a typo fails at load; merged per field like the other settings.
+    if (const Value* pp = p->find("performance")) {
+      pool["performance"] =
+          performance_to_value(performance_from_value(*pp, field_path(w, "performance")));
     }
     out["nodePool"] = std::move(pool);
   }

@@ -9,6 +9,7 @@
 #include "core/sha256.h"
 #include "core/yaml.h"
 #include "recipe/dependency_graph.h"
+#include "recipe/performance.h"
 #include "recipe/pin.h"
 #include "recipe/schema_check.h"
 
@@ -171,6 +172,7 @@ Value recipe_to_value(const Recipe& r) {
     e["nodeSelector"] = p.node_selector;
     e["settings"] = p.settings;
     e["constraints"] = constraint_list(p.constraints);
+    if (!p.performance.empty()) e["performance"] = performance_to_value(p.performance);
     e["overlays"] = string_list(p.overlays);
     pools.push_back(std::move(e));
   }
@@ -310,7 +312,7 @@ Recipe recipe_from_value(const Value& doc, std::string_view source) {
       const Value& p = list[i];
       check_keys(expect_map(p, w),
                  {"name", "accelerator", "nodeCount", "nodeSelector", "settings", "constraints",
-                  "overlays"},
+                  "performance", "overlays"},
                  w);
       NodePool pool;
       pool.name = str(p, "name", w);
@@ -319,6 +321,8 @@ Recipe recipe_from_value(const Value& doc, std::string_view source) {
       if (const Value* s = p.find("nodeSelector")) pool.node_selector = *s;
       if (const Value* s = p.find("settings")) pool.settings = *s;
       pool.constraints = constraints_from(p, w);
+      if (const Value* perf = p.find("performance"))
+        pool.performance = performance_from_value(*perf, w + ".performance");
       pool.overlays = strings(p, "overlays", w);
       r.pools.push_back(std::move(pool));
     }

@@ -80,6 +80,15 @@ struct AppliedOverlay {
   std::vector<std::string> pools;  // pools that selected it
 };
 
+// An NCCL bus-bandwidth floor for validate's performance phase (a certify category
+// communication/<category>): `node` for a group of one node (its NVLink), `fabric` for groups
+// that span nodes (the scale-out network). Either may be unset (that group size is not judged).
+struct BandwidthFloor {
+  std::string category;  // nccl-all-reduce, nccl-all-gather, nccl-reduce-scatter, nccl-alltoall
+  std::optional<double> node_gbps;
+  std::optional<double> fabric_gbps;
+};
+
 struct NodePool {
   std::string name;
   std::string accelerator;
@@ -87,7 +96,8 @@ struct NodePool {
   core::Value node_selector = core::Value::map();
   core::Value settings = core::Value::map();  // driver, mig, ... for this pool only
   std::vector<Constraint> constraints;
-  std::vector<std::string> overlays;  // overlays that shaped this pool, in merge order
+  std::vector<BandwidthFloor> performance;  // sorted by category; from nodePool.performance
+  std::vector<std::string> overlays;        // overlays that shaped this pool, in merge order
 };
 
 struct Recipe {

@@ -10,6 +10,7 @@
 #include "recipe/dependency_graph.h"
 #include "recipe/layered_merge.h"
 #include "recipe/manifests.h"
+#include "recipe/performance.h"
 
 namespace gpufleet::recipe {
 
@@ -284,8 +285,10 @@ void add_pools(Recipe& r, const Library& lib, const Query& query,
     apply_user_mixins(pm, lib, user_mixins, pool_part);
     pm.finish();
     if (const Value* np = pm.result().find("nodePool")) {
-      pool.settings = without(*np, "constraints");
+      pool.settings = without(without(*np, "constraints"), "performance");
       pool.constraints = constraints_of(np->find("constraints"));
+      if (const Value* perf = np->find("performance"))
+        pool.performance = performance_from_value(*perf, "nodePool.performance of pool " + p.name);
     }
     r.pools.push_back(std::move(pool));
   }

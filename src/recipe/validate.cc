@@ -181,7 +181,8 @@ Phase parse_phase(std::string_view name) {
 std::string_view phase_name(Phase p) { return kPhaseNames[static_cast<std::size_t>(p)]; }
 
 ValidationReport validate_phases(const Recipe& recipe, const Snapshot& s,
-                                 const std::vector<Phase>& phases) {
+                                 const std::vector<Phase>& phases,
+                                 const PerformancePhase& performance) {
   ValidationReport out;
   out.recipe = recipe.name;
   for (Phase p : phases) {
@@ -195,10 +196,14 @@ ValidationReport validate_phases(const Recipe& recipe, const Snapshot& s,
         break;
       case Phase::Conformance: detail::check_conformance(out, recipe, s); break;
       case Phase::Performance:
-        throw core::InvalidInput(
-            "--phase performance is not available yet: it measures NCCL bus bandwidth through "
-            "a certify Certification resource, which this build does not have; run readiness, "
-            "deployment and conformance, and `gpufleet certify` where it is installed");
+        if (!performance) {
+          throw core::InvalidInput(
+              "--phase performance measures NCCL bus bandwidth on the live cluster (a certify "
+              "Certification); it cannot be judged from --snapshot: drop --snapshot and give "
+              "--kubeconfig/--context");
+        }
+        performance(out);
+        break;
     }
     set_phase(out, from, phase_name(p));
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,7 +49,8 @@ struct ValidationReport {
 //   conformance  what AI workloads rely on: GPUs published for DRA allocation, a gang
 //                scheduler, accelerator metrics on every GPU node, no pod reaching GPU
 //                devices through a hostPath;
-//   performance  NCCL bus bandwidth through a certify Certification (not available yet).
+//   performance  NCCL bus bandwidth through a certify Certification per node pool, judged
+//                against the pool's floors (recipe/live/performance_run.h).
 enum class Phase { Readiness, Deployment, Performance, Conformance };
 // Throws core::InvalidInput naming the value and the valid phases.
 Phase parse_phase(std::string_view name);
@@ -56,10 +58,12 @@ std::string_view phase_name(Phase p);
 
 // Without phases: the constraints and the health checks (what validate always checked).
 ValidationReport validate(const Recipe& recipe, const Snapshot& snapshot);
-// The given phases, in order. Throws core::InvalidInput for the performance phase, which
-// needs certify's Certification resource.
+// The given phases, in order. The performance phase runs `performance` (it needs the live
+// cluster); without one it throws core::InvalidInput.
+using PerformancePhase = std::function<void(ValidationReport&)>;
 ValidationReport validate_phases(const Recipe& recipe, const Snapshot& snapshot,
-                                 const std::vector<Phase>& phases);
+                                 const std::vector<Phase>& phases,
+                                 const PerformancePhase& performance = {});
 
 // A fixed-width table, failures first, and a summary line.
 std::string report_table(const ValidationReport& r);

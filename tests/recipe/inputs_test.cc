@@ -318,7 +318,7 @@ TEST(PhaseTest, DeploymentChecksReleasesAndOperatorResources) {
   rep = validate_phases(r, s, {Phase::Deployment});
   EXPECT_TRUE(find(rep, "ClusterPolicy ready")->passed);
   EXPECT_TRUE(find(rep, "release " + r.components[0].name)->passed);
-  // Readiness only holds constraints; performance waits for certify.
+  // Readiness only holds constraints; performance needs the live cluster.
   for (const CheckResult& c : validate_phases(r, s, {Phase::Readiness}).results) {
     EXPECT_EQ(c.category, "constraint");
   }
