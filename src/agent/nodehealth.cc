@@ -173,9 +173,14 @@ std::size_t fold_records(core::Value& status, std::span<const Record> records) {
   return changed;
 }
 
+NodeHealthSink::NodeHealthSink(kube::Client& client, std::string field_manager)
+    : NodeHealthSink([&client](const NodeIdentity&) -> kube::Client& { return client; },
+                     std::move(field_manager)) {}
+
 std::size_t NodeHealthSink::deliver(const NodeIdentity& node, std::span<const Record> records) {
+  kube::Client& client = client_for_(node);
   for (int attempt = 0;; ++attempt) {
-    auto obj = client_.try_get(kNodeHealthResource, "", node.node_name);
+    auto obj = client.try_get(kNodeHealthResource, "", node.node_name);
     if (!obj) {
       core::Value fresh = core::Value::map();
       fresh["apiVersion"] = kNodeHealthResource.api_version();
@@ -183,7 +188,7 @@ std::size_t NodeHealthSink::deliver(const NodeIdentity& node, std::span<const Re
       fresh["metadata"]["name"] = node.node_name;
       fresh["spec"]["nodeName"] = node.node_name;
       try {
-        obj = client_.create(kNodeHealthResource, fresh, field_manager_);
+        obj = client.create(kNodeHealthResource, fresh, field_manager_);
       } catch (const kube::ApiError& e) {
         if (!e.is(kube::Reason::AlreadyExists) || attempt >= 5) throw;
         continue;  // another writer (this agent's previous life) created it: re-read
@@ -193,7 +198,7 @@ std::size_t NodeHealthSink::deliver(const NodeIdentity& node, std::span<const Re
     if (fold_records(status, records) == 0) return records.size();  // all redelivered
     (*obj)["status"] = std::move(status);
     try {
-      client_.update_status(kNodeHealthResource, *obj);
+      client.update_status(kNodeHealthResource, *obj);
       return records.size();
     } catch (const kube::ApiError& e) {
       // Conflict: someone wrote in between (a second agent instance during a rollout). Re-read:

@@ -6,6 +6,7 @@
 // compare-and-swap on resourceVersion, so the mark and the state it describes move together.
 #pragma once
 
+#include <functional>
 #include <span>
 
 #include "agent/agent.h"
@@ -37,14 +38,19 @@ std::size_t fold_records(core::Value& status, std::span<const Record> records);
 
 class NodeHealthSink final : public Sink {
  public:
-  explicit NodeHealthSink(kube::Client& client, std::string field_manager = "gpufleet-agent")
-      : client_(client), field_manager_(std::move(field_manager)) {}
+  // Which client a node's writes go through: one for all (a real node's agent), or one per node
+  // when each simulated node authenticates as itself (SimPodTokens). May throw, e.g. while a
+  // node has no identity yet: the delivery fails and the journal keeps the records.
+  using ClientFor = std::function<kube::Client&(const NodeIdentity&)>;
+  explicit NodeHealthSink(kube::Client& client, std::string field_manager = "gpufleet-agent");
+  explicit NodeHealthSink(ClientFor client_for, std::string field_manager = "gpufleet-agent")
+      : client_for_(std::move(client_for)), field_manager_(std::move(field_manager)) {}
   // Creates the node's NodeHealth if missing, then writes the folded status. Throws
   // kube::ApiError (e.g. Forbidden by the identity admission policy) or a transport error.
   std::size_t deliver(const NodeIdentity& node, std::span<const Record> records) override;
 
  private:
-  kube::Client& client_;
+  ClientFor client_for_;
   std::string field_manager_;
 };
 

@@ -15,6 +15,7 @@
 #include "agent/agent.h"
 #include "agent/metrics.h"
 #include "agent/nodehealth.h"
+#include "agent/pod_tokens.h"
 #include "agent/remediation.h"
 #include "cli/command.h"
 #include "core/duration.h"
@@ -111,6 +112,7 @@ struct AgentFlags {
   std::string gpu_reset_command = kDefaultGpuResetCommand;
   std::string remediation_timeout = "5m";
   std::string sim_reboot_down = "5s";
+  std::string sim_agent_pods;
 };
 
 // The executor --remediation and friends ask for; nullptr when off.
@@ -208,7 +210,26 @@ void run_agent(const AgentFlags& f) {
   }
   std::unique_ptr<agent::Executor> executor = make_executor(f);
   kube::Client client(kube::load_default_config(f.kubeconfig));
-  agent::NodeHealthSink sink(client);
+  // --sim-agent-pods: each simulated node writes with its own agent pod's token, so the
+  // identity admission policy judges it as it would a real node's agent.
+  std::unique_ptr<agent::PodTokens> tokens;
+  if (!f.sim_agent_pods.empty()) {
+    if (f.sim_state_dir.empty())
+      throw core::InvalidInput(
+          "--sim-agent-pods needs --sim-state-dir: a real node's agent uses "
+          "its own pod's projected token (the in-cluster config)");
+    agent::PodTokenOptions o = agent::parse_pod_token_flag(f.sim_agent_pods);
+    o.token_file = [dir = std::filesystem::path(f.sim_state_dir)](const std::string& node) {
+      return dir / "nodes" / node / "var/lib/gpufleet/agent/serviceaccount/token";
+    };
+    tokens = std::make_unique<agent::PodTokens>(client, std::move(o));
+  }
+  std::unique_ptr<agent::NodeHealthSink> sink =
+      tokens ? std::make_unique<agent::NodeHealthSink>(
+                   [&tokens](const agent::NodeIdentity& n) -> kube::Client& {
+                     return tokens->client_for(n);
+                   })
+             : std::make_unique<agent::NodeHealthSink>(client);
   agent::AgentMetrics metrics;
   agent::AgentPool pool(f.threads);
   // Remediation: one decision object per node, one thread for all of them, one Node watch.
@@ -219,16 +240,35 @@ void run_agent(const AgentFlags& f) {
   auto add_agent = [&](const std::string& node, const std::filesystem::path& host,
                        const std::filesystem::path& state) {
     agent::Agent& a =
-        pool.add(std::make_unique<agent::Agent>(options_for(f, node, host, state, metrics), sink));
+        pool.add(std::make_unique<agent::Agent>(options_for(f, node, host, state, metrics), *sink));
     remediations.push_back(std::make_unique<agent::NodeRemediation>(
         a.identity(), state, executor.get(),
         [&a](std::string_view kind, const core::Value& payload) { a.record(kind, payload); }));
     remediation.add_node(node, remediations.back().get());
   };
+  // With --sim-agent-pods: tokens for new nodes before their agents start delivering, then every
+  // few seconds while a node has none, else every minute. The API server may be away; the
+  // deliveries wait in the journals meanwhile.
+  auto refresh_tokens = [&] {
+    if (!tokens) return;
+    try {
+      const std::size_t written = tokens->refresh(running);
+      if (written > 0)
+        core::log::info("agent: agent pod tokens written",
+                        {{"tokens", written},
+                         {"nodes", running.size()},
+                         {"with_identity", tokens->with_identity()}});
+    } catch (const std::exception& e) {
+      core::log::warn("agent: cannot list the agent pods", {{"error", e.what()}});
+    }
+  };
   auto add_sim_nodes = [&] {
     const std::filesystem::path dir = f.sim_state_dir;
-    for (const auto& node : sim_nodes(dir)) {
-      if (!running.insert(node).second) continue;
+    std::vector<std::string> fresh;
+    for (const auto& node : sim_nodes(dir))
+      if (running.insert(node).second) fresh.push_back(node);
+    if (!fresh.empty()) refresh_tokens();
+    for (const auto& node : fresh) {
       const auto host = dir / "nodes" / node;
       add_agent(node, host, host / "var/lib/gpufleet/agent");
     }
@@ -243,6 +283,7 @@ void run_agent(const AgentFlags& f) {
     add_sim_nodes();
   }
   // One watch: this node's Node (field selector on its name) or, in simulation, every Node.
+  // (In simulation the watch runs as the process's own identity, not a node's.)
   std::unique_ptr<kube::Informer> requests =
       agent::watch_node_requests(client, f.sim_state_dir.empty() ? f.node : "", remediation);
   metrics.observe(pool);
@@ -255,6 +296,7 @@ void run_agent(const AgentFlags& f) {
   const auto start = std::chrono::steady_clock::now();
   auto last_report = start;
   auto last_observe = start;
+  auto last_tokens = start;
   while (!g_agent_stop.load()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     auto now = std::chrono::steady_clock::now();
@@ -263,6 +305,12 @@ void run_agent(const AgentFlags& f) {
       last_observe = now;
     }
     if (run_for && now - start >= *run_for) break;
+    if (tokens && now - last_tokens >= (tokens->with_identity() < running.size()
+                                            ? std::chrono::seconds(3)
+                                            : std::chrono::seconds(60))) {
+      refresh_tokens();
+      last_tokens = now;
+    }
     if (now - last_report >= std::chrono::seconds(30)) {
       if (!f.sim_state_dir.empty()) add_sim_nodes();
       print_summary(pool);
@@ -319,6 +367,10 @@ void setup_agent(CLI::App& root) {
   cmd->add_option("--sim-reboot-down", flags->sim_reboot_down,
                   "with --sim-state-dir: how long a requested reboot keeps the node down")
       ->capture_default_str();
+  cmd->add_option("--sim-agent-pods", flags->sim_agent_pods,
+                  "with --sim-state-dir: NAMESPACE/SELECTOR of the agent pods; each simulated "
+                  "node then writes with a token bound to its own agent pod (as the kubelet "
+                  "would project it), so the identity admission policy applies");
   cmd->add_flag("--list-plugins", flags->list_plugins,
                 "print the registered monitors and host steps");
   cmd->callback([flags] { run_agent(*flags); });

@@ -59,8 +59,17 @@ struct DiscoveredResource {
 
 class Client::Impl {
  public:
-  explicit Impl(ClientConfig c)
-      : config(std::move(c)), credentials(config), limiter(config.qps, config.burst) {
+  // (c is copied, not moved: the limiter reads it among the same arguments.)
+  explicit Impl(const ClientConfig& c)
+      : Impl(c, std::make_shared<TokenBucket>(c.qps, c.burst), std::make_shared<HttpTransport>()) {}
+  Impl(ClientConfig c, std::shared_ptr<TokenBucket> shared_limiter,
+       std::shared_ptr<HttpTransport> shared_transport)
+      : config(std::move(c)),
+        credentials(config),
+        limiter_owner(std::move(shared_limiter)),
+        transport_owner(std::move(shared_transport)),
+        limiter(*limiter_owner),
+        transport(*transport_owner) {
     if (config.server.starts_with("http://")) {
       if (!config.allow_plain_http_loopback || !is_loopback_url(config.server)) {
         throw InvalidInput("server \"" + config.server +
@@ -74,8 +83,11 @@ class Client::Impl {
 
   ClientConfig config;
   Credentials credentials;
-  TokenBucket limiter;
-  HttpTransport transport;
+  // Shared by every Client made from this one for another identity (see the constructor).
+  std::shared_ptr<TokenBucket> limiter_owner;
+  std::shared_ptr<HttpTransport> transport_owner;
+  TokenBucket& limiter;
+  HttpTransport& transport;
   std::mutex discovery_mu;
   std::map<std::string, std::vector<DiscoveredResource>> discovery;  // by group version
 
@@ -323,6 +335,21 @@ std::optional<CompactWatchEvent> WatchStream::next_compact(const CompactDecodeSh
 // ---- Client -----------------------------------------------------------------------------
 
 Client::Client(ClientConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+
+Client::Client(const Client& base, const ClientConfig& credentials) {
+  ClientConfig c = base.impl_->config;
+  if (!credentials.server.empty() && credentials.server != c.server)
+    throw InvalidInput("server \"" + credentials.server + "\" differs from \"" + c.server +
+                       "\": a Client sharing another's connections talks to the same server");
+  c.client_cert_pem = credentials.client_cert_pem;
+  c.client_key_pem = credentials.client_key_pem;
+  c.token = credentials.token;
+  c.token_file = credentials.token_file;
+  c.exec = credentials.exec;
+  c.source = credentials.source.empty() ? c.source : credentials.source;
+  impl_ =
+      std::make_unique<Impl>(std::move(c), base.impl_->limiter_owner, base.impl_->transport_owner);
+}
 Client::~Client() = default;
 
 const ClientConfig& Client::config() const noexcept { return impl_->config; }
@@ -655,6 +682,15 @@ void Client::evict(std::string_view ns, std::string_view pod, const DeleteOption
   // (EvictionBlocked), and the caller decides when to try again.
   impl_->execute("POST", impl_->path(resources::pods(), ns, pod, "eviction"), kJson, kJson,
                  core::to_json(body), info, false);
+}
+
+Value Client::create_subresource(const ResourceId& r, std::string_view ns, std::string_view name,
+                                 std::string_view subresource, const Value& body) {
+  RequestInfo info{"create", r.qualified_name() + "/" + std::string(subresource), std::string(ns),
+                   std::string(name)};
+  HttpResponse resp = impl_->execute("POST", impl_->path(r, ns, name, subresource), kJson, kJson,
+                                     core::to_json(body), info, false);
+  return impl_->decode(resp, info, nullptr);
 }
 
 Value Client::get_scale(const ResourceId& r, std::string_view ns, std::string_view name) {

@@ -115,6 +115,13 @@ class WatchStream {
 class Client {
  public:
   explicit Client(ClientConfig config);
+  // Another identity over `base`'s connections and client-side rate limit: the same server,
+  // CA and TLS settings, authenticated by `credentials`' token, token_file, client certificate
+  // or exec plugin (its other fields are ignored; a different server is refused). Many
+  // identities in one process (the agent's simulated nodes, each with its node's token) share
+  // one connection pool this way instead of opening one each. `base` must outlive nothing:
+  // the shared parts live as long as any Client using them.
+  Client(const Client& base, const ClientConfig& credentials);
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
@@ -185,6 +192,10 @@ class Client {
   // policy/v1 Eviction. Throws ApiError with Reason::EvictionBlocked when a
   // PodDisruptionBudget forbids it (the caller retries later; this call never does).
   void evict(std::string_view ns, std::string_view pod, const DeleteOptions& options = {});
+  // POST of `body` to a subresource, e.g. serviceaccounts/NAME/token (a TokenRequest): the
+  // server's answer. Not retried (a create).
+  core::Value create_subresource(const ResourceId& r, std::string_view ns, std::string_view name,
+                                 std::string_view subresource, const core::Value& body);
   core::Value get_scale(const ResourceId& r, std::string_view ns, std::string_view name);
   core::Value set_scale(const ResourceId& r, std::string_view ns, std::string_view name,
                         std::int64_t replicas);

@@ -4,8 +4,9 @@
 
 #include <thread>
 
-#include "kube/events.h"
+#include "core/errors.h"
 #include "kube/api/objects.h"
+#include "kube/events.h"
 #include "test_env.h"
 
 namespace gpufleet::kube {
@@ -165,6 +166,53 @@ TEST(Rbac, ServiceAccountGetsForbiddenNamingVerbAndResource) {
     EXPECT_THAT(e.server_message(), HasSubstr("cannot create resource \"configmaps\""));
   }
   std::remove(kc.c_str());
+}
+
+// A Client for another identity (a TokenRequest's token) over the admin client's transport:
+// the server sees the ServiceAccount, and every token identity shares one connection.
+TEST(Rbac, AnotherIdentitySharesTheConnectionPool) {
+  Client admin(admin_config());
+  TestNamespace ns(admin);
+  core::Value sa;
+  sa["metadata"]["name"] = "reader";
+  sa["metadata"]["namespace"] = ns.name();
+  admin.create(resources::service_accounts(), sa);
+  auto token_of = [&] {
+    core::Value request;
+    request["apiVersion"] = "authentication.k8s.io/v1";
+    request["kind"] = "TokenRequest";
+    request["spec"]["expirationSeconds"] = 600;
+    core::Value answer = admin.create_subresource(resources::service_accounts(), ns.name(),
+                                                  "reader", "token", request);
+    return std::string(answer.get_string({"status", "token"}));
+  };
+  ClientConfig first;
+  first.token = token_of();
+  ASSERT_FALSE(first.token.empty());
+  ClientConfig second;
+  second.token = token_of();
+  Client as_first(admin, first);
+  Client as_second(admin, second);
+  EXPECT_EQ(as_first.config().server, admin.config().server);
+  const auto before = admin.transport_stats();
+  for (Client* c : {&as_first, &as_second}) {
+    try {
+      c->list(resources::nodes(), "");
+      FAIL() << "the ServiceAccount's identity may not list nodes";
+    } catch (const ApiError& e) {
+      EXPECT_TRUE(e.is(Reason::Forbidden));
+      EXPECT_THAT(e.server_message(), HasSubstr("system:serviceaccount:" + ns.name() + ":reader"));
+    }
+  }
+  admin.list(resources::nodes(), "");              // the admin identity is untouched
+  const auto after = as_second.transport_stats();  // one transport: the same counters
+  EXPECT_EQ(after.requests, before.requests + 3);
+  // The admin authenticates with a client certificate, the tokens without one: at most one
+  // more TLS connection for both token identities together.
+  EXPECT_LE(after.connections, before.connections + 1);
+  ClientConfig elsewhere;
+  elsewhere.server = "https://127.0.0.1:1";
+  EXPECT_THROW(Client(admin, elsewhere), core::InvalidInput);
 }
 
 TEST(Events, RepeatsAggregateIntoASeries) {
