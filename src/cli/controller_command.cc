@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "controller/budget.h"
 #include "controller/echo.h"
 #include "controller/manager.h"
 #include "controller/registry.h"
@@ -26,6 +27,15 @@ const controller::Registration kEcho({
     .description = "sample: copies ConfigMaps labelled gpufleet.io/echo=source to <name>-echo",
     .settings = {{"echo.delay", "pause before each write (a duration; for crash tests)"}},
     .setup = controller::setup_echo,
+});
+
+// The DisruptionBudget's status writer: who holds which nodes out (hostpkg, sentinel, others).
+const controller::Registration kBudget({
+    .name = "budget",
+    .description = "reports who holds which nodes out against the cluster's DisruptionBudget "
+                   "`default` (status, conditions Exhausted and DomainsAtLimit)",
+    .settings = {},
+    .setup = controller::setup_budget,
 });
 
 struct ControllerFlags {

@@ -639,8 +639,19 @@ ClusterBudget parse_cluster_budget(const core::Value& v, const std::string& f) {
   ClusterBudget b;
   b.topology_key = optional_string(m, f, "topologyKey").value_or("");
   b.max_per_domain = optional_int(m, f, "maxUnavailablePerDomain", 1, 1, 1000000);
-  if (const core::Value* t = m.find("maxUnavailable"))
-    b.max_total = parse_budget(*t, f + ".maxUnavailable");
+  if (const core::Value* t = m.find("maxUnavailable")) {
+    Budget v = parse_budget(*t, f + ".maxUnavailable");
+    b.max_total = kube::IntOrPercent{v.percent, v.value};
+  }
+  return b;
+}
+
+ClusterBudget cluster_budget_from(const kube::DisruptionBudgetSpec& spec) {
+  ClusterBudget b;
+  b.topology_key = spec.topology_key;
+  // Without a key every node is in the domain "": no per-domain limit then.
+  b.max_per_domain = spec.topology_key.empty() ? INT64_MAX : spec.max_per_domain;
+  b.max_total = spec.max_unavailable;
   return b;
 }
 

@@ -14,6 +14,7 @@
 #include "core/semver.h"
 #include "core/value.h"
 #include "hostpkg/selector.h"
+#include "kube/api/disruption.h"
 
 namespace gpufleet::hostpkg {
 
@@ -169,12 +170,17 @@ DeploymentPolicy parse_deployment_policy(const core::Value& object);
 DeploymentPolicy conservative_policy();
 
 // The disruption budget all sets share, with sentinel's quarantines counted against it.
+// The cluster-wide limits: from the DisruptionBudget object when there is one, else from the
+// controller's --set hostpkg.* settings. A percent rounds up, as the object's does
+// (kube/api/disruption.h).
 struct ClusterBudget {
   std::string topology_key;         // e.g. nvidia.com/gpu.clique or topology.kubernetes.io/rack
   std::int64_t max_per_domain = 1;  // nodes out at once per topology domain
-  Budget max_total{true, 10};       // nodes out at once in the whole fleet
+  kube::IntOrPercent max_total{true, 10};  // nodes out at once in the whole fleet
 };
 // Reads {topologyKey, maxUnavailablePerDomain, maxUnavailable: {count|percent}}.
 ClusterBudget parse_cluster_budget(const core::Value& v, const std::string& field);
+// The DisruptionBudget's limits in the planner's form.
+ClusterBudget cluster_budget_from(const kube::DisruptionBudgetSpec& spec);
 
 }  // namespace gpufleet::hostpkg

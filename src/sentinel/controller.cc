@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 
+#include "controller/budget.h"
 #include "controller/manager.h"
 #include "controller/status.h"
 #include "core/errors.h"
@@ -16,6 +17,7 @@
 #include "core/time.h"
 #include "kube/api/conditions.h"
 #include "kube/api/cordon.h"
+#include "kube/api/disruption.h"
 #include "kube/api/meta.h"
 #include "kube/api/objects.h"
 #include "kube/client.h"
@@ -446,7 +448,8 @@ class NodeReconciler final : public controller::Reconciler {
         pods_(pods),
         vreqs_(vreqs),
         breaker_status_(m.client(), api::sentinel_policies(), "SentinelPolicy",
-                        kBreakerFieldManager) {}
+                        kBreakerFieldManager),
+        budget_(m.client()) {}
 
   Result reconcile(const Request& req, std::stop_token) override {
     Policy policy;
@@ -825,7 +828,10 @@ class NodeReconciler final : public controller::Reconciler {
     }
     if (phase == "Quarantined") {
       if (new_node) {
-        set_phase(rem, "Validating", "waiting for certify");
+        // Not forced by a fault: waits for room in the node's domain like a reboot.
+        if (auto why = budget_wait(node)) return hold_for_budget(rem, *why);
+        set_phase(rem, "Validating", "waiting for certify",
+                  [&](core::Value& s) { clear_budget_wait(s); });
         return {};
       }
       if (recovered) {
@@ -918,11 +924,15 @@ class NodeReconciler final : public controller::Reconciler {
         act["bootID"] = boot;
         s["action"] = std::move(act);
         s["message"] = action + " requested (attempt " + std::to_string(n) + ")";
+        clear_budget_wait(s);
         write_status(rem, std::move(s));  // recorded first: a crash never loses an attempt
         if (action != "wait") remediator_->request(node_name, name, static_cast<int>(n), action);
         metrics_.remediation_requests.with({action}).inc();
       };
       if (attempt == 0) {
+        // The node is out already (it adds nothing to the count), but a reboot or reset
+        // disturbs its NVLink / rack domain: it waits while the domain is full without it.
+        if (auto why = budget_wait(node)) return hold_for_budget(rem, *why);
         request(1);
         return {.requeue_after = 2s};
       }
@@ -952,7 +962,8 @@ class NodeReconciler final : public controller::Reconciler {
         return {.requeue_after = 2s};
       }
       // Idempotent per (incident, attempt): asks again only if the first ask was lost.
-      if (action != "wait") remediator_->request(node_name, name, static_cast<int>(attempt), action);
+      if (action != "wait")
+        remediator_->request(node_name, name, static_cast<int>(attempt), action);
       return {.requeue_after = 2s};
     }
     if (phase == "Validating") {
@@ -1011,6 +1022,57 @@ class NodeReconciler final : public controller::Reconciler {
     return {};
   }
 
+  // Why a disruptive action on `node` must wait for the DisruptionBudget: its domain holds
+  // maxUnavailablePerDomain nodes out without it. nullopt: go (no object, no topology key).
+  std::optional<std::string> budget_wait(const core::Value& node) {
+    const controller::BudgetReader::Snapshot b = budget_.get();
+    if (!b.present || b.spec.topology_key.empty()) return std::nullopt;
+    const std::string& key = b.spec.topology_key;
+    const std::string self(kube::name_of(node));
+    const std::string domain(kube::label_of(node, key));
+    std::int64_t out = 0;
+    std::vector<std::string> held;  // "node (holder, ...)", a bounded sample
+    nodes_.for_each_compact([&](const kube::CompactObject& o) {
+      if (o.name() == self || o.root().get_string({"metadata", "labels", key}) != domain) return;
+      bool incident = false;
+      for (const auto& r : remediations_.by_index("node", std::string(o.name())))
+        incident = incident || !final_phase(phase_of(*r));
+      kube::NodeOutFacts f = kube::node_out_facts(o, key, incident);
+      if (!kube::is_out(f)) return;
+      ++out;
+      if (held.size() < 5) held.push_back(f.name + " (" + join(kube::out_holders(f)) + ")");
+    });
+    if (out < b.spec.max_per_domain) return std::nullopt;
+    std::string who;
+    for (const auto& h : held) who += (who.empty() ? "" : ", ") + h;
+    if (out > static_cast<std::int64_t>(held.size())) who += ", ...";
+    return key + "=" + (domain.empty() ? "(no label)" : domain) + " has " + std::to_string(out) +
+           " node(s) out without this one, maxUnavailablePerDomain " +
+           std::to_string(b.spec.max_per_domain) + ": " + who;
+  }
+
+  Result hold_for_budget(const core::Value& rem, const std::string& why) {
+    core::Value s = status_of(rem);
+    const core::Value before = s;
+    s["waitingFor"] = "budget";
+    s["message"] = ("waiting for the disruption budget: " + why).substr(0, 1000);
+    kube::Condition c{"WaitingForBudget", "True", "DomainAtLimit", why.substr(0, 4000)};
+    core::Value conds = s.find("conditions") ? *s.find("conditions") : core::Value::list();
+    kube::set_condition(conds, c);
+    s["conditions"] = std::move(conds);
+    if (!(s == before)) write_status(rem, std::move(s));
+    return {.requeue_after = 2s};
+  }
+
+  static void clear_budget_wait(core::Value& s) {
+    if (s.find("waitingFor") == nullptr) return;
+    s.as_map().erase("waitingFor");
+    core::Value conds = s.find("conditions") ? *s.find("conditions") : core::Value::list();
+    kube::set_condition(conds, kube::Condition{"WaitingForBudget", "False", "BudgetAvailable",
+                                               "the domain had room; the action went ahead"});
+    s["conditions"] = std::move(conds);
+  }
+
   kube::Client& client_;
   kube::EventRecorder& events_;
   std::shared_ptr<State> state_;
@@ -1023,6 +1085,7 @@ class NodeReconciler final : public controller::Reconciler {
   const controller::Cache& pods_;
   const controller::Cache& vreqs_;
   controller::StatusWriter breaker_status_;
+  controller::BudgetReader budget_;  // the DisruptionBudget (read, not watched)
   // Fault -> cordon latency of incidents created by this process, until their status has it
   // (different node keys run in parallel).
   std::mutex latency_mu_;

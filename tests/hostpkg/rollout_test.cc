@@ -246,7 +246,7 @@ TEST(Rollout, OverlappingCompartmentsResolveToTheSaferOne) {
 TEST(Rollout, ClusterBudgetPerTopologyDomainCountsOutsideDisruptions) {
   Fleet f = fleet(0, "  default: {budget: {count: 100}, strategy: {fixed: {initialBatch: 100}}}\n");
   for (int i = 0; i < 12; ++i) f.add(pad(i), {{"rack", "r" + std::to_string(i % 3)}});
-  f.cluster = ClusterBudget{"rack", 2, Budget{false, 100}};
+  f.cluster = ClusterBudget{"rack", 2, kube::IntOrPercent{false, 100}};
   f.outside = {"n000"};  // sentinel has a node of r0 quarantined
   RolloutPlan p = f.plan();
   std::map<std::string, int> per_rack;
@@ -256,7 +256,7 @@ TEST(Rollout, ClusterBudgetPerTopologyDomainCountsOutsideDisruptions) {
   EXPECT_EQ(per_rack["r2"], 2);
   EXPECT_GT(p.waiting_on_cluster_budget, 0);
   // A cluster-wide total too.
-  f.cluster = ClusterBudget{"rack", 10, Budget{false, 3}};
+  f.cluster = ClusterBudget{"rack", 10, kube::IntOrPercent{false, 3}};
   EXPECT_EQ(f.plan().start.size(), 2u);  // 3 minus the quarantined one
 }
 
@@ -316,7 +316,7 @@ TEST(Rollout, NoPlanEverExceedsABudget) {
                       "}, strategy: {fixed: {initialBatch: " + std::to_string(pick(1, 8)) + "}}}\n";
     Fleet f;
     f.policy = policy_from_yaml(pol);
-    f.cluster = ClusterBudget{"rack", pick(1, 4), Budget{pick(0, 1) == 1, pick(1, 30)}};
+    f.cluster = ClusterBudget{"rack", pick(1, 4), kube::IntOrPercent{pick(0, 1) == 1, pick(1, 30)}};
     int n = pick(1, 80);
     for (int i = 0; i < n; ++i) {
       Labels l{{"rack", "r" + std::to_string(pick(0, 5))}};

@@ -11,6 +11,7 @@
 #include <charconv>
 #include <thread>
 
+#include "controller/budget.h"
 #include "core/errors.h"
 #include "core/json.h"
 #include "core/log.h"
@@ -23,6 +24,7 @@
 #include "hostpkg/stage_plan.h"
 #include "kube/api/conditions.h"
 #include "kube/api/cordon.h"
+#include "kube/api/disruption.h"
 #include "kube/api/meta.h"
 #include "kube/api/objects.h"
 #include "kube/api/selector.h"
@@ -50,13 +52,8 @@ const kube::ResourceId& remediations_resource() {
   static const kube::ResourceId r{"gpufleet.io", "v1alpha1", "remediations", false};
   return r;
 }
-constexpr std::string_view kIncidentNodeLabel = "sentinel.gpufleet.io/node";
-
-// An incident holds its node out until it is Released, Failed (sentinel's cordon then stays
-// and counts by itself; a person's uncordon hands the node back) or Cancelled.
-bool incident_open(std::string_view phase) {
-  return phase != "Released" && phase != "Failed" && phase != "Cancelled";
-}
+using kube::incident_open;  // the one definition of "out": kube/api/disruption.h
+using kube::kIncidentNodeLabel;
 
 std::int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(Clock::now().time_since_epoch()).count();
@@ -210,6 +207,7 @@ class HostPkgReconciler : public controller::Reconciler {
         config_maps_(m.cache(kube::resources::config_maps(), stage_pod_cache_options(settings_))),
         pdbs_(m.cache(kube::resources::pod_disruption_budgets())),
         remediations_(m.cache(remediations_resource())),
+        budget_(m.client()),
         events_(m.event_recorder("hostpkg")),
         status_(m.client(), sets_resource(), "HostPackageSet", std::string(kFieldManager)),
         metrics_(register_metrics(*m.options().registry)) {
@@ -287,6 +285,31 @@ class HostPkgReconciler : public controller::Reconciler {
     events_.record(set, type, reason, "Rollout", note);
   }
 
+  // The DisruptionBudget object wins over the --set hostpkg.* settings; those stay the
+  // default where there is no object (or it cannot be read).
+  const ClusterBudget* cluster_budget(ClusterBudget& storage) {
+    controller::BudgetReader::Snapshot b = budget_.get();
+    if (!b.present) {
+      if (!b.error.empty() && b.error != warned_invalid_) {
+        warned_invalid_ = b.error;
+        log::warn(
+            "hostpkg: DisruptionBudget default cannot be read; using the --set hostpkg.* "
+            "budget settings",
+            {{"error", b.error}});
+      }
+      return settings_.has_cluster_budget ? &settings_.cluster : nullptr;
+    }
+    if (settings_.has_cluster_budget && !warned_both_) {
+      warned_both_ = true;
+      log::warn(
+          "hostpkg: both DisruptionBudget default and --set hostpkg.max-unavailable/"
+          "topology-key/max-unavailable-per-domain are set; the DisruptionBudget wins",
+          {});
+    }
+    storage = cluster_budget_from(b.spec);
+    return &storage;
+  }
+
   kube::Client& client_;
   ControllerSettings settings_;
   controller::Cache& sets_;
@@ -297,6 +320,9 @@ class HostPkgReconciler : public controller::Reconciler {
   controller::Cache& config_maps_;  // ours (set label, our namespace): create only when absent
   controller::Cache& pdbs_;
   controller::Cache& remediations_;  // sentinel's open incidents count as out
+  controller::BudgetReader budget_;  // the DisruptionBudget object, when there is one
+  bool warned_both_ = false;         // one worker: no lock needed
+  std::string warned_invalid_;
   kube::EventRecorder& events_;
   controller::StatusWriter status_;
   Metrics metrics_;
@@ -1206,9 +1232,7 @@ Result HostPkgReconciler::reconcile_pass(const Request& req, std::stop_token sto
     in.facts.cordon_ours = owned(n) && ours_recorded;
     bool other_holds = false;
     for (const auto& [set, text] : n.records) {
-      if (set != p.set.name &&
-          (text_in_state(text, "InProgress") || (owned(n) && text_in_state(text, "Failed"))))
-        other_holds = true;
+      if (set != p.set.name && kube::record_holds(text, owned(n))) other_holds = true;
     }
     for (const auto& o : n.owners) {
       if (o != kOwner) other_holds = true;  // sentinel's quarantine and the like
@@ -1235,10 +1259,11 @@ Result HostPkgReconciler::reconcile_pass(const Request& req, std::stop_token sto
 
   std::int64_t epoch = 0;
   if (auto e = parse_int(kube::annotation_of(obj, kResetAnnotation)); e && *e >= 0) epoch = *e;
+  ClusterBudget cluster_storage;
   RolloutInput ri;
   ri.set = &p.set;
   ri.policy = policy_ptr;
-  ri.cluster = settings_.has_cluster_budget ? &settings_.cluster : nullptr;
+  ri.cluster = cluster_budget(cluster_storage);
   ri.nodes = p.inputs;
   ri.outside = &outside;
   ri.reset_epoch = epoch;
@@ -1338,6 +1363,11 @@ Result HostPkgReconciler::reconcile_pass(const Request& req, std::stop_token sto
   }
   write_status(p, &plan, phase, message);
   if (waiting || !plan.start.empty() || p.verifying) return Result{settings_.poll, false};
+  // Held by the cluster budget: Node and incident events wake the set, an edit of the
+  // DisruptionBudget object (read, not watched: controller/budget.h) does not.
+  if (plan.waiting_on_cluster_budget > 0)
+    return Result{std::max<std::chrono::milliseconds>(settings_.poll, std::chrono::seconds(5)),
+                  false};
   if (next_verify > 0) {
     // Wake when the next node is due (requeue_after, never a busy loop); a second of slack
     // so the node is past due when the pass runs.

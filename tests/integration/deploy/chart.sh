@@ -69,11 +69,11 @@ echo "chart: $n objects accepted by the API server (dry run)"
 
 q() { kubectl apply --dry-run=server -f "$work/all.yaml" -o jsonpath="$1" 2>/dev/null; }
 deploys="$(q '{range .items[?(@.kind=="Deployment")]}{.metadata.name}:{.spec.replicas}:{.spec.template.spec.securityContext.runAsNonRoot}:{.spec.template.spec.containers[0].securityContext.readOnlyRootFilesystem}:{.spec.template.spec.containers[0].securityContext.allowPrivilegeEscalation}{"\n"}{end}')"
-for c in certify hostpkg sentinel; do
+for c in certify hostpkg sentinel budget; do
   grep -qx "gpufleet-$c:2:true:true:false" <<<"$deploys" || fail "Deployment gpufleet-$c is not 2 replicas, non-root, read-only root fs: $deploys"
 done
 pdbs="$(q '{range .items[?(@.kind=="PodDisruptionBudget")]}{.metadata.name}:{.spec.minAvailable}{"\n"}{end}')"
-for c in certify hostpkg sentinel; do
+for c in certify hostpkg sentinel budget; do
   grep -qx "gpufleet-$c:1" <<<"$pdbs" || fail "no PDB minAvailable=1 for gpufleet-$c: $pdbs"
 done
 args="$(q '{range .items[?(@.kind=="Deployment")]}{.spec.template.spec.containers[0].args}{"\n"}{end}')"
@@ -96,7 +96,7 @@ grep -q 'hostPID' "$work/nokmsg.yaml" && fail "agent.remediation.enabled=false s
 grep -q -- '--remediation=off' "$work/nokmsg.yaml" || fail "agent.remediation.enabled=false does not pass --remediation=off"
 grep -q '/dev/kmsg' "$work/nokmsg.yaml" && fail "agent.kernelLog=false still mounts /dev/kmsg"
 "$helm" template gpufleet "$chart" -n "$ns" --kube-version "$kv" --set serviceMonitor.enabled=true >"$work/sm.yaml"
-[[ "$(grep -c '^kind: ServiceMonitor' "$work/sm.yaml")" == 3 ]] || fail "serviceMonitor.enabled=true should render one ServiceMonitor per controller"
+[[ "$(grep -c '^kind: ServiceMonitor' "$work/sm.yaml")" == 4 ]] || fail "serviceMonitor.enabled=true should render one ServiceMonitor per controller"
 [[ "$(grep -c '^kind: PodMonitor' "$work/sm.yaml")" == 1 ]] || fail "serviceMonitor.enabled=true should render a PodMonitor for the agents"
 # The agent serves /metrics on the pod network (not loopback, where nothing could scrape it)
 # and is probed there.
@@ -110,11 +110,12 @@ ca="$(q '{range .items[?(@.kind=="Secret")]}{.data.ca\.crt}{end}')"
 grep -qx "certify.gpufleet.io=gpufleet-certify-webhook:$ca" <<<"$hooks" || fail "certify's webhook missing or not trusting the Secret's CA: $hooks"
 grep -qx "sentinel.gpufleet.io=gpufleet-sentinel-webhook:$ca" <<<"$hooks" || fail "sentinel's webhook missing or not trusting the Secret's CA: $hooks"
 grep -qx "hostpkg.gpufleet.io=gpufleet-hostpkg-webhook:$ca" <<<"$hooks" || fail "hostpkg's webhook missing or not trusting the Secret's CA: $hooks"
-[[ "$(wc -l <<<"$hooks")" == 3 ]] || fail "expected 3 webhooks (certify, sentinel, hostpkg): $hooks"
+grep -qx "budget.gpufleet.io=gpufleet-budget-webhook:$ca" <<<"$hooks" || fail "budget's webhook (DisruptionBudget) missing or not trusting the Secret's CA: $hooks"
+[[ "$(wc -l <<<"$hooks")" == 4 ]] || fail "expected 4 webhooks (certify, sentinel, hostpkg, budget): $hooks"
 if command -v openssl >/dev/null; then
   crt="$(q '{range .items[?(@.kind=="Secret")]}{.data.tls\.crt}{end}')"
   sans="$(base64 -d <<<"$crt" | openssl x509 -noout -ext subjectAltName 2>/dev/null)"
-  for svc in certify sentinel hostpkg; do
+  for svc in certify sentinel hostpkg budget; do
     grep -q "DNS:gpufleet-$svc-webhook.$ns.svc" <<<"$sans" || fail "webhook certificate does not name gpufleet-$svc-webhook.$ns.svc: $sans"
   done
   base64 -d <<<"$crt" | openssl verify -CAfile <(base64 -d <<<"$ca") >/dev/null 2>&1 || fail "webhook certificate not signed by the caBundle's CA"

@@ -128,8 +128,32 @@ expect no gpufleet-hostpkg delete pods default
 expect no gpufleet-hostpkg delete nodes
 expect no gpufleet-hostpkg patch deploymentpolicies.gpufleet.io
 
+# The DisruptionBudget: hostpkg and sentinel read it; only the budget controller writes its
+# status; nobody but the operator writes its spec.
+expect yes gpufleet-hostpkg get disruptionbudgets.gpufleet.io "" default
+expect yes gpufleet-sentinel get disruptionbudgets.gpufleet.io "" default
+expect no gpufleet-hostpkg update disruptionbudgets.gpufleet.io/status
+expect no gpufleet-sentinel patch disruptionbudgets.gpufleet.io/status
+expect no gpufleet-sentinel update disruptionbudgets.gpufleet.io
+expect no gpufleet-certify get disruptionbudgets.gpufleet.io
+# budget: reads what "out" is made of, writes the DisruptionBudget's status and nothing else.
+for v in get list watch; do
+  expect yes gpufleet-budget "$v" disruptionbudgets.gpufleet.io
+  expect yes gpufleet-budget "$v" nodes
+  expect yes gpufleet-budget "$v" remediations.gpufleet.io
+done
+expect yes gpufleet-budget patch disruptionbudgets.gpufleet.io/status
+expect yes gpufleet-budget update disruptionbudgets.gpufleet.io/status
+expect yes gpufleet-budget create events.events.k8s.io
+expect no gpufleet-budget update disruptionbudgets.gpufleet.io
+expect no gpufleet-budget create disruptionbudgets.gpufleet.io
+expect no gpufleet-budget delete disruptionbudgets.gpufleet.io
+expect no gpufleet-budget patch nodes
+expect no gpufleet-budget patch remediations.gpufleet.io/status
+expect no gpufleet-budget get secrets "$ns"
+
 # Leader election: each controller its own Lease, in the release namespace only.
-for c in certify sentinel hostpkg; do
+for c in certify sentinel hostpkg budget; do
   expect yes "gpufleet-$c" create leases.coordination.k8s.io "$ns"
   expect yes "gpufleet-$c" get leases.coordination.k8s.io "$ns" "gpufleet-$c"
   expect yes "gpufleet-$c" update leases.coordination.k8s.io "$ns" "gpufleet-$c"
@@ -167,4 +191,4 @@ for i in "${!wants[@]}"; do
   fi
 done
 (( bad == 0 )) || fail "the chart's RBAC differs from the matrix (above)"
-echo "rbac_matrix: PASS (${#wants[@]} access checks over 4 ServiceAccounts)"
+echo "rbac_matrix: PASS (${#wants[@]} access checks over 5 ServiceAccounts)"

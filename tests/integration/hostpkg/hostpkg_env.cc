@@ -32,6 +32,11 @@ behaviours:
   hostStep:
     failures:
       - {stage: apply, nodes: "*-000", status: check-failed, times: 1, message: "vm.max_map_count is 65530, want 1048576"}
+# A package whose stages take a while (budget tests need a node held in progress).
+- name: slow-package
+  match: {image: "*example.com/slow*"}
+  startDelay: 0s
+  duration: 12s
 - name: test-package
   match: {image: "*example.com/*"}
   startDelay: 0s

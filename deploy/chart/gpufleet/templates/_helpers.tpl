@@ -72,6 +72,10 @@ Cluster-wide rules here; leader election Leases are a Role in the release namesp
 - apiGroups: [gpufleet.io]
   resources: [remediations/status]
   verbs: [get, update, patch]
+# The cluster's DisruptionBudget: reboots, resets and new-node validations wait for room.
+- apiGroups: [gpufleet.io]
+  resources: [disruptionbudgets]
+  verbs: [get]
 # Quarantine: cordon (shared owners annotation) and taint; the agent's remediation request.
 - apiGroups: [""]
   resources: [nodes]
@@ -96,6 +100,10 @@ Cluster-wide rules here; leader election Leases are a Role in the release namesp
 - apiGroups: [gpufleet.io]
   resources: [remediations]
   verbs: [get, list, watch]
+# The cluster's DisruptionBudget (read with a GET; its status is the budget controller's).
+- apiGroups: [gpufleet.io]
+  resources: [disruptionbudgets]
+  verbs: [get]
 # Its finalizer on a set (uninstall on deletion), and the set's status.
 - apiGroups: [gpufleet.io]
   resources: [hostpackagesets]
@@ -131,6 +139,26 @@ Cluster-wide rules here; leader election Leases are a Role in the release namesp
   verbs: [create, patch]
 {{- end -}}
 
+{{- define "gpufleet.rules.budget" -}}
+# The DisruptionBudget's status is this controller's alone; the spec is the operator's.
+- apiGroups: [gpufleet.io]
+  resources: [disruptionbudgets]
+  verbs: [get, list, watch]
+- apiGroups: [gpufleet.io]
+  resources: [disruptionbudgets/status]
+  verbs: [get, update, patch]
+# What "out" reads: Nodes (cordon, readiness, hostpkg records) and sentinel's incidents.
+- apiGroups: [""]
+  resources: [nodes]
+  verbs: [get, list, watch]
+- apiGroups: [gpufleet.io]
+  resources: [remediations]
+  verbs: [get, list, watch]
+- apiGroups: [events.k8s.io]
+  resources: [events]
+  verbs: [create, patch]
+{{- end -}}
+
 {{- define "gpufleet.rules.agent" -}}
 # Its own node's health (the admission policy refuses every other node's).
 - apiGroups: [gpufleet.io]
@@ -152,7 +180,7 @@ Cluster-wide rules here; leader election Leases are a Role in the release namesp
 
 {{/*
 Controllers that serve the validating webhook, with the resources each validates (a YAML
-map; only enabled controllers). setup_certify, setup_sentinel and setup_hostpkg register the same kinds.
+map; only enabled controllers). setup_certify, setup_sentinel, setup_hostpkg and setup_budget register the same kinds.
 */}}
 {{- define "gpufleet.webhookControllers" -}}
 {{- if .Values.controllers.certify.enabled }}
@@ -163,5 +191,8 @@ sentinel: [sentinelpolicies]
 {{- end }}
 {{- if .Values.controllers.hostpkg.enabled }}
 hostpkg: [hostpackagesets, deploymentpolicies]
+{{- end }}
+{{- if .Values.controllers.budget.enabled }}
+budget: [disruptionbudgets]
 {{- end }}
 {{- end -}}
