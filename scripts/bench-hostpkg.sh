@@ -37,7 +37,9 @@ cleanup() {
 trap cleanup EXIT
 
 "$kube_local" up --data-dir "$work/kube" --detach >/dev/null
-k apply --server-side -f deploy/crds/hostpackageset.yaml -f deploy/crds/deploymentpolicy.yaml >/dev/null
+# remediation: sentinel's incidents, which the controller watches (its cache never syncs without it).
+k apply --server-side -f deploy/crds/hostpackageset.yaml -f deploy/crds/deploymentpolicy.yaml \
+  -f deploy/crds/remediation.yaml >/dev/null
 k wait --for=condition=Established --timeout=60s crd/hostpackagesets.gpufleet.io >/dev/null
 k create namespace hostpkg-bench >/dev/null
 cat >"$work/fleet.yaml" <<YAML
