@@ -14,7 +14,9 @@
 # then: for machines that cannot finish a large rollout in reasonable time; default none),
 # BENCH_LOG (copy the controller's log there, for looking into the batch overhead),
 # BENCH_PERF (record the controller with `perf record -g` into that file during the rollout),
-# BENCH_METRICS_PORT (the controller's metrics port, default 18190: two runs side by side).
+# BENCH_METRICS_PORT (the controller's metrics port, default 18190: two runs side by side),
+# BENCH_SAMPLES (write "seconds rss_kB hwm_kB cpu_s reconciles done" every 5 s there: when the
+# peak is set, and whether passes happen while nothing changes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 nodes="${1:?usage: bench-hostpkg.sh NODES [exponential|batches10]}"
@@ -35,7 +37,9 @@ cleanup() {
 trap cleanup EXIT
 
 "$kube_local" up --data-dir "$work/kube" --detach >/dev/null
-k apply --server-side -f deploy/crds/hostpackageset.yaml -f deploy/crds/deploymentpolicy.yaml >/dev/null
+# remediation: sentinel's incidents, which the controller watches (its cache never syncs without it).
+k apply --server-side -f deploy/crds/hostpackageset.yaml -f deploy/crds/deploymentpolicy.yaml \
+  -f deploy/crds/remediation.yaml >/dev/null
 k wait --for=condition=Established --timeout=60s crd/hostpackagesets.gpufleet.io >/dev/null
 k create namespace hostpkg-bench >/dev/null
 cat >"$work/fleet.yaml" <<YAML
@@ -78,6 +82,21 @@ for _ in $(seq 300); do curl -sf http://127.0.0.1:$port/readyz >/dev/null && bre
 cpu() { awk '{print ($14 + $15) / 100}' "/proc/$ctl/stat"; }
 idle_rss=$(awk '/VmRSS/ {print $2}' "/proc/$ctl/status")
 cpu0=$(cpu)
+reconciles() {
+  curl -s http://127.0.0.1:$port/metrics |
+    awk '/^gpufleet_controller_reconcile_total\{controller="hostpkg"/ {s += $2} END {print s + 0}'
+}
+if [[ -n "${BENCH_SAMPLES:-}" ]]; then
+  (
+    t0=$SECONDS
+    while kill -0 "$ctl" 2>/dev/null; do
+      echo "$((SECONDS - t0)) $(awk '/VmRSS/ {r = $2} /VmHWM/ {h = $2} END {print r, h}' \
+        "/proc/$ctl/status") $(cpu) $(reconciles) $(k get hostpackageset bench-sysctl \
+        -o jsonpath='{.status.done}' 2>/dev/null || echo -)"
+      sleep 5
+    done
+  ) >"$BENCH_SAMPLES" 2>/dev/null &
+fi
 if [[ -n "${BENCH_PERF:-}" ]]; then
   perf record -F 199 -g -o "$BENCH_PERF" -p "$ctl" >/dev/null 2>&1 &
   perf_pid=$!
@@ -124,6 +143,7 @@ if [[ -n $limited ]]; then
   echo "stopped after ${limit}s (BENCH_LIMIT_S): $rolled of $nodes nodes done; figures are over those"
 fi
 peak_rss=$(awk '/VmHWM/ {print $2}' "/proc/$ctl/status")
+passes=$(reconciles)
 writes=$(curl -s http://127.0.0.1:$port/metrics | awk '/^gpufleet_hostpkg_api_writes_total/ {s += $2} END {print s}')
 # Overhead per batch: first start of batch b+1 minus last done of batch b (controller log).
 overhead=$(awk '
@@ -137,9 +157,10 @@ overhead=$(awk '
     if (d > m) m = d; s += d; n++ } if (n) printf "%.3f mean, %.3f max over %d batches", s / n, m, n;
     else print "n/a (one batch)" }' "$work/controller.log")
 awk -v n="$nodes" -v r="$rolled" -v p="$policy" -v s="$start" -v e="$end" -v c0="$cpu0" -v c1="$cpu1" \
-  -v idle="$idle_rss" -v peak="$peak_rss" -v w="$writes" -v o="$overhead" 'BEGIN {
+  -v idle="$idle_rss" -v peak="$peak_rss" -v w="$writes" -v o="$overhead" -v ps="$passes" 'BEGIN {
   printf "hostpkg bench: %d nodes, %s, %d rolled\n", n, p, r
   printf "  wall %.1f s, controller CPU %.2f s (%.4f s per rolled node)\n", e - s, c1 - c0, (c1 - c0) / r
   printf "  RSS idle %.1f MB, peak %.1f MB\n", idle / 1024, peak / 1024
   printf "  API writes %d (%.1f per rolled node and package)\n", w, w / r
+  printf "  reconciles (passes) of the set: %d\n", ps
   printf "  batch overhead (last done -> next first start): %s s\n", o }'

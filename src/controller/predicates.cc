@@ -45,6 +45,65 @@ Predicate resource_version_changed() {
   });
 }
 
+Predicate fields_changed(std::vector<std::vector<std::string>> paths) {
+  return on_update([paths = std::move(paths)](const core::Value& a, const core::Value& b) {
+    for (const auto& path : paths) {
+      const core::Value* x = &a;
+      const core::Value* y = &b;
+      for (const auto& key : path) {
+        x = x != nullptr && x->is_map() ? x->find(key) : nullptr;
+        y = y != nullptr && y->is_map() ? y->find(key) : nullptr;
+      }
+      if ((x == nullptr) != (y == nullptr) || (x != nullptr && *x != *y)) return true;
+    }
+    return false;
+  });
+}
+
+Predicate annotations_changed_with_prefix(std::vector<std::string> prefixes) {
+  return on_update([prefixes = std::move(prefixes)](const core::Value& a, const core::Value& b) {
+    const core::Value& x = field(a, "annotations");
+    const core::Value& y = field(b, "annotations");
+    auto wanted = [&](std::string_view key) {
+      for (const auto& p : prefixes)
+        if (key.starts_with(p)) return true;
+      return false;
+    };
+    // Both directions: a wanted key that changed or went, then one that appeared.
+    auto differs = [&](const core::Value& from, const core::Value& to) {
+      if (!from.is_map()) return false;
+      for (const auto& e : from.as_map()) {
+        if (!wanted(e.key)) continue;
+        const core::Value* other = to.is_map() ? to.find(e.key) : nullptr;
+        if (other == nullptr || *other != e.value) return true;
+      }
+      return false;
+    };
+    return differs(x, y) || differs(y, x);
+  });
+}
+
+Predicate condition_changed(std::string type, std::vector<std::string> fields) {
+  auto find = [type](const core::Value& obj) -> const core::Value* {
+    const core::Value* conds = obj.get({"status", "conditions"});
+    if (conds == nullptr || !conds->is_list()) return nullptr;
+    for (const auto& c : conds->as_list())
+      if (c.is_map() && c.get_string({"type"}) == type) return &c;
+    return nullptr;
+  };
+  return on_update([find, fields = std::move(fields)](const core::Value& a, const core::Value& b) {
+    const core::Value* x = find(a);
+    const core::Value* y = find(b);
+    if (x == nullptr || y == nullptr) return x != y;
+    for (const auto& f : fields) {
+      const core::Value* fx = x->find(f);
+      const core::Value* fy = y->find(f);
+      if ((fx == nullptr) != (fy == nullptr) || (fx != nullptr && *fx != *fy)) return true;
+    }
+    return false;
+  });
+}
+
 Predicate any_of(std::vector<Predicate> ps) {
   return [ps = std::move(ps)](const WatchEvent& ev) {
     for (const auto& p : ps)

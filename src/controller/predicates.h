@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "core/value.h"
@@ -31,6 +32,15 @@ Predicate labels_changed();
 Predicate annotations_changed();
 // Updates pass when the object changed at all (resourceVersion moved): drops resyncs.
 Predicate resource_version_changed();
+// Updates pass when the value at any of `paths` (map keys from the root, e.g.
+// {"spec", "taints"}) changed, appeared or went.
+Predicate fields_changed(std::vector<std::vector<std::string>> paths);
+// Updates pass when an annotation whose key starts with one of `prefixes` (a whole key is its
+// own prefix) changed, appeared or went; other annotations are ignored.
+Predicate annotations_changed_with_prefix(std::vector<std::string> prefixes);
+// Updates pass when the status.conditions entry of `type` changed in one of `fields`
+// (e.g. "status"), appeared or went; heartbeat timestamps are ignored unless named.
+Predicate condition_changed(std::string type, std::vector<std::string> fields);
 // Combinators.
 Predicate any_of(std::vector<Predicate> ps);
 Predicate all_of(std::vector<Predicate> ps);

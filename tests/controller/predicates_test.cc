@@ -59,5 +59,61 @@ TEST(Predicates, Combinators) {
   EXPECT_FALSE(passes({lab, gen}, {WatchEvent::Type::Update, &a, b}));
 }
 
+TEST(Predicates, FieldsChangedLooksOnlyAtItsPaths) {
+  auto p =
+      predicates::fields_changed({{"spec", "unschedulable"}, {"status", "nodeInfo", "bootID"}});
+  auto node = [](const std::string& spec, const std::string& status) {
+    return core::parse_yaml("{metadata: {name: n}, spec: " + spec + ", status: " + status + "}",
+                            "test");
+  };
+  core::Value a = node("{}", "{nodeInfo: {bootID: b1}, allocatable: {cpu: '1'}}");
+  core::Value b = node("{}", "{nodeInfo: {bootID: b1}, allocatable: {cpu: '2'}}");
+  core::Value c = node("{unschedulable: true}", "{nodeInfo: {bootID: b1}}");
+  core::Value d = node("{unschedulable: true}", "{nodeInfo: {bootID: b2}}");
+  core::Value e = node("{unschedulable: true}", "{}");
+  EXPECT_FALSE(update_passes(p, a, b));  // a field not named
+  EXPECT_TRUE(update_passes(p, b, c));   // appeared
+  EXPECT_TRUE(update_passes(p, c, b));   // went
+  EXPECT_TRUE(update_passes(p, c, d));   // changed
+  EXPECT_TRUE(update_passes(p, d, e));   // its parent went
+  EXPECT_TRUE(p({WatchEvent::Type::Add, nullptr, a}));
+}
+
+TEST(Predicates, AnnotationsChangedWithPrefixIgnoresOthers) {
+  auto p = predicates::annotations_changed_with_prefix({"rec.", "owners"});
+  core::Value a = obj("{name: x, annotations: {rec.s1: '1', other: a}}");
+  core::Value b = obj("{name: x, annotations: {rec.s1: '1', other: b}}");
+  core::Value c = obj("{name: x, annotations: {rec.s1: '2', other: b}}");
+  core::Value d = obj("{name: x, annotations: {rec.s1: '2', rec.s2: '1', other: b}}");
+  core::Value e = obj("{name: x, annotations: {rec.s1: '2', rec.s2: '1', owners: h}}");
+  core::Value none = obj("{name: x}");
+  EXPECT_FALSE(update_passes(p, a, b));
+  EXPECT_TRUE(update_passes(p, b, c));
+  EXPECT_TRUE(update_passes(p, c, d));  // a matching key appeared
+  EXPECT_TRUE(update_passes(p, d, c));  // and went
+  EXPECT_TRUE(update_passes(p, d, e));  // a whole key is its own prefix
+  EXPECT_TRUE(update_passes(p, e, none));
+  EXPECT_FALSE(update_passes(p, none, obj("{name: x, annotations: {other: a}}")));
+}
+
+TEST(Predicates, ConditionChangedIgnoresHeartbeats) {
+  auto p = predicates::condition_changed("Ready", {"status"});
+  auto node = [](const std::string& conditions) {
+    return core::parse_yaml("{metadata: {name: n}, status: {conditions: " + conditions + "}}",
+                            "test");
+  };
+  core::Value a =
+      node("[{type: Ready, status: 'True', lastHeartbeatTime: t1}, {type: X, status: 'False'}]");
+  core::Value b =
+      node("[{type: Ready, status: 'True', lastHeartbeatTime: t2}, {type: X, status: 'True'}]");
+  core::Value c = node("[{type: Ready, status: 'False', lastHeartbeatTime: t2}]");
+  core::Value none = node("[]");
+  EXPECT_FALSE(update_passes(p, a, b));  // a heartbeat, and another condition
+  EXPECT_TRUE(update_passes(p, b, c));
+  EXPECT_TRUE(update_passes(p, c, none));  // the condition went
+  EXPECT_TRUE(update_passes(p, none, c));
+  EXPECT_FALSE(update_passes(p, none, none));
+}
+
 }  // namespace
 }  // namespace gpufleet::controller

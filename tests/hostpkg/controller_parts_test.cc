@@ -8,6 +8,7 @@
 #include "core/json.h"
 #include "core/yaml.h"
 #include "hostpkg/controller/node_condition.h"
+#include "hostpkg/controller/reconciler.h"
 #include "hostpkg/controller/record_store.h"
 #include "hostpkg/controller/stage_pod.h"
 #include "hostpkg/controller/status_view.h"
@@ -298,6 +299,62 @@ effects:
             std::string::npos)
       << drifted.result_json;
   EXPECT_EQ(host.sysctls().at("vm.max_map_count"), "65530") << "a check changes nothing";
+}
+
+// What the simulator's kubelet and the node lifecycle controller write all the time (lease-like
+// status reports, heartbeats, capacity) must not make a pass over every node; what a pass reads
+// must.
+TEST(NodeEventFilter, HeartbeatsDroppedWhatAPassReadsPasses) {
+  controller::Predicate p = node_event_filter();
+  core::Value base = core::parse_yaml(R"({
+    metadata: {name: n1, resourceVersion: '1', labels: {pool: a},
+               annotations: {other.example/x: '1'}},
+    spec: {},
+    status: {nodeInfo: {bootID: b1}, allocatable: {cpu: '8'},
+             conditions: [{type: Ready, status: 'True', lastHeartbeatTime: '2026-01-01T00:00:00Z',
+                           lastTransitionTime: '2026-01-01T00:00:00Z'},
+                          {type: MemoryPressure, status: 'False',
+                           lastHeartbeatTime: '2026-01-01T00:00:00Z'}]}})",
+                                      "test");
+  auto passes = [&](const core::Value& after) {
+    return p({controller::WatchEvent::Type::Update, &base, after});
+  };
+  auto with = [&](auto edit) {
+    core::Value v = base;
+    edit(v);
+    v["metadata"]["resourceVersion"] = "2";
+    return v;
+  };
+  auto heartbeat = with([](core::Value& v) {
+    for (auto& c : v["status"]["conditions"].as_list())
+      c["lastHeartbeatTime"] = "2026-01-01T00:00:10Z";
+    v["status"]["allocatable"]["cpu"] = "7";
+    v["metadata"]["annotations"]["other.example/x"] = "2";
+  });
+  EXPECT_FALSE(passes(heartbeat));
+  EXPECT_FALSE(passes(base));  // a resync
+  EXPECT_TRUE(passes(with([](core::Value& v) { v["metadata"]["labels"]["pool"] = "b"; })));
+  EXPECT_TRUE(passes(with([](core::Value& v) { v["spec"]["unschedulable"] = true; })));
+  EXPECT_TRUE(passes(with([](core::Value& v) {
+    v["spec"]["taints"] = core::parse_yaml("[{key: k, effect: NoSchedule}]", "t");
+  })));
+  EXPECT_TRUE(passes(with([](core::Value& v) { v["status"]["nodeInfo"]["bootID"] = "b2"; })));
+  EXPECT_TRUE(passes(
+      with([](core::Value& v) { v["status"]["conditions"].as_list()[0]["status"] = "False"; })));
+  EXPECT_TRUE(passes(
+      with([](core::Value& v) { v["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:20Z"; })));
+  EXPECT_TRUE(passes(with([](core::Value& v) {
+    v["metadata"]["annotations"]["hostpkg.gpufleet.io/record.s1"] = "{}";
+  })));
+  EXPECT_TRUE(passes(with([](core::Value& v) {
+    v["metadata"]["annotations"]["gpufleet.io/cordon-owners"] = "sentinel";
+  })));
+  EXPECT_TRUE(passes(with([](core::Value& v) {
+    v["status"]["conditions"].push_back(
+        core::parse_yaml("{type: HostPackageDrifted, status: 'True', reason: ChecksFailed}", "t"));
+  })));
+  EXPECT_TRUE(p({controller::WatchEvent::Type::Add, nullptr, base}));
+  EXPECT_TRUE(p({controller::WatchEvent::Type::Delete, nullptr, base}));
 }
 
 }  // namespace

@@ -55,6 +55,12 @@ struct ControllerSettings {
 // Reads the --set hostpkg.* settings; throws core::InvalidInput naming the setting and fix.
 ControllerSettings settings_from(const controller::Context& context);
 
+// The Node updates that can change a pass: labels, deletion, cordon, taints, boot ID, the
+// Ready condition's status, hostpkg's records and condition, gpufleet's cordon owners.
+// Heartbeats and status reports that move only timestamps, capacity or images are dropped:
+// at 5,000 nodes each would otherwise cost a pass over every node.
+controller::Predicate node_event_filter();
+
 // Adds the caches, the controller and its watches to the manager.
 void setup_hostpkg(controller::Manager& manager, const controller::Context& context);
 void setup_hostpkg(controller::Manager& manager, const ControllerSettings& settings);

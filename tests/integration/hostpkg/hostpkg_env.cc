@@ -104,7 +104,9 @@ HostPkgEnv::HostPkgEnv(int nodes, bool controller) {
       *client_, sim::parse_fleet(core::parse_yaml(fleet), "itest"),
       sim::BehaviourTable::parse(core::parse_yaml(kBehaviours), "itest"), o);
   sim_->start();
-  if (!sim_->wait_registered(60s)) throw std::runtime_error("fleet did not register");
+  // 500-node fault runs register for minutes on a loaded machine.
+  if (!sim_->wait_registered(60s + nodes * 300ms))
+    throw std::runtime_error("fleet did not register");
   if (controller) start_controller();
 }
 

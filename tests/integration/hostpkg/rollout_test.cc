@@ -14,6 +14,7 @@
 #include "core/yaml.h"
 #include "hostpkg/controller/record_store.h"
 #include "hostpkg_env.h"
+#include "kube/api/conditions.h"
 #include "kube/api/cordon.h"
 #include "kube/api/objects.h"
 #include "sim/host_step.h"
@@ -189,6 +190,55 @@ TEST(HostPkgRollout, WritesPerNodeWithinBound) {
       },
       20s));
   env.remove_set("writes");
+}
+
+// The hostpkg controller's reconcile calls so far (every result).
+double hostpkg_reconciles() {
+  std::string text = core::metrics::default_registry().render();
+  const std::string name = "gpufleet_controller_reconcile_total{controller=\"hostpkg\"";
+  double sum = 0;
+  for (std::size_t pos = text.find(name); pos != std::string::npos;
+       pos = text.find(name, pos + 1)) {
+    std::size_t sp = text.find(' ', text.find('}', pos));
+    sum += std::stod(text.substr(sp + 1, text.find('\n', sp) - sp - 1));
+  }
+  return sum;
+}
+
+// Node heartbeats and status reports (timestamps, capacity: what kubelets write all the time)
+// make no pass — at 5,000 nodes each one was a pass over every node — while a change a pass
+// reads (here a label) does.
+TEST(HostPkgRollout, NodeHeartbeatsMakeNoPass) {
+  HostPkgEnv env(2);
+  env.apply(set_yaml("heartbeats", env.node_list(0, 2), "",
+                     "    tuning:\n      version: 1.0.0\n      image: example.com/tuning\n"));
+  ASSERT_TRUE(HostPkgEnv::eventually([&] { return phase_is(env, "heartbeats", "Complete"); }, 50s));
+  // Quiet: no reconcile for 2 s (the last pass's own writes have come back).
+  double quiet = -1;
+  ASSERT_TRUE(HostPkgEnv::eventually(
+      [&] {
+        double before = hostpkg_reconciles();
+        std::this_thread::sleep_for(2s);
+        quiet = hostpkg_reconciles();
+        return quiet == before;
+      },
+      30s));
+  for (int i = 0; i < 10; ++i) {
+    std::string now = kube::format_rfc3339(std::chrono::system_clock::now());
+    core::Value patch = core::parse_json(
+        R"({"status":{"conditions":[{"type":"Ready","status":"True","lastHeartbeatTime":")" + now +
+        R"("}],"allocatable":{"ephemeral-storage":")" + std::to_string(1000 + i) + R"(Gi"}}})");
+    env.client().patch(kube::resources::nodes(), "", env.node(i % 2),
+                       kube::PatchType::StrategicMerge, patch, "status");
+    std::this_thread::sleep_for(100ms);
+  }
+  std::this_thread::sleep_for(2s);  // the watch has delivered them
+  EXPECT_EQ(hostpkg_reconciles(), quiet) << "a heartbeat made a pass";
+  core::Value label = core::parse_json(R"({"metadata":{"labels":{"example.com/touched":"1"}}})");
+  env.client().patch(kube::resources::nodes(), "", env.node(0), kube::PatchType::Merge, label);
+  EXPECT_TRUE(HostPkgEnv::eventually([&] { return hostpkg_reconciles() > quiet; }, 10s))
+      << "a label change made no pass";
+  env.remove_set("heartbeats");
 }
 
 // A config-only change runs only the config stage and the changed key's interrupt: no
