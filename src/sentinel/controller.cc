@@ -547,7 +547,8 @@ class NodeReconciler final : public controller::Reconciler {
     }
     save_breaker(version);
     const std::string name = incident_name(req.name, now);
-    patch_node(*node, plan_quarantine(*node, decision, entities, name));
+    std::optional<core::Value> patched =
+        patch_node(*node, plan_quarantine(*node, decision, entities, name));
     const std::int64_t cordoned = now_ms();
     metrics_.quarantines.inc();
     if (fault_since > 0 && cordoned >= fault_since) {
@@ -555,15 +556,28 @@ class NodeReconciler final : public controller::Reconciler {
     }
     std::string action =
         decision.remediate.empty() ? policy.remediation.default_action : decision.remediate;
-    create_incident(*node, name, "Fault", entities, decision.matched, decision.cordon,
-                    decision.taints, action);
+    std::optional<core::Value> rem = create_incident(
+        *node, name, "Fault", entities, decision.matched, decision.cordon, decision.taints, action);
     events_.record(node_ref(*node), kube::EventType::Warning, "Quarantined", "Quarantine",
                    "rules " + join(decision.matched) + " matched " + join(entities));
-    // The status is written on the next look, from the Remediation as created.
+    const std::int64_t latency = fault_since > 0 ? cordoned - fault_since : -1;
+    if (rem) {
+      // The quarantine is known to be on the Node (the patch answered, or there was nothing
+      // to change): the incident's status goes now, from the objects as written, instead of
+      // on a later look whose Node copy may still predate the patch (409, backoff).
+      after_quarantine(policy, patched ? *patched : *node, *rem, false, now_ms(),
+                       [&](core::Value& s) {
+                         s["quarantinedAt"] = rfc3339(cordoned);
+                         if (latency >= 0) s["cordonLatencyMs"] = latency;
+                       });
+      std::lock_guard lock(latency_mu_);
+      if (status_written_.size() < 100'000) status_written_.insert(name);
+      return {};
+    }
+    // Created before (a retried look): its status is written on the next look.
     {
       std::lock_guard lock(latency_mu_);
-      if (cordon_latency_.size() < 100'000)
-        cordon_latency_[name] = fault_since > 0 ? cordoned - fault_since : -1;
+      if (cordon_latency_.size() < 100'000) cordon_latency_[name] = latency;
     }
     return {};
   }
@@ -682,18 +696,23 @@ class NodeReconciler final : public controller::Reconciler {
     return {};
   }
 
-  void patch_node(const core::Value& node, const NodeChange& change) {
+  // The Node as patched, or nullopt when there was nothing to change.
+  std::optional<core::Value> patch_node(const core::Value& node, const NodeChange& change) {
     auto patch = node_patch(node, change);
-    if (!patch) return;
+    if (!patch) return std::nullopt;
     // 409 Conflict (the Node changed since the cache's copy) throws: retried with backoff
     // from the newer copy.
-    client_.patch(kube::resources::nodes(), "", kube::name_of(node), kube::PatchType::Merge,
-                  *patch);
+    return client_.patch(kube::resources::nodes(), "", kube::name_of(node), kube::PatchType::Merge,
+                         *patch);
   }
 
-  void create_incident(const core::Value& node, const std::string& name, const std::string& reason,
-                       const std::set<std::string>& entities, const std::vector<std::string>& rules,
-                       bool cordon, const std::vector<Taint>& taints, const std::string& action) {
+  // The Remediation as created, or nullopt when it existed already.
+  std::optional<core::Value> create_incident(const core::Value& node, const std::string& name,
+                                             const std::string& reason,
+                                             const std::set<std::string>& entities,
+                                             const std::vector<std::string>& rules, bool cordon,
+                                             const std::vector<Taint>& taints,
+                                             const std::string& action) {
     core::Value rem;
     rem["apiVersion"] = "gpufleet.io/v1alpha1";
     rem["kind"] = "Remediation";
@@ -714,10 +733,11 @@ class NodeReconciler final : public controller::Reconciler {
     if (!action.empty()) rem["spec"]["action"] = action;
     rem["spec"]["detectedAt"] = rfc3339(now_ms());
     try {
-      client_.create(api::remediations(), rem);
+      return client_.create(api::remediations(), rem);
     } catch (const kube::ApiError& err) {
       if (!err.is(kube::Reason::AlreadyExists)) throw;
     }
+    return std::nullopt;
   }
 
   // Writes the Remediation's status with a compare-and-swap on its resourceVersion: a stale
@@ -754,7 +774,8 @@ class NodeReconciler final : public controller::Reconciler {
   // Ends the incident: sentinel's marks off the node first (when it is there and the phase
   // lets it back), then the final phase.
   void finish(const core::Value& rem, const std::string& phase, const std::string& message,
-              const core::Value* node, bool validated = false) {
+              const core::Value* node, bool validated = false,
+              const std::function<void(core::Value&)>& extra = nullptr) {
     if (node != nullptr && phase != "Failed") {
       NodeChange c = plan_release_all(*node);
       auto patch = node_patch(*node, c);
@@ -768,7 +789,7 @@ class NodeReconciler final : public controller::Reconciler {
                       *patch);
       }
     }
-    set_phase(rem, phase, message);
+    set_phase(rem, phase, message, extra);
     if (node != nullptr) {
       events_.record(node_ref(*node),
                      phase == "Failed" ? kube::EventType::Warning : kube::EventType::Normal,
@@ -784,10 +805,82 @@ class NodeReconciler final : public controller::Reconciler {
     return out;
   }
 
+  // The phase after Quarantined: Draining, Remediating, or Validating (a new node, or nothing
+  // to drain or do).
+  void after_quarantine(const Policy& policy, const core::Value& node, const core::Value& rem,
+                        bool new_node, std::int64_t now,
+                        const std::function<void(core::Value&)>& extra) {
+    const std::string action(rem.get_string({"spec", "action"}));
+    if (new_node) {
+      // Validation of a new node is not forced by a fault: while the node's domain is at its
+      // DisruptionBudget limit it stays Quarantined (the Quarantined step holds it for budget).
+      if (budget_wait(node)) {
+        set_phase(rem, "Quarantined", "new node held out; waiting for room in its domain", extra);
+        return;
+      }
+      enter_validating(policy, node, rem, "new node held out until certify passes it",
+                       [&](core::Value& s) {
+                         if (extra) extra(s);
+                         clear_budget_wait(s);
+                       });
+    } else if (policy.drain.enabled) {
+      set_phase(rem, "Draining", "draining the node's pods", [&](core::Value& s) {
+        if (extra) extra(s);
+        s["drainStartedAt"] = rfc3339(now);
+      });
+    } else if (!policy.remediation.enabled || action.empty() || action == "none") {
+      enter_validating(policy, node, rem, "drain disabled by policy; no remediation action", extra);
+    } else {
+      set_phase(rem, "Remediating", "drain disabled by policy", extra);
+    }
+  }
+
+  // Validating: the ValidationRequest (fixed name: creating it again is a no-op) is created
+  // first and named in the same status write as the phase.
+  void enter_validating(const Policy& policy, const core::Value& node, const core::Value& rem,
+                        const std::string& message,
+                        const std::function<void(core::Value&)>& extra) {
+    const std::string name(kube::name_of(rem));
+    if (!policy.validation.enabled) {
+      finish(rem, "Released", "validation disabled by policy", &node, false, extra);
+      return;
+    }
+    create_validation_request(policy, std::string(kube::name_of(node)), name, now_ms());
+    set_phase(rem, "Validating", message + "; waiting for certify", [&](core::Value& s) {
+      if (extra) extra(s);
+      s["validationRequest"] = name;
+    });
+  }
+
+  void create_validation_request(const Policy& policy, const std::string& node_name,
+                                 const std::string& name, std::int64_t now) {
+    core::Value v;
+    v["apiVersion"] = "gpufleet.io/v1alpha1";
+    v["kind"] = "ValidationRequest";
+    v["metadata"]["name"] = name;
+    v["metadata"]["labels"][kNodeLabel] = node_name;
+    v["spec"]["nodeNames"].push_back(node_name);
+    core::Value cats = core::Value::list();
+    for (const auto& c : policy.validation.categories) cats.push_back(c);
+    v["spec"]["categories"] = std::move(cats);
+    v["spec"]["requester"] = "sentinel";
+    v["spec"]["reason"] = "remediation " + name;
+    v["spec"]["deadline"] = rfc3339(now + policy.validation.deadline_s * 1000);
+    try {
+      client_.create(api::validation_requests(), v);
+    } catch (const kube::ApiError& err) {
+      if (!err.is(kube::Reason::AlreadyExists)) throw;
+    }
+  }
+
   Result drive(const Policy& policy, const core::Value& node, const core::Value& rem,
                const QuarantineRecord& rec, const std::set<std::string>& faulty) {
     const std::string phase = phase_of(rem);
     const std::string name(kube::name_of(rem));
+    if (phase != "Detected") {
+      std::lock_guard lock(latency_mu_);
+      status_written_.erase(name);
+    }
     const std::string node_name(kube::name_of(node));
     const std::set<std::string> entities = string_set(rem.get({"spec", "entities"}));
     const bool new_node = rem.get_string({"spec", "reason"}) == "NewNode";
@@ -804,6 +897,12 @@ class NodeReconciler final : public controller::Reconciler {
     }
 
     if (phase == "Detected") {
+      {
+        // This process wrote its status already: the cache has not caught up (acting on the
+        // copy would meet 409). Look again shortly.
+        std::lock_guard lock(latency_mu_);
+        if (status_written_.contains(name)) return {.requeue_after = 200ms};
+      }
       Decision d;
       d.cordon = rem.get({"spec", "cordon"}) != nullptr && rem.get({"spec", "cordon"})->as_bool();
       for (const auto& t : string_set(rem.get({"spec", "taints"})))
@@ -817,33 +916,29 @@ class NodeReconciler final : public controller::Reconciler {
           cordon_latency_.erase(it);
         }
       }
-      set_phase(rem, "Quarantined",
-                new_node ? "new node held out until certify passes it"
-                         : "quarantined for " + join(entities),
-                [&](core::Value& s) {
-                  s["quarantinedAt"] = rfc3339(now);
-                  if (latency >= 0) s["cordonLatencyMs"] = latency;
-                });
+      auto quarantined = [&](core::Value& s) {
+        s["quarantinedAt"] = rfc3339(now);
+        if (latency >= 0) s["cordonLatencyMs"] = latency;
+      };
+      if (recovered) {
+        set_phase(rem, "Quarantined", "quarantined for " + join(entities), quarantined);
+        return {.requeue = true};
+      }
+      // The quarantine is confirmed: the step after Quarantined is recorded in the same status
+      // write (quarantinedAt marks the passage), one write per incident less; the API server is
+      // what bounds quarantines per second.
+      after_quarantine(policy, node, rem, new_node, now, quarantined);
       return {};
     }
     if (phase == "Quarantined") {
       if (new_node) {
         // Not forced by a fault: waits for room in the node's domain like a reboot.
         if (auto why = budget_wait(node)) return hold_for_budget(rem, *why);
-        set_phase(rem, "Validating", "waiting for certify",
-                  [&](core::Value& s) { clear_budget_wait(s); });
-        return {};
-      }
-      if (recovered) {
+      } else if (recovered) {
         finish(rem, "Released", "every faulty entity recovered before remediation", &node);
         return {};
       }
-      if (policy.drain.enabled) {
-        set_phase(rem, "Draining", "draining the node's pods",
-                  [&](core::Value& s) { s["drainStartedAt"] = rfc3339(now); });
-      } else {
-        set_phase(rem, "Remediating", "drain disabled by policy");
-      }
+      after_quarantine(policy, node, rem, new_node, now, nullptr);
       return {};
     }
     if (phase == "Draining") {
@@ -908,7 +1003,7 @@ class NodeReconciler final : public controller::Reconciler {
     if (phase == "Remediating") {
       const std::string action(rem.get_string({"spec", "action"}));
       if (!policy.remediation.enabled || action.empty() || action == "none") {
-        set_phase(rem, "Validating", "no remediation action; validating");
+        enter_validating(policy, node, rem, "no remediation action; validating", nullptr);
         return {};
       }
       const std::string boot(node.get_string({"status", "nodeInfo", "bootID"}));
@@ -944,7 +1039,7 @@ class NodeReconciler final : public controller::Reconciler {
         done = recovered;
       }
       if (done) {
-        set_phase(rem, "Validating", action + " done", [&](core::Value& s) {
+        enter_validating(policy, node, rem, action + " done", [&](core::Value& s) {
           s["action"]["result"] = "done after attempt " + std::to_string(attempt);
         });
         return {};
@@ -973,23 +1068,7 @@ class NodeReconciler final : public controller::Reconciler {
       }
       kube::ObjectPtr vr = vreqs_.get(name);
       if (vr == nullptr) {
-        core::Value v;
-        v["apiVersion"] = "gpufleet.io/v1alpha1";
-        v["kind"] = "ValidationRequest";
-        v["metadata"]["name"] = name;
-        v["metadata"]["labels"][kNodeLabel] = node_name;
-        v["spec"]["nodeNames"].push_back(node_name);
-        core::Value cats = core::Value::list();
-        for (const auto& c : policy.validation.categories) cats.push_back(c);
-        v["spec"]["categories"] = std::move(cats);
-        v["spec"]["requester"] = "sentinel";
-        v["spec"]["reason"] = "remediation " + name;
-        v["spec"]["deadline"] = rfc3339(now + policy.validation.deadline_s * 1000);
-        try {
-          client_.create(api::validation_requests(), v);
-        } catch (const kube::ApiError& err) {
-          if (!err.is(kube::Reason::AlreadyExists)) throw;
-        }
+        create_validation_request(policy, node_name, name, now);
         if (rem.get_string({"status", "validationRequest"}).empty()) {
           core::Value s = status_of(rem);
           s["validationRequest"] = name;
@@ -1090,6 +1169,9 @@ class NodeReconciler final : public controller::Reconciler {
   // (different node keys run in parallel).
   std::mutex latency_mu_;
   std::map<std::string, std::int64_t> cordon_latency_;
+  // Incidents whose status this process wrote right after creating them, until the cache
+  // shows it (guarded by latency_mu_).
+  std::set<std::string> status_written_;
 };
 
 std::vector<std::string> index_spec_node(const core::Value& obj) {

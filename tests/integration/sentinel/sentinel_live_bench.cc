@@ -1,13 +1,29 @@
 // sentinel against a real kube-apiserver (kube-local), with `gpufleet controller
-// --controllers=sentinel` as a child process (its RSS is the controller's alone):
-//   1. latency: N GPU Nodes with NodeHealth; faults written at R events/s (each a new node's
-//      NodeHealth turning Fatal); fault -> cordon latency p50/p99 measured from the write to
-//      the cordon seen on a Node watch;
+// --controllers=sentinel` as a child process (its RSS and CPU are the controller's alone).
+//
+// Mode `api` (the bench writes NodeHealth itself, playing the agents):
+//   0. reference: the raw NodeHealth status write rate the API server accepts from this
+//      generator with no controller running (the ceiling every other figure sits under);
+//   1. latency: faults written at R events/s (each a new node's NodeHealth turning Fatal);
+//      fault -> cordon p50/p99 from the write to the cordon seen on a Node watch, and the
+//      controller's API writes per quarantine (its gpufleet_sentinel_api_writes_total);
 //   2. burst: B nodes faulted at once; quarantine nodes/s until every one is cordoned;
-//   3. storm: the breaker at K nodes; F > K nodes faulted at once; every admitted fault acted on
-//      exactly once (one Remediation each), the breaker Tripped at K, the rest refused.
-// Usage: sentinel_live_bench KUBECONFIG GPUFLEET_BIN SOURCE_DIR [NODES] [RATE] [SECONDS]
-//        [BURST] [STORM] [THRESHOLD]
+//   3. drain: D nodes, each running one pod (the bench plays their kubelet: a pod marked for
+//      deletion is deleted with grace 0), faulted at once with drain on; drained nodes/s
+//      until every incident has left Draining;
+//   4. storm: the breaker at K more nodes; F > K nodes faulted at once; after the backlog
+//      drained: exactly K quarantined, one incident each, the breaker Tripped, the rest
+//      untouched. Exit 1 when the counts disagree.
+// Mode `sim` (the real path): `gpufleet sim` with N nodes, `gpufleet agent --sim-state-dir`,
+//   the controller; the agents' cost per node idle; Xid faults injected through the
+//   simulator's inbox at R/s for S seconds; after the backlog drained: journal records vs what
+//   NodeHealth applied, Fatal entities in the journals vs NodeHealth, quarantines vs nodes
+//   with a matching fault (each once), the breaker vs its threshold K. Exit 1 on a mismatch.
+//
+// Usage: sentinel_live_bench api KUBECONFIG GPUFLEET_BIN SOURCE_DIR [NODES] [RATE] [SECONDS]
+//          [BURST] [STORM] [THRESHOLD] [DRAIN]
+//        sentinel_live_bench sim KUBECONFIG GPUFLEET_BIN SOURCE_DIR [NODES] [RATE] [SECONDS]
+//          [THRESHOLD]
 // Not a test (not in `make test`): run by scripts/bench-sentinel.sh.
 #include <signal.h>
 #include <unistd.h>
@@ -15,14 +31,19 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <vector>
 
+#include "agent/journal.h"
 #include "core/json.h"
 #include "core/time.h"
 #include "core/yaml.h"
@@ -30,12 +51,16 @@
 #include "kube/api/objects.h"
 #include "kube/client.h"
 #include "kube/config.h"
+#include "kube/errors.h"
 #include "process.h"
 #include "sentinel/controller.h"
+#include "sim/control_inbox.h"
 
 using namespace gpufleet;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+using controller::testing::wait_until;
 
 namespace {
 
@@ -54,10 +79,35 @@ long rss_kib(pid_t pid) {
   return -1;
 }
 
+// CPU seconds (user + system) the process used so far.
+double cpu_s(pid_t pid) {
+  std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  auto close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream in(stat.substr(close + 2));
+  std::string f;
+  long long ut = 0, st = 0;
+  for (int i = 3; i <= 15 && in >> f; ++i) {
+    if (i == 14) ut = std::stoll(f);
+    if (i == 15) st = std::stoll(f);
+  }
+  return static_cast<double>(ut + st) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+double loadavg() {
+  double l = 0;
+  std::ifstream("/proc/loadavg") >> l;
+  return l;
+}
+
 double pct(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
+}
+
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
 // Parallel over [0, n) with `threads` workers.
@@ -70,12 +120,231 @@ void parallel(int n, int threads, const std::function<void(int)>& f) {
     });
 }
 
-struct Bench {
+// Writes the API server answered so far, by resource, from its own /metrics
+// (apiserver_request_total), leaving out what is not the controller's: the bench's NodeHealth
+// writes and the control plane's leader-election leases.
+std::map<std::string, double> api_writes(kube::Client& client) {
+  std::map<std::string, double> out;
+  std::istringstream in(client.get_raw("/metrics"));
+  std::string line;
+  auto label = [](const std::string& l, const std::string& k) {
+    auto b = l.find(k + "=\"");
+    if (b == std::string::npos) return std::string();
+    b += k.size() + 2;
+    return l.substr(b, l.find('"', b) - b);
+  };
+  while (std::getline(in, line)) {
+    if (line.rfind("apiserver_request_total{", 0) != 0) continue;
+    const std::string verb = label(line, "verb");
+    if (verb != "POST" && verb != "PUT" && verb != "PATCH" && verb != "DELETE" && verb != "APPLY")
+      continue;
+    std::string res = label(line, "resource");
+    if (res == "nodehealths" || res == "leases") continue;
+    const std::string sub = label(line, "subresource");
+    if (!sub.empty()) res += "/" + sub;
+    out[res + " " + verb] += std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr);
+  }
+  return out;
+}
+
+// after - before, as "resource VERB=n ..." and the total.
+std::pair<double, std::string> writes_between(const std::map<std::string, double>& before,
+                                              const std::map<std::string, double>& after) {
+  double total = 0;
+  std::string text;
+  for (const auto& [k, v] : after) {
+    auto b = before.find(k);
+    const double d = v - (b == before.end() ? 0 : b->second);
+    if (d <= 0) continue;
+    total += d;
+    text += (text.empty() ? "" : ", ") + k + " " + std::to_string(static_cast<long>(d));
+  }
+  return {total, text};
+}
+
+std::string controller_metrics_line(int port, const std::string& prefix) {
+  auto [code, body] = controller::testing::http_get(port, "/metrics");
+  std::string out;
+  std::istringstream in(body);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(prefix, 0) == 0) {
+      auto b = line.find('"'), e = line.rfind('"');
+      if (b != std::string::npos && e > b)
+        out += (out.empty() ? "" : " ") + line.substr(b + 1, e - b - 1) + "=" +
+               line.substr(line.rfind(' ') + 1);
+    }
+  return out;
+}
+
+// Records, per node, when it was first seen cordoned; per Remediation node, when each phase
+// was first seen; counts incidents per node.
+struct Watcher {
+  kube::Client& client;
+  std::string node_selector;  // nodes of this run
+  std::mutex mu;
+  std::map<std::string, Clock::time_point> cordoned;
+  std::map<std::string, std::map<std::string, Clock::time_point>> phases;  // node -> phase -> t
+  std::map<std::string, std::set<std::string>> incidents;                  // node -> names
+  std::vector<std::jthread> threads;
+
+  template <typename F>
+  void loop(std::stop_token stop, const kube::ResourceId& r, const std::string& selector, F on) {
+    kube::ListOptions lo;
+    lo.label_selector = selector;
+    std::string rv;
+    while (rv.empty() && !stop.stop_requested()) {
+      try {
+        auto l = client.list(r, "", lo);
+        for (const auto& o : l.items) on(o);
+        rv = l.resource_version;
+      } catch (const std::exception&) {
+        std::this_thread::sleep_for(200ms);
+      }
+    }
+    while (!stop.stop_requested()) {
+      kube::WatchOptions wo;
+      wo.resource_version = rv;
+      wo.label_selector = selector;
+      wo.timeout_seconds = 2;
+      try {
+        auto w = client.watch(r, "", wo);
+        while (auto ev = w->next()) {
+          rv = std::string(kube::resource_version_of(ev->object));
+          on(ev->object);
+          if (stop.stop_requested()) break;
+        }
+      } catch (const std::exception& e) {
+        std::cerr << "watch: " << e.what() << "\n";
+        std::this_thread::sleep_for(200ms);
+      }
+    }
+  }
+
+  void start() {
+    threads.emplace_back([this](std::stop_token stop) {
+      loop(stop, kube::resources::nodes(), node_selector, [this](const core::Value& n) {
+        if (!kube::node::unschedulable(n)) return;
+        std::lock_guard l(mu);
+        cordoned.try_emplace(std::string(kube::name_of(n)), Clock::now());
+      });
+    });
+    threads.emplace_back([this](std::stop_token stop) {
+      loop(stop, sentinel::api::remediations(), "", [this](const core::Value& r) {
+        std::string node(r.get_string({"spec", "nodeName"}));
+        std::string p(r.get_string({"status", "phase"}));
+        std::lock_guard l(mu);
+        incidents[node].insert(std::string(kube::name_of(r)));
+        phases[node].try_emplace(p.empty() ? "Detected" : p, Clock::now());
+      });
+    });
+  }
+  void stop() {
+    for (auto& t : threads) t.request_stop();
+    threads.clear();
+  }
+  std::size_t cordoned_count() {
+    std::lock_guard l(mu);
+    return cordoned.size();
+  }
+  bool is_cordoned(const std::string& n) {
+    std::lock_guard l(mu);
+    return cordoned.contains(n);
+  }
+  // The first time the node's incident was seen in one of `ps`, or nullopt.
+  std::optional<Clock::time_point> first_phase(const std::string& n,
+                                               std::initializer_list<const char*> ps) {
+    std::lock_guard l(mu);
+    auto it = phases.find(n);
+    if (it == phases.end()) return std::nullopt;
+    std::optional<Clock::time_point> best;
+    for (const char* p : ps)
+      if (auto f = it->second.find(p); f != it->second.end())
+        if (!best || f->second < *best) best = f->second;
+    return best;
+  }
+  std::size_t incidents_of(const std::string& n) {
+    std::lock_guard l(mu);
+    auto it = incidents.find(n);
+    return it == incidents.end() ? 0 : it->second.size();
+  }
+};
+
+void apply_policy(kube::Client& client, const std::string& name, int threshold, bool drain) {
+  core::Value p = core::parse_yaml(
+      "apiVersion: gpufleet.io/v1alpha1\nkind: SentinelPolicy\nmetadata: {name: " + name +
+      "}\nspec:\n  rules:\n  - {name: xid-fatal, when: \"event.check == 'xid' && event.state == "
+      "'Fatal'\", cordon: true, taint: 'nvidia.com/gpu-error=fatal:NoSchedule'}\n"
+      "  breaker: {maxNodes: " +
+      std::to_string(threshold) +
+      ", windowSeconds: 3600}\n"
+      "  drain: {enabled: " +
+      (drain ? "true, defaultMode: Evict" : "false") +
+      "}\n  remediation: {enabled: false}\n"
+      "  validation: {newNodes: false}\n");
+  client.apply(sentinel::api::sentinel_policies(), p,
+               {.field_manager = "sentinel-bench", .force = true});
+}
+
+// Waits until the controller follows `threshold` (the policy reconciler reloads it).
+bool policy_loaded(kube::Client& client, const std::string& name, int threshold) {
+  return wait_until(
+      [&] {
+        auto pol = client.get(sentinel::api::sentinel_policies(), "", name);
+        const core::Value* t = pol.get({"status", "breaker", "threshold"});
+        const core::Value* g = pol.get({"status", "observedGeneration"});
+        const core::Value* mg = pol.get({"metadata", "generation"});
+        return t != nullptr && t->as_int() == threshold && g != nullptr && mg != nullptr &&
+               g->as_int() == mg->as_int();
+      },
+      30s);
+}
+
+// SENTINEL_BENCH_SET="sentinel.workers=32 ..." adds --set options (to compare settings).
+std::vector<std::string> controller_argv(const std::string& bin, const std::string& kubeconfig,
+                                         const std::string& policy, int port) {
+  std::vector<std::string> argv{bin,
+                                "controller",
+                                "--controllers=sentinel",
+                                "--metrics-addr",
+                                "127.0.0.1:" + std::to_string(port),
+                                "--set",
+                                "sentinel.policy=" + policy,
+                                "--kube-qps",
+                                "2000",
+                                "--kube-burst",
+                                "2000",
+                                "--kubeconfig",
+                                kubeconfig};
+  if (const char* extra = std::getenv("SENTINEL_BENCH_SET")) {
+    std::istringstream in(extra);
+    std::string s;
+    while (in >> s) {
+      argv.push_back("--set");
+      argv.push_back(s);
+    }
+  }
+  return argv;
+}
+
+void apply_crds(kube::Client& client, const std::string& src) {
+  for (const char* f : {"nodehealth", "sentinelpolicy", "remediation", "validationrequest"}) {
+    client.apply(kube::resources::custom_resource_definitions(),
+                 core::parse_yaml(read_file(src + "/deploy/crds/" + f + ".yaml")),
+                 {.field_manager = "sentinel-bench", .force = true});
+  }
+  std::this_thread::sleep_for(2s);  // CRDs established
+}
+
+// ---------------------------------------------------------------------------------------
+// Mode api
+
+struct ApiBench {
   kube::Client& client;
   std::string prefix;
   std::vector<core::Value> healths;  // as created (resourceVersion for the status write)
   std::mutex mu;
-  std::map<std::string, Clock::time_point> faulted, cordoned;
+  std::map<std::string, Clock::time_point> faulted;
 
   std::string node_name(int i) const { return prefix + "-" + std::to_string(i); }
 
@@ -99,196 +368,291 @@ struct Bench {
     });
   }
 
-  void fault(int i) {
+  // One pod on the node (no kubelet: the bench's pod watcher finishes its deletion).
+  void create_pod(int i) {
+    core::Value pod;
+    pod["apiVersion"] = "v1";
+    pod["kind"] = "Pod";
+    pod["metadata"]["name"] = node_name(i) + "-work";
+    pod["metadata"]["namespace"] = "default";
+    pod["metadata"]["labels"]["sentinel-bench"] = prefix;
+    pod["spec"]["nodeName"] = node_name(i);
+    pod["spec"]["terminationGracePeriodSeconds"] = 30;
+    core::Value c;
+    c["name"] = "work";
+    c["image"] = "example.invalid/train:1";
+    pod["spec"]["containers"].push_back(c);
+    client.create(kube::resources::pods(), pod);
+  }
+
+  core::Value status_doc(int i, const std::string& state) {
     core::Value obj = healths[static_cast<std::size_t>(i)];
+    obj["status"] = core::Value::map();
     core::Value e;
     e["id"] = "GPU-3";
-    e["state"] = "Fatal";
-    e["reason"] = "Xid79";
+    e["state"] = state;
+    e["reason"] = state == "Fatal" ? "Xid79" : "Ok";
     e["lastTransitionTime"] = core::Timestamp::now().to_rfc3339(core::TimestampPrecision::Micros);
     core::Value c;
     c["name"] = "xid";
-    c["state"] = "Fatal";
+    c["state"] = state;
     c["entities"].push_back(e);
     obj["status"]["checks"].push_back(c);
-    obj["status"]["state"] = "Fatal";
+    obj["status"]["state"] = state;
+    return obj;
+  }
+
+  void fault(int i) {
+    core::Value obj = status_doc(i, "Fatal");
     {
       std::lock_guard l(mu);
       faulted[node_name(i)] = Clock::now();
     }
-    client.update_status(sentinel::api::node_healths(), obj);
-  }
-
-  // Records when each node is first seen cordoned.
-  std::jthread watch_nodes() {
-    return std::jthread([this](std::stop_token stop) {
-      kube::ListOptions lo;
-      lo.label_selector = "sentinel-bench=" + prefix;
-      std::string rv = client.list(kube::resources::nodes(), "", lo).resource_version;
-      while (!stop.stop_requested()) {
-        kube::WatchOptions wo;
-        wo.resource_version = rv;
-        wo.label_selector = lo.label_selector;
-        wo.timeout_seconds = 2;
-        try {
-          auto w = client.watch(kube::resources::nodes(), "", wo);
-          while (auto ev = w->next()) {
-            rv = std::string(kube::resource_version_of(ev->object));
-            if (kube::node::unschedulable(ev->object)) {
-              std::lock_guard l(mu);
-              cordoned.try_emplace(std::string(kube::name_of(ev->object)), Clock::now());
-            }
-            if (stop.stop_requested()) break;
-          }
-        } catch (const std::exception& e) {
-          std::cerr << "watch: " << e.what() << "\n";
-          std::this_thread::sleep_for(200ms);
-        }
-      }
-    });
-  }
-
-  std::size_t cordoned_count() {
-    std::lock_guard l(mu);
-    return cordoned.size();
+    healths[static_cast<std::size_t>(i)] = client.update_status(sentinel::api::node_healths(), obj);
   }
 };
 
-void apply_policy(kube::Client& client, const std::string& name, int threshold) {
-  core::Value p = core::parse_yaml(
-      "apiVersion: gpufleet.io/v1alpha1\nkind: SentinelPolicy\nmetadata: {name: " + name +
-      "}\nspec:\n  rules:\n  - {name: xid-fatal, when: \"event.check == 'xid' && event.state == "
-      "'Fatal'\", cordon: true, taint: 'nvidia.com/gpu-error=fatal:NoSchedule'}\n"
-      "  breaker: {maxNodes: " +
-      std::to_string(threshold) +
-      ", windowSeconds: 3600}\n"
-      "  drain: {enabled: false}\n  remediation: {enabled: false}\n"
-      "  validation: {newNodes: false}\n");
-  client.apply(sentinel::api::sentinel_policies(), p,
-               {.field_manager = "sentinel-bench", .force = true});
+// Plays the kubelet of the bench's pods: a pod marked for deletion is deleted with grace 0.
+std::jthread play_kubelet(kube::Client& client, const std::string& prefix) {
+  return std::jthread([&client, prefix](std::stop_token stop) {
+    std::string rv;
+    while (!stop.stop_requested()) {
+      try {
+        if (rv.empty()) {
+          kube::ListOptions lo;
+          lo.label_selector = "sentinel-bench=" + prefix;
+          rv = client.list(kube::resources::pods(), "default", lo).resource_version;
+        }
+        kube::WatchOptions wo;
+        wo.resource_version = rv;
+        wo.label_selector = "sentinel-bench=" + prefix;
+        wo.timeout_seconds = 2;
+        auto w = client.watch(kube::resources::pods(), "default", wo);
+        while (auto ev = w->next()) {
+          rv = std::string(kube::resource_version_of(ev->object));
+          if (ev->object.get({"metadata", "deletionTimestamp"}) == nullptr) continue;
+          kube::DeleteOptions o;
+          o.grace_period_seconds = 0;
+          try {
+            client.remove(kube::resources::pods(), "default", kube::name_of(ev->object), o);
+          } catch (const kube::ApiError&) {
+          }
+          if (stop.stop_requested()) break;
+        }
+      } catch (const std::exception&) {
+        rv.clear();
+        std::this_thread::sleep_for(200ms);
+      }
+    }
+  });
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (argc < 4) {
-    std::cerr << "usage: sentinel_live_bench KUBECONFIG GPUFLEET_BIN SOURCE_DIR [NODES] [RATE] "
-                 "[SECONDS] [BURST] [STORM] [THRESHOLD]\n";
+int run_api(kube::Client& client, const std::string& kubeconfig, const std::string& bin,
+            const std::vector<int>& a) {
+  auto arg = [&](std::size_t i, int def) { return a.size() > i ? a[i] : def; };
+  const int nodes = arg(0, 1000), rate = arg(1, 100), seconds = arg(2, 5), burst = arg(3, 200),
+            storm = arg(4, 200), threshold = arg(5, 50), drain = arg(6, 100);
+  const int latency_faults = std::min(rate * seconds, nodes - burst - storm - drain);
+  if (latency_faults <= 0 || storm <= threshold) {
+    std::cerr << "NODES must exceed RATE*SECONDS + BURST + STORM + DRAIN, STORM must exceed "
+                 "THRESHOLD\n";
     return 2;
   }
-  const std::string kubeconfig = argv[1], bin = argv[2], src = argv[3];
-  const int nodes = argc > 4 ? std::stoi(argv[4]) : 1000;
-  const int rate = argc > 5 ? std::stoi(argv[5]) : 100;
-  const int seconds = argc > 6 ? std::stoi(argv[6]) : 5;
-  const int burst = argc > 7 ? std::stoi(argv[7]) : 200;
-  const int storm = argc > 8 ? std::stoi(argv[8]) : 200;
-  const int threshold = argc > 9 ? std::stoi(argv[9]) : 50;
-  const int latency_faults = std::min(rate * seconds, nodes - burst - storm);
-  if (latency_faults <= 0) {
-    std::cerr << "NODES must exceed RATE*SECONDS + BURST + STORM\n";
-    return 2;
-  }
-  kube::ClientConfig cc = kube::load_default_config(kubeconfig, "");
-  cc.qps = 5000;  // the load generator must not be what limits the rate
-  cc.burst = 5000;
-  kube::Client client(cc);
-  for (const char* f : {"nodehealth", "sentinelpolicy", "remediation", "validationrequest"}) {
-    client.apply(kube::resources::custom_resource_definitions(),
-                 core::parse_yaml(read_file(src + "/deploy/crds/" + f + ".yaml")),
-                 {.field_manager = "sentinel-bench", .force = true});
-  }
-  std::this_thread::sleep_for(2s);  // CRDs established
-  Bench b{client, "sb" + std::to_string(::getpid()), {}, {}, {}, {}};
+  int failures = 0;
+  ApiBench b{client, "sb" + std::to_string(::getpid()), {}, {}, {}};
   auto t0 = Clock::now();
   b.create_nodes(nodes);
-  std::cout << "setup: " << nodes << " GPU Nodes + NodeHealth in "
-            << std::chrono::duration<double>(Clock::now() - t0).count() << " s\n";
-  // Generous breaker for the latency and burst parts.
-  apply_policy(client, b.prefix, nodes);
-  auto watcher = b.watch_nodes();
-  controller::testing::Child ctl({bin, "controller", "--controllers=sentinel", "--metrics-addr", "",
-                                  "--set", "sentinel.policy=" + b.prefix, "--kube-qps", "2000",
-                                  "--kube-burst", "2000", "--kubeconfig", kubeconfig},
-                                 "/dev/null");
-  std::this_thread::sleep_for(5s);  // caches synced
+  std::cout << "setup: " << nodes << " GPU Nodes + NodeHealth in " << since(t0)
+            << " s (load average " << loadavg() << ")\n";
+  // Pods for the drain part, on the nodes right after the burst's.
+  const int drain_first = latency_faults + burst;
+  parallel(drain, 8, [&](int i) { b.create_pod(drain_first + i); });
+
+  // 0. Reference: the same generator, no controller, Healthy statuses (no rule matches) on
+  // the storm's nodes, 8 threads as in the other parts, for 3 s.
+  {
+    const int first = drain_first + drain;
+    std::atomic<int> writes{0};
+    const auto start = Clock::now();
+    std::vector<std::jthread> ts;
+    for (int t = 0; t < 8; ++t)
+      ts.emplace_back([&, t] {
+        // Each thread its own nodes: two writers on one object would meet 409.
+        const int mine = (storm - t + 7) / 8;
+        for (int j = 0; since(start) < 3.0; ++j) {
+          const int i = first + t + 8 * (j % mine);
+          b.healths[static_cast<std::size_t>(i)] =
+              client.update_status(sentinel::api::node_healths(), b.status_doc(i, "Healthy"));
+          ++writes;
+        }
+      });
+    ts.clear();
+    std::cout << "reference: " << writes / since(start)
+              << " NodeHealth status writes/s accepted from 8 threads, no controller (load "
+                 "average "
+              << loadavg() << ")\n";
+  }
+
+  apply_policy(client, b.prefix, nodes, false);
+  Watcher w{client, "sentinel-bench=" + b.prefix, {}, {}, {}, {}, {}};
+  w.start();
+  auto kubelet = play_kubelet(client, b.prefix);
+  const int port = controller::testing::free_port();
+  controller::testing::Child ctl(controller_argv(bin, kubeconfig, b.prefix, port), "/dev/null");
+  wait_until([&] { return controller::testing::http_get(port, "/metrics").first == 200; }, 30s);
+  if (!policy_loaded(client, b.prefix, nodes)) std::cerr << "policy not loaded in 30 s\n";
+  std::this_thread::sleep_for(2s);  // caches synced, the start's reconciles done
   const long rss_idle = rss_kib(ctl.pid());
+  const double cpu_idle = cpu_s(ctl.pid());
 
   // 1. Steady rate.
   int next = 0;
   {
+    const auto writes_before = api_writes(client);
+    const double cpu_before = cpu_s(ctl.pid());
     const auto start = Clock::now();
     std::vector<std::jthread> writers;
-    std::atomic<int> issued{0};
     for (int t = 0; t < 8; ++t)
       writers.emplace_back([&, t] {
         for (int k = t; k < latency_faults; k += 8) {
           std::this_thread::sleep_until(start + std::chrono::microseconds(1'000'000LL * k / rate));
           b.fault(k);
-          ++issued;
         }
       });
     writers.clear();
-    const double took = std::chrono::duration<double>(Clock::now() - start).count();
+    const double took = since(start);
     next = latency_faults;
-    controller::testing::wait_until(
-        [&] { return b.cordoned_count() >= static_cast<std::size_t>(latency_faults); }, 60s);
+    wait_until([&] { return w.cordoned_count() >= static_cast<std::size_t>(latency_faults); },
+               120s);
+    // The incidents' own status writes after the cordon, too.
+    wait_until(
+        [&] {
+          for (int i = 0; i < latency_faults; ++i)
+            if (!w.first_phase(b.node_name(i), {"Validating", "Released", "Failed"})) return false;
+          return true;
+        },
+        60s);
+    std::this_thread::sleep_for(1s);
+    const auto [writes, writes_text] = writes_between(writes_before, api_writes(client));
     std::vector<double> lat;
     {
-      std::lock_guard l(b.mu);
-      for (const auto& [n, t] : b.cordoned)
+      std::lock_guard l(w.mu);
+      for (const auto& [n, t] : w.cordoned)
         if (auto f = b.faulted.find(n); f != b.faulted.end())
           lat.push_back(std::chrono::duration<double, std::milli>(t - f->second).count());
     }
     std::cout << "latency: " << latency_faults << " faults at " << rate << "/s (achieved "
               << latency_faults / took << "/s) on " << nodes << " nodes: cordoned " << lat.size()
               << ", fault->cordon p50 " << pct(lat, 0.5) << " ms, p99 " << pct(lat, 0.99)
-              << " ms, max " << pct(lat, 1.0) << " ms\n";
+              << " ms, max " << pct(lat, 1.0) << " ms; controller writes per quarantine "
+              << writes / latency_faults << " (" << writes_text << "), controller CPU "
+              << (cpu_s(ctl.pid()) - cpu_before) * 1000 / latency_faults
+              << " ms per quarantine (load average " << loadavg() << ")\n";
   }
   // 2. Burst.
   {
-    const std::size_t before = b.cordoned_count();
+    const std::size_t before = w.cordoned_count();
     const auto start = Clock::now();
     parallel(burst, 8, [&](int i) { b.fault(next + i); });
-    controller::testing::wait_until(
-        [&] { return b.cordoned_count() >= before + static_cast<std::size_t>(burst); }, 120s);
-    const double took = std::chrono::duration<double>(Clock::now() - start).count();
-    std::cout << "burst: " << b.cordoned_count() - before << " of " << burst
-              << " nodes quarantined in " << took << " s = " << burst / took << " nodes/s\n";
+    const double wrote = since(start);
+    wait_until([&] { return w.cordoned_count() >= before + static_cast<std::size_t>(burst); },
+               120s);
+    const double took = since(start);
+    std::cout << "burst: " << w.cordoned_count() - before << " of " << burst
+              << " nodes quarantined in " << took << " s = " << burst / took
+              << " nodes/s (the faults took " << wrote << " s to write; load average " << loadavg()
+              << ")\n";
     next += burst;
   }
   const long rss_busy = rss_kib(ctl.pid());
   std::cout << "controller RSS: " << rss_idle / 1024 << " MiB after sync, " << rss_busy / 1024
-            << " MiB after the bursts (" << nodes << " Nodes, NodeHealth, Remediations cached)\n";
-  // 3. Storm with the breaker at `threshold` more nodes.
+            << " MiB after the bursts (" << nodes
+            << " Nodes, NodeHealth, Remediations cached); CPU at start " << cpu_idle << " s\n";
+  // 3. Drain: nodes with a pod each, drain on.
   {
-    const std::size_t before = b.cordoned_count();
+    apply_policy(client, b.prefix, nodes + 1, true);
+    if (!policy_loaded(client, b.prefix, nodes + 1)) std::cerr << "policy not loaded in 30 s\n";
+    const auto start = Clock::now();
+    parallel(drain, 8, [&](int i) { b.fault(drain_first + i); });
+    auto drained = [&](int i) {
+      return w.first_phase(b.node_name(drain_first + i),
+                           {"Remediating", "Validating", "Released", "Failed", "Cancelled"});
+    };
+    wait_until(
+        [&] {
+          for (int i = 0; i < drain; ++i)
+            if (!drained(i)) return false;
+          return true;
+        },
+        180s);
+    Clock::time_point last = start;
+    int done = 0;
+    for (int i = 0; i < drain; ++i)
+      if (auto t = drained(i)) {
+        ++done;
+        last = std::max(last, *t);
+      }
+    const double took = std::chrono::duration<double>(last - start).count();
+    kube::ListOptions lo;
+    lo.label_selector = "sentinel-bench=" + b.prefix;
+    const std::size_t left = client.list(kube::resources::pods(), "default", lo).items.size();
+    std::cout << "drain: " << done << " of " << drain << " nodes (one pod each) drained in " << took
+              << " s = " << done / took << " nodes/s; pods left " << left << "; "
+              << controller_metrics_line(port, "gpufleet_sentinel_drain_pod_actions_total{")
+              << " (load average " << loadavg() << ")\n";
+    if (done != drain || left != 0) ++failures;
+    next = drain_first + drain;
+  }
+  // 4. Storm with the breaker at `threshold` more nodes.
+  {
+    const std::size_t before = w.cordoned_count();
     // The breaker counts unique nodes in its window: the threshold is what is already in it
     // plus `threshold`.
     const int already = static_cast<int>(before);
-    apply_policy(client, b.prefix, already + threshold);
-    std::this_thread::sleep_for(6s);  // the policy reconciler reloads it
+    apply_policy(client, b.prefix, already + threshold, false);
+    if (!policy_loaded(client, b.prefix, already + threshold))
+      std::cerr << "policy not loaded in 30 s\n";
+    const auto start = Clock::now();
     parallel(storm, 8, [&](int i) { b.fault(next + i); });
-    std::this_thread::sleep_for(10s);
-    const std::size_t acted = b.cordoned_count() - before;
-    auto pol = client.get(sentinel::api::sentinel_policies(), "", b.prefix);
-    // Every incident of the storm's nodes: exactly one each.
-    std::map<std::string, int> per_node;
-    for (const auto& r : client.list(sentinel::api::remediations(), "").items) {
-      std::string n(r.get_string({"spec", "nodeName"}));
-      if (n.rfind(b.prefix + "-", 0) == 0) ++per_node[n];
+    // The backlog: every admitted node cordoned, and nothing more for 5 s.
+    std::size_t seen = 0;
+    auto stable_since = Clock::now();
+    while (since(start) < 180) {
+      const std::size_t c = w.cordoned_count();
+      if (c != seen) {
+        seen = c;
+        stable_since = Clock::now();
+      }
+      if (c - before >= static_cast<std::size_t>(threshold) && since(stable_since) > 5) break;
+      std::this_thread::sleep_for(200ms);
     }
-    int dup = 0;
-    for (const auto& [n, c] : per_node) dup += c > 1 ? 1 : 0;
-    std::cout << "storm: " << storm << " nodes faulted at once, breaker threshold " << threshold
-              << " new nodes: quarantined " << acted << ", breaker "
-              << pol.get_string({"status", "breaker", "state"}) << " (refused "
-              << core::to_json(pol.get({"status", "breaker", "refused"})
-                                   ? *pol.get({"status", "breaker", "refused"})
-                                   : core::Value(0))
-              << "), incidents " << per_node.size() << " for " << b.cordoned_count()
-              << " quarantined nodes, nodes with more than one incident: " << dup << "\n";
+    const std::size_t acted = w.cordoned_count() - before;
+    auto pol = client.get(sentinel::api::sentinel_policies(), "", b.prefix);
+    int dup = 0, with_incident = 0, cordoned_without = 0;
+    for (int i = 0; i < storm; ++i) {
+      const std::string n = b.node_name(next + i);
+      const std::size_t k = w.incidents_of(n);
+      dup += k > 1 ? 1 : 0;
+      with_incident += k > 0 ? 1 : 0;
+      cordoned_without += k == 0 && w.is_cordoned(n) ? 1 : 0;
+    }
+    const std::string state(pol.get_string({"status", "breaker", "state"}));
+    const core::Value* un = pol.get({"status", "breaker", "uniqueNodes"});
+    std::cout << "storm: " << storm << " nodes faulted at once, breaker at " << threshold
+              << " new nodes (" << already + threshold << " in its window): quarantined " << acted
+              << ", incidents " << with_incident << ", nodes with more than one " << dup
+              << ", cordoned without one " << cordoned_without << ", breaker " << state << " at "
+              << (un != nullptr ? un->as_int() : -1) << " unique nodes, "
+              << controller_metrics_line(port, "gpufleet_sentinel_quarantines_refused_total")
+              << " refusals (load average " << loadavg() << ")\n";
+    const bool ok = acted == static_cast<std::size_t>(threshold) && with_incident == threshold &&
+                    dup == 0 && cordoned_without == 0 && state == "Tripped" && un != nullptr &&
+                    un->as_int() == already + threshold;
+    std::cout << "storm check: " << (ok ? "OK" : "FAILED") << "\n";
+    if (!ok) ++failures;
   }
-  watcher.request_stop();
+  w.stop();
+  kubelet.request_stop();
   ctl.signal(SIGTERM);
   ctl.wait(30s);
   // Cleanup.
@@ -300,5 +664,298 @@ int main(int argc, char** argv) {
     } catch (const std::exception&) {
     }
   });
-  return 0;
+  return failures == 0 ? 0 : 1;
+}
+
+// ---------------------------------------------------------------------------------------
+// Mode sim
+
+// What one node's journal holds: every record, its Xid health records, its Fatal entities.
+struct JournalCount {
+  std::uint64_t last_id = 0;
+  std::uint64_t xid_records = 0;
+  std::set<std::string> fatal;  // xid entities whose last record was Fatal
+};
+
+JournalCount read_journal(const fs::path& dir) {
+  JournalCount out;
+  std::vector<fs::path> segs;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().filename().string().rfind("seg-", 0) == 0) segs.push_back(e.path());
+  std::sort(segs.begin(), segs.end(), [](const fs::path& a, const fs::path& b) {
+    auto id = [](const fs::path& p) {
+      return std::stoull(p.stem().string().substr(4).empty() ? "0" : p.stem().string().substr(4));
+    };
+    return id(a) < id(b);
+  });
+  std::map<std::string, std::string> state;
+  for (const auto& s : segs) {
+    std::string bytes = read_file(s.string());
+    std::size_t valid = 0;
+    for (const auto& r : agent::decode_records(bytes, &valid)) {
+      out.last_id = std::max(out.last_id, r.id);
+      if (r.kind != "health") continue;
+      core::Value p;
+      try {
+        p = core::parse_json(r.payload, "record");
+      } catch (const std::exception&) {
+        continue;
+      }
+      if (p.get_string({"check"}) != "xid") continue;
+      ++out.xid_records;
+      state[std::string(p.get_string({"entity"}))] = std::string(p.get_string({"state"}));
+    }
+  }
+  for (const auto& [e, st] : state)
+    if (st == "Fatal") out.fatal.insert(e);
+  return out;
+}
+
+int run_sim(kube::Client& client, const std::string& kubeconfig, const std::string& bin,
+            const std::vector<int>& a) {
+  auto arg = [&](std::size_t i, int def) { return a.size() > i ? a[i] : def; };
+  const int nodes = arg(0, 1000), rate = arg(1, 100), seconds = arg(2, 60), threshold = arg(3, 50);
+  const fs::path work =
+      fs::temp_directory_path() / ("sentinel-storm-" + std::to_string(::getpid()));
+  const fs::path state = work / "sim";
+  fs::create_directories(work);
+  const std::string policy = "storm" + std::to_string(::getpid());
+  {
+    std::ofstream f(work / "fleet.yaml");
+    f << "apiVersion: gpufleet.io/v1alpha1\nkind: Fleet\nmetadata: {name: " << policy
+      << "}\nspec:\n  seed: 12\n  pools:\n  - name: h100\n    count: " << nodes
+      << "\n    namePattern: \"" << policy << "-{rack:03}-{slot:02}\"\n    nodesPerRack: 16\n"
+      << "    gpu: {product: h100, count: 8}\n";
+  }
+  auto t0 = Clock::now();
+  // Leases every 30 s (of their 40 s) and status every 10 min: the fleet's own heartbeat
+  // writes stay a small share of what the API server can take.
+  controller::testing::Child sim(
+      {bin, "sim", "--fleet", (work / "fleet.yaml").string(), "--kubeconfig", kubeconfig,
+       "--state-dir", state.string(), "--lease-renew", "30s", "--status-report", "10m"},
+      (work / "sim.log").string());
+  auto node_dirs = [&] {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(state / "nodes", ec))
+      if (fs::exists(e.path() / "proc/sys/kernel/random/boot_id"))
+        out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  if (!wait_until([&] { return node_dirs().size() == static_cast<std::size_t>(nodes); }, 600s)) {
+    std::cerr << "simulator: " << node_dirs().size() << " of " << nodes << " nodes in 600 s\n";
+    return 1;
+  }
+  const std::vector<std::string> names = node_dirs();
+  std::cout << "setup: simulator with " << nodes << " nodes in " << since(t0) << " s\n";
+  controller::testing::Child agent({bin, "agent", "--sim-state-dir", state.string(), "--kubeconfig",
+                                    kubeconfig, "--fsync", "false", "--remediation", "off"},
+                                   (work / "agent.log").string());
+  auto healths = [&] {
+    kube::ListOptions lo;
+    return client.list(sentinel::api::node_healths(), "", lo).items;
+  };
+  auto count_ours = [&] {
+    std::size_t n = 0;
+    for (const auto& h : healths()) n += kube::name_of(h).starts_with(policy) ? 1 : 0;
+    return n;
+  };
+  if (!wait_until([&] { return count_ours() == static_cast<std::size_t>(nodes); }, 600s)) {
+    std::cerr << "agent: NodeHealth for " << count_ours() << " of " << nodes << " nodes\n";
+    return 1;
+  }
+  std::cout << "setup: agents reported every NodeHealth after " << since(t0) << " s\n";
+  // Agent cost per node, idle (every monitor polling, nothing to report).
+  {
+    std::this_thread::sleep_for(5s);
+    const double c0 = cpu_s(agent.pid());
+    const auto s = Clock::now();
+    std::this_thread::sleep_for(20s);
+    const double cores = (cpu_s(agent.pid()) - c0) / since(s);
+    const long rss = rss_kib(agent.pid());
+    std::cout << "agent: " << nodes
+              << " simulated nodes in one `gpufleet agent --sim-state-dir`: " << cores
+              << " cores idle = " << cores * 1e6 / nodes << " µs CPU/s per node, RSS " << rss / 1024
+              << " MiB = " << static_cast<double>(rss) / nodes << " KiB per node (load average "
+              << loadavg() << ")\n";
+  }
+  apply_policy(client, policy, threshold, false);
+  Watcher w{client, "gpufleet.io/fleet=" + policy, {}, {}, {}, {}, {}};
+  w.start();
+  const int port = controller::testing::free_port();
+  controller::testing::Child ctl(controller_argv(bin, kubeconfig, policy, port),
+                                 (work / "controller.log").string());
+  wait_until([&] { return controller::testing::http_get(port, "/metrics").first == 200; }, 30s);
+  if (!policy_loaded(client, policy, threshold)) std::cerr << "policy not loaded in 30 s\n";
+
+  // The storm: Xids on random nodes and GPUs; 79 and 48 are Fatal (the rule matches), 13 and
+  // 31 Warning (it does not).
+  std::mt19937 rng(12);
+  const int codes[] = {79, 13, 48, 31};
+  std::map<std::string, Clock::time_point> first_fault;  // first Fatal Xid injected per node
+  const int total = rate * seconds;
+  const double agent_cpu0 = cpu_s(agent.pid()), ctl_cpu0 = cpu_s(ctl.pid());
+  const auto start = Clock::now();
+  for (int k = 0; k < total; ++k) {
+    std::this_thread::sleep_until(start + std::chrono::microseconds(1'000'000LL * k / rate));
+    const std::string& n = names[rng() % names.size()];
+    const int code = codes[rng() % 4];
+    core::Value ev;
+    ev["node"] = n;
+    ev["type"] = "xid";
+    ev["gpu"] = static_cast<std::int64_t>(rng() % 8);
+    ev["code"] = code;
+    sim::submit_control_event(state.string(), ev);
+    if (code == 79 || code == 48) first_fault.try_emplace(n, Clock::now());
+  }
+  const double took = since(start);
+  const double agent_cores = (cpu_s(agent.pid()) - agent_cpu0) / took;
+  const double ctl_cores = (cpu_s(ctl.pid()) - ctl_cpu0) / took;
+  std::cout << "storm: " << total << " Xids injected in " << took << " s (" << total / took
+            << "/s) on " << nodes << " nodes, " << first_fault.size()
+            << " nodes with a Fatal one; agent " << agent_cores << " cores, controller "
+            << ctl_cores << " cores (load average " << loadavg() << ")\n";
+
+  // Drain the backlog: the simulator's inbox empty, every journal delivered (NodeHealth's
+  // lastAppliedRecordId at the journal's last id) and stable, the controller quiet.
+  auto inbox_left = [&] { return sim::list_control_inbox(state.string()).size(); };
+  wait_until([&] { return inbox_left() == 0; }, 300s);
+  std::map<std::string, JournalCount> journals;
+  std::size_t undelivered = 0;
+  const auto drain_start = Clock::now();
+  std::uint64_t stable_sum = 0;
+  auto stable_since = Clock::now();
+  while (since(drain_start) < 600) {
+    std::this_thread::sleep_for(2s);
+    journals.clear();
+    std::uint64_t sum = 0;
+    for (const auto& n : names) {
+      journals[n] = read_journal(state / "nodes" / n / "var/lib/gpufleet/agent/journal");
+      sum += journals[n].last_id;
+    }
+    std::map<std::string, std::int64_t> applied;
+    for (const auto& h : healths()) {
+      const core::Value* v = h.get({"status", "lastAppliedRecordId"});
+      applied[std::string(kube::name_of(h))] = v != nullptr ? v->as_int() : 0;
+    }
+    undelivered = 0;
+    for (const auto& n : names)
+      undelivered += applied[n] < static_cast<std::int64_t>(journals[n].last_id) ? 1 : 0;
+    if (sum != stable_sum) {
+      stable_sum = sum;
+      stable_since = Clock::now();
+    }
+    if (undelivered == 0 && since(stable_since) >= 6) break;
+  }
+  // The controller: no new cordon for 5 s.
+  {
+    std::size_t seen = w.cordoned_count();
+    auto quiet = Clock::now();
+    while (since(quiet) < 5 && since(drain_start) < 900) {
+      std::this_thread::sleep_for(200ms);
+      if (w.cordoned_count() != seen) {
+        seen = w.cordoned_count();
+        quiet = Clock::now();
+      }
+    }
+  }
+  std::cout << "backlog drained " << since(start) - took << " s after the last injection\n";
+
+  // Counts.
+  std::uint64_t journal_records = 0, journal_xid = 0, api_applied = 0, rejected = 0;
+  std::size_t fatal_journal = 0, fatal_api = 0, entity_mismatch = 0;
+  std::set<std::string> matching;  // nodes whose journal holds a Fatal Xid entity
+  std::map<std::string, core::Value> by_name;
+  for (auto& h : healths()) by_name[std::string(kube::name_of(h))] = h;
+  for (const auto& n : names) {
+    const JournalCount& j = journals[n];
+    journal_records += j.last_id;
+    journal_xid += j.xid_records;
+    fatal_journal += j.fatal.size();
+    if (!j.fatal.empty()) matching.insert(n);
+    const core::Value& h = by_name[n];
+    if (const core::Value* v = h.get({"status", "lastAppliedRecordId"})) api_applied += v->as_int();
+    if (const core::Value* v = h.get({"status", "rejectedRecords"})) rejected += v->as_int();
+    std::set<std::string> api_fatal;
+    if (const core::Value* checks = h.get({"status", "checks"}); checks && checks->is_list())
+      for (const auto& c : checks->as_list())
+        if (c.get_string({"name"}) == "xid")
+          if (const core::Value* es = c.find("entities"); es && es->is_list())
+            for (const auto& e : es->as_list())
+              if (e.get_string({"state"}) == "Fatal")
+                api_fatal.insert(std::string(e.get_string({"id"})));
+    fatal_api += api_fatal.size();
+    entity_mismatch += api_fatal != j.fatal ? 1 : 0;
+  }
+  int quarantined = 0, dup = 0, unmatched = 0;
+  std::vector<double> lat;
+  for (const auto& n : names) {
+    const std::size_t k = w.incidents_of(n);
+    quarantined += k > 0 ? 1 : 0;
+    dup += k > 1 ? 1 : 0;
+    if (k > 0 && !matching.contains(n)) ++unmatched;
+    if (w.is_cordoned(n))
+      if (auto f = first_fault.find(n); f != first_fault.end()) {
+        std::lock_guard l(w.mu);
+        lat.push_back(std::chrono::duration<double, std::milli>(w.cordoned[n] - f->second).count());
+      }
+  }
+  auto pol = client.get(sentinel::api::sentinel_policies(), "", policy);
+  const std::string bstate(pol.get_string({"status", "breaker", "state"}));
+  const core::Value* un = pol.get({"status", "breaker", "uniqueNodes"});
+  const int expect = std::min(static_cast<int>(matching.size()), threshold);
+  const bool trip_expected = static_cast<int>(matching.size()) >= threshold;
+  std::cout << "journals: " << journal_records << " records (" << journal_xid
+            << " Xid health records), NodeHealth applied " << api_applied << ", rejected "
+            << rejected << "; Fatal Xid entities: journals " << fatal_journal << ", NodeHealth "
+            << fatal_api << ", nodes differing " << entity_mismatch << "\n";
+  std::cout << "quarantine: " << matching.size() << " nodes with a matching fault, breaker at "
+            << threshold << ": quarantined " << quarantined << " (expected " << expect
+            << "), nodes with more than one incident " << dup << ", without a matching fault "
+            << unmatched << "; breaker " << bstate << " at " << (un ? un->as_int() : -1)
+            << " unique nodes (expected " << (trip_expected ? "Tripped" : "Closed") << " at "
+            << expect << "); fault->cordon through sim+agent p50 " << pct(lat, 0.5) << " ms, p99 "
+            << pct(lat, 0.99) << " ms; controller RSS " << rss_kib(ctl.pid()) / 1024 << " MiB\n";
+  const bool ok = journal_records == api_applied && rejected == 0 && entity_mismatch == 0 &&
+                  quarantined == expect && dup == 0 && unmatched == 0 &&
+                  bstate == (trip_expected ? "Tripped" : "Closed") && un != nullptr &&
+                  un->as_int() == expect;
+  std::cout << "storm check: " << (ok ? "OK" : "FAILED") << "\n";
+  w.stop();
+  ctl.signal(SIGTERM);
+  ctl.wait(30s);
+  agent.signal(SIGTERM);
+  agent.wait(30s);
+  sim.signal(SIGTERM);
+  sim.wait(300s);
+  client.remove(sentinel::api::sentinel_policies(), "", policy);
+  std::error_code ec;
+  if (ok)
+    fs::remove_all(work, ec);
+  else
+    std::cout << "logs kept in " << work.string() << "\n";
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 5 || (std::string(argv[1]) != "api" && std::string(argv[1]) != "sim")) {
+    std::cerr
+        << "usage: sentinel_live_bench api|sim KUBECONFIG GPUFLEET_BIN SOURCE_DIR [NUMBERS...]"
+           " (see the file's header)\n";
+    return 2;
+  }
+  const std::string mode = argv[1], kubeconfig = argv[2], bin = argv[3], src = argv[4];
+  std::vector<int> nums;
+  for (int i = 5; i < argc; ++i) nums.push_back(std::stoi(argv[i]));
+  kube::ClientConfig cc = kube::load_default_config(kubeconfig, "");
+  cc.qps = 5000;  // the load generator must not be what limits the rate
+  cc.burst = 5000;
+  kube::Client client(cc);
+  apply_crds(client, src);
+  return mode == "api" ? run_api(client, kubeconfig, bin, nums)
+                       : run_sim(client, kubeconfig, bin, nums);
 }
