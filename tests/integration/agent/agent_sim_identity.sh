@@ -91,7 +91,7 @@ done
 # 1. No RBAC for the ServiceAccount yet: nothing is written, deliveries are rejected.
 url=""
 for _ in $(seq 1 50); do
-  url="$(grep -o 'url=http://127.0.0.1:[0-9]*' "$work/agent.log" | head -1 | cut -d= -f2)"
+  url="$( (grep -o 'url=http://127.0.0.1:[0-9]*' "$work/agent.log" || true) | head -1 | cut -d= -f2)"
   [[ -n "$url" ]] && break
   sleep 0.2
 done
