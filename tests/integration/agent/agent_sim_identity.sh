@@ -24,6 +24,7 @@ if ! command -v kubectl >/dev/null 2>&1; then
 fi
 agent_pid=""
 cleanup() {
+  set +e  # every step runs: a failed one must not leave the simulator running
   [[ -n "$agent_pid" ]] && kill -TERM "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
   "$gpufleet" sim stop --state-dir "$state" >/dev/null 2>&1 || true
   for n in $(ls "$state/nodes" 2>/dev/null); do
