@@ -50,8 +50,9 @@ if "$gpufleet" recipe --help >/dev/null 2>&1; then
   for d in helm argocd argocd-helm flux helmfile; do
     rm -rf "$demo_dir/bundle-$d"
     extra=()
-    # The app of apps syncs from the Git repository the bundle is pushed to.
-    [[ $d == argocd ]] && extra=(--repo-url https://git.example.com/gpu-cluster.git)
+    # Argo CD syncs from the Git repository the bundle is pushed to (the app of apps, and
+    # argocd-helm for the charts that travel in the bundle, e.g. gpufleet's own).
+    [[ $d == argocd* ]] && extra=(--repo-url https://git.example.com/gpu-cluster.git)
     "$gpufleet" bundle -r "$demo_dir/recipe.yaml" --deployer "$d" "${extra[@]}" \
       -o "$demo_dir/bundle-$d" >/dev/null
     echo "$d: $(find "$demo_dir/bundle-$d" -type f | wc -l) files in $demo_dir/bundle-$d"
