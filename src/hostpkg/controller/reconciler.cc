@@ -15,6 +15,7 @@
 #include "core/errors.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "core/text.h"
 #include "core/time.h"
 #include "hostpkg/controller/node_condition.h"
 #include "hostpkg/controller/record_store.h"
@@ -126,14 +127,8 @@ NodeScan scan_node(const kube::CompactObject& o, const LabelKeys* keys) {
       auto s = v.string();
       if (!s) return;
       if (k == kube::kCordonOwnersAnnotation) {
-        std::string_view rest = *s;
-        while (!rest.empty()) {
-          auto comma = rest.find(',');
-          std::string_view part = rest.substr(0, comma);
+        for (std::string_view part : core::split_trimmed(*s, ','))
           if (!part.empty()) n.owners.emplace_back(part);
-          if (comma == std::string_view::npos) break;
-          rest.remove_prefix(comma + 1);
-        }
       } else if (k.starts_with(kRecordPrefix)) {
         n.records.emplace(std::string(k.substr(kRecordPrefix.size())), std::string(*s));
       }

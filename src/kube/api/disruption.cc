@@ -121,14 +121,8 @@ NodeOutFacts node_out_facts(const core::Value& node, std::string_view topology_k
   const core::Value* ann = node.get({"metadata", "annotations"});
   if (ann == nullptr || !ann->is_map()) return f;
   if (const core::Value* o = ann->find(kCordonOwnersAnnotation); o != nullptr && o->is_string()) {
-    std::string_view rest = o->as_string();
-    while (!rest.empty()) {
-      auto comma = rest.find(',');
-      std::string_view part = rest.substr(0, comma);
+    for (std::string_view part : core::split_trimmed(o->as_string(), ','))
       if (!part.empty()) f.owners.emplace_back(part);
-      if (comma == std::string_view::npos) break;
-      rest.remove_prefix(comma + 1);
-    }
   }
   const bool hostpkg_held =
       std::find(f.owners.begin(), f.owners.end(), "hostpkg") != f.owners.end();
@@ -159,14 +153,8 @@ NodeOutFacts node_out_facts(const CompactObject& node, std::string_view topology
   }
   auto ann = root.get({"metadata", "annotations"});
   if (!ann || !ann->is_map()) return f;
-  std::string_view owners = ann->get_string({kCordonOwnersAnnotation});
-  while (!owners.empty()) {
-    auto comma = owners.find(',');
-    std::string_view part = owners.substr(0, comma);
+  for (std::string_view part : core::split_trimmed(ann->get_string({kCordonOwnersAnnotation}), ','))
     if (!part.empty()) f.owners.emplace_back(part);
-    if (comma == std::string_view::npos) break;
-    owners.remove_prefix(comma + 1);
-  }
   const bool hostpkg_held =
       std::find(f.owners.begin(), f.owners.end(), "hostpkg") != f.owners.end();
   ann->for_each_entry([&](std::string_view k, CompactView v) {
