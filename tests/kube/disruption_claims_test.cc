@@ -140,10 +140,20 @@ TEST(DisruptionClaims, AnOwnClaimIsGrantedAgainWithoutAWrite) {
   View v;
   v.set("a", true, "9");
   ClaimDecision d = decide_claims({claim("a", "r", kNow - 500, "8", "Sentinel/i")},
-                                  {{"a", "r", "Sentinel/i", "9"}}, {{"a", "r"}}, ClaimLimits{1, 1},
+                                  {{"a", "r", "Sentinel/i", "8"}}, {{"a", "r"}}, ClaimLimits{1, 1},
                                   v.lookup(), kNow, kGrace);
   EXPECT_THAT(d.granted, ElementsAre(true));
   EXPECT_FALSE(d.changed);
+  // Decided again on a newer Node: the claim takes the new version (else a reader would see
+  // the Node past the claim and drop it before the action lands).
+  ClaimDecision d2 = decide_claims({claim("a", "r", kNow - 500, "8", "Sentinel/i")},
+                                   {{"a", "r", "Sentinel/i", "9"}}, {{"a", "r"}}, ClaimLimits{1, 1},
+                                   v.lookup(), kNow, kGrace);
+  EXPECT_THAT(d2.granted, ElementsAre(true));
+  EXPECT_TRUE(d2.changed);
+  ASSERT_EQ(d2.claims.size(), 1u);
+  EXPECT_EQ(d2.claims[0].rv, "9");
+  EXPECT_EQ(d2.claims[0].since, kNow);
 }
 
 TEST(DisruptionClaims, DeadClaimsArePrunedAndFreeTheirSlot) {

@@ -122,7 +122,17 @@ ClaimDecision decide_claims(const std::vector<DisruptionClaim>& current,
   }
   for (const auto& r : requests) {
     bool mine = false;
-    for (const auto& c : d.claims) mine = mine || (c.node == r.node && c.holder == r.holder);
+    for (auto& c : d.claims) {
+      if (c.node != r.node || c.holder != r.holder) continue;
+      mine = true;
+      // The claimer decides again on a newer Node: the claim must carry that version, or
+      // readers would take the Node's move for the end of the action.
+      if (c.rv != r.rv) {
+        c.rv = r.rv;
+        c.since = now;
+        d.changed = true;
+      }
+    }
     if (mine) {
       d.granted.push_back(true);
       d.why.emplace_back();

@@ -94,8 +94,9 @@ struct ClaimDecision {
 
 // Decides requests in order: each goes when the nodes out (`counted` ∪ live claims, each node
 // once, the request's own node included) stay within both limits with it; a granted request
-// counts for the next. A node already claimed by the same holder is granted again without a
-// change. Requests past kMaxDisruptionClaims are refused.
+// counts for the next. A node already claimed by the same holder is granted again, without a
+// change unless the request's rv differs (the claim then takes it, and `since` restarts).
+// Requests past kMaxDisruptionClaims are refused.
 ClaimDecision decide_claims(const std::vector<DisruptionClaim>& current,
                             const std::vector<ClaimRequest>& requests,
                             const std::vector<CountedNode>& counted, const ClaimLimits& limits,
