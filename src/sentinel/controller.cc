@@ -1171,9 +1171,10 @@ class NodeReconciler final : public controller::Reconciler {
     const core::Value before = s;
     s["waitingFor"] = "budget";
     s["message"] = ("waiting for the disruption budget: " + why).substr(0, 1000);
-    // The cluster-wide limit and the claims' answers say "in the cluster" / "domain".
-    const char* reason =
-        why.find("in the cluster") != std::string::npos ? "ClusterAtLimit" : "DomainAtLimit";
+    // The claims' answers say "in the cluster", "domain" or (lost every race) "changed under".
+    const char* reason = why.find("in the cluster") != std::string::npos  ? "ClusterAtLimit"
+                         : why.find("changed under") != std::string::npos ? "ClaimsContended"
+                                                                          : "DomainAtLimit";
     kube::Condition c{"WaitingForBudget", "True", reason, why.substr(0, 4000)};
     core::Value conds = s.find("conditions") ? *s.find("conditions") : core::Value::list();
     kube::set_condition(conds, c);
