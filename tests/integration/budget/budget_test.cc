@@ -256,11 +256,12 @@ class BudgetTest : public ::testing::Test {
     return kube::parse_disruption_claims(
         kube::annotation_of(*l, std::string(kube::kDisruptionClaimsAnnotation)));
   }
-  bool claimed(const std::string& node, const std::string& holder) {
+  // `racks`: the claim names the node's rack (the budget's topology key), else domain "".
+  bool claimed(const std::string& node, const std::string& holder, bool racks = true) {
+    const std::string domain =
+        !racks ? "" : rack(node == env_->node(0) || node == env_->node(1) ? "a" : "b");
     for (const auto& c : claims())
-      if (c.node == node && c.holder == holder &&
-          c.domain == rack(node == env_->node(0) || node == env_->node(1) ? "a" : "b"))
-        return true;
+      if (c.node == node && c.holder == holder && c.domain == domain) return true;
     return false;
   }
   double claim_writes() {
@@ -396,6 +397,66 @@ TEST_F(BudgetTest, RolloutWaitsForSentinelAndRebootWaitsForHostpkg) {
       },
       30s))
       << core::to_json(budget());
+}
+
+
+// The total maxUnavailable gates sentinel too (no topology key): hostpkg holds the last free
+// slot of the cluster, so sentinel's quarantine goes at once but its reboot waits
+// (ClusterAtLimit, from the claims), and goes once the rollout is done.
+TEST_F(BudgetTest, RebootWaitsForTheTotalLimit) {
+  kube::Client& c = env_->client();
+  const std::string n2 = env_->node(2), n3 = env_->node(3);
+  // Nodes out already in this shared kube-local (other tests' leftovers) leave exactly one
+  // slot: the one hostpkg takes.
+  std::int64_t out = 0;
+  for (const auto& n : c.list(kube::resources::nodes(), "").items)
+    out += kube::is_out(kube::node_out_facts(n, "", false)) ? 1 : 0;
+  core::Value b = budget();
+  b["spec"] = core::Value::map();
+  b["spec"]["maxUnavailable"] = out + 1;
+  c.update(controller::disruption_budgets(), b);
+
+  env_->apply(set_yaml("budget-total", n2, "example.com/slow-base"));
+  ASSERT_TRUE(HostPkgEnv::eventually(
+      [&] {
+        return record(n2, "budget-total").find("\"state\":\"InProgress\"") != std::string::npos;
+      },
+      30s))
+      << core::to_json(env_->get_set("budget-total"));
+  fault(n3);
+  ASSERT_TRUE(
+      HostPkgEnv::eventually([&] { return kube::node::unschedulable(env_->get_node(n3)); }, 15s))
+      << "the quarantine waited for the budget";
+  ASSERT_TRUE(HostPkgEnv::eventually(
+      [&] {
+        core::Value i = incident(n3);
+        return i.get_string({"status", "phase"}) == "Remediating" &&
+               i.get_string({"status", "waitingFor"}) == "budget";
+      },
+      20s))
+      << core::to_json(incident(n3));
+  {
+    hostpkg::testing::Cond w = condition(incident(n3), "WaitingForBudget");
+    EXPECT_EQ(w.status, "True");
+    EXPECT_EQ(w.reason, "ClusterAtLimit");
+    EXPECT_THAT(w.message, HasSubstr("in the cluster without " + n3 + ", maxUnavailable " +
+                                     std::to_string(out + 1)));
+    EXPECT_FALSE(remediator_->asked(n3)) << "rebooted while the cluster was full";
+  }
+  EXPECT_TRUE(record(n2, "budget-total").find("\"state\":\"InProgress\"") != std::string::npos)
+      << "n2 finished before the wait was seen: the check above proved nothing";
+  ASSERT_TRUE(HostPkgEnv::eventually(
+      [&] {
+        return env_->get_set("budget-total").get_string({"status", "phase"}) == "Complete";
+      },
+      60s))
+      << core::to_json(env_->get_set("budget-total"));
+  ASSERT_TRUE(HostPkgEnv::eventually([&] { return remediator_->asked(n3); }, 30s))
+      << core::to_json(incident(n3));
+  EXPECT_EQ(condition(incident(n3), "WaitingForBudget").status, "False");
+  EXPECT_TRUE(claimed(n3, "Sentinel/" + std::string(kube::name_of(incident(n3))), false))
+      << kube::disruption_claims_text(claims());
+  reboot_and_validate(n3);
 }
 
 }  // namespace
