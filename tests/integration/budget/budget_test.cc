@@ -399,7 +399,6 @@ TEST_F(BudgetTest, RolloutWaitsForSentinelAndRebootWaitsForHostpkg) {
       << core::to_json(budget());
 }
 
-
 // The total maxUnavailable gates sentinel too (no topology key): hostpkg holds the last free
 // slot of the cluster, so sentinel's quarantine goes at once but its reboot waits
 // (ClusterAtLimit, from the claims), and goes once the rollout is done.
