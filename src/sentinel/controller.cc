@@ -8,6 +8,7 @@
 #include <set>
 
 #include "controller/budget.h"
+#include "controller/disruption_reservation.h"
 #include "controller/manager.h"
 #include "controller/status.h"
 #include "core/errors.h"
@@ -449,7 +450,8 @@ class NodeReconciler final : public controller::Reconciler {
         vreqs_(vreqs),
         breaker_status_(m.client(), api::sentinel_policies(), "SentinelPolicy",
                         kBreakerFieldManager),
-        budget_(m.client()) {}
+        budget_(m.client()),
+        claims_(m.client(), {.namespace_ = m.options().lease_namespace}) {}
 
   Result reconcile(const Request& req, std::stop_token) override {
     Policy policy;
@@ -814,7 +816,7 @@ class NodeReconciler final : public controller::Reconciler {
     if (new_node) {
       // Validation of a new node is not forced by a fault: while the node's domain is at its
       // DisruptionBudget limit it stays Quarantined (the Quarantined step holds it for budget).
-      if (budget_wait(node)) {
+      if (budget_wait(node, rem)) {
         set_phase(rem, "Quarantined", "new node held out; waiting for room in its domain", extra);
         return;
       }
@@ -933,7 +935,7 @@ class NodeReconciler final : public controller::Reconciler {
     if (phase == "Quarantined") {
       if (new_node) {
         // Not forced by a fault: waits for room in the node's domain like a reboot.
-        if (auto why = budget_wait(node)) return hold_for_budget(rem, *why);
+        if (auto why = budget_wait(node, rem)) return hold_for_budget(rem, *why);
       } else if (recovered) {
         finish(rem, "Released", "every faulty entity recovered before remediation", &node);
         return {};
@@ -1027,7 +1029,7 @@ class NodeReconciler final : public controller::Reconciler {
       if (attempt == 0) {
         // The node is out already (it adds nothing to the count), but a reboot or reset
         // disturbs its NVLink / rack domain: it waits while the domain is full without it.
-        if (auto why = budget_wait(node)) return hold_for_budget(rem, *why);
+        if (auto why = budget_wait(node, rem)) return hold_for_budget(rem, *why);
         request(1);
         return {.requeue_after = 2s};
       }
@@ -1101,33 +1103,91 @@ class NodeReconciler final : public controller::Reconciler {
     return {};
   }
 
-  // Why a disruptive action on `node` must wait for the DisruptionBudget: its domain holds
-  // maxUnavailablePerDomain nodes out without it. nullopt: go (no object, no topology key).
-  std::optional<std::string> budget_wait(const core::Value& node) {
+  // Why a disruptive action on `node` must wait for the DisruptionBudget: the cluster holds
+  // maxUnavailable nodes out without it, or its domain maxUnavailablePerDomain. nullopt: go,
+  // with the node claimed (controller/disruption_reservation.h) so that hostpkg and other
+  // workers count it before their caches show it. No object: nothing waits.
+  std::optional<std::string> budget_wait(const core::Value& node, const core::Value& rem) {
     const controller::BudgetReader::Snapshot b = budget_.get();
-    if (!b.present || b.spec.topology_key.empty()) return std::nullopt;
+    if (!b.present) return std::nullopt;
     const std::string& key = b.spec.topology_key;
     const std::string self(kube::name_of(node));
-    const std::string domain(kube::label_of(node, key));
-    std::int64_t out = 0;
-    std::vector<std::string> held;  // "node (holder, ...)", a bounded sample
+    const std::string domain = key.empty() ? "" : std::string(kube::label_of(node, key));
+    std::vector<kube::CountedNode> counted;
+    std::int64_t out_domain = 0;
+    std::vector<std::string> held;  // "node (holder, ...)" in the domain, a bounded sample
+    auto incident_on = [&](std::string_view n) {
+      for (const auto& r : remediations_.by_index("node", std::string(n)))
+        if (!final_phase(phase_of(*r))) return true;
+      return false;
+    };
+    std::shared_ptr<const OutScan> scan = out_scan(key, incident_on);
+    for (const kube::NodeOutFacts& f : scan->out) {
+      // Another incident's node counts through its claim once its action goes: incidents
+      // waiting for room must not wait for each other (two in one domain would wait forever).
+      if (f.incident && f.hostpkg_sets.empty() && f.name != self) continue;
+      if (f.name != self && f.domain == domain) {
+        ++out_domain;
+        if (held.size() < 5) held.push_back(f.name + " (" + join(kube::out_holders(f)) + ")");
+      }
+      counted.push_back({f.name, f.domain});
+    }
+    const std::int64_t total_limit = b.spec.total_limit(scan->total);
+    if (!key.empty() && out_domain >= b.spec.max_per_domain) {
+      std::string who;
+      for (const auto& h : held) who += (who.empty() ? "" : ", ") + h;
+      if (out_domain > static_cast<std::int64_t>(held.size())) who += ", ...";
+      return key + "=" + (domain.empty() ? "(no label)" : domain) + " has " +
+             std::to_string(out_domain) +
+             " node(s) out without this one, maxUnavailablePerDomain " +
+             std::to_string(b.spec.max_per_domain) + ": " + who;
+    }
+    auto lookup = [&](std::string_view n) {
+      kube::ClaimedNodeView v;
+      kube::CompactPtr o = nodes_.get_compact(std::string(n));
+      if (o == nullptr) return v;
+      v.present = true;
+      v.rv = std::string(o->resource_version());
+      v.out = kube::is_out(kube::node_out_facts(*o, key, incident_on(n)));
+      return v;
+    };
+    kube::ClaimLimits limits;
+    limits.total = total_limit;
+    limits.domain = b.spec.domain_limit();
+    controller::DisruptionReservation::Outcome out =
+        claims_.reserve({{self, domain, "Sentinel/" + std::string(kube::name_of(rem)),
+                          std::string(kube::resource_version_of(node))}},
+                        counted, limits, lookup);
+    if (out.granted.at(0)) return std::nullopt;
+    return out.why.at(0);
+  }
+
+  // The nodes out, from one scan of the Node cache shared by every worker for half a second:
+  // at 5,000 nodes a scan costs ~10 ms of CPU, and each waiting incident looks every 2 s. The
+  // lock does not rest on it (the claims are read fresh); it only ages the view a little.
+  struct OutScan {
+    std::int64_t total = 0;
+    std::vector<kube::NodeOutFacts> out;
+  };
+  template <typename IncidentOn>
+  std::shared_ptr<const OutScan> out_scan(const std::string& key, IncidentOn&& incident_on) {
+    std::lock_guard lock(scan_mu_);
+    const auto now = std::chrono::steady_clock::now();
+    if (scan_ != nullptr && scan_key_ == key && now - scan_at_ < std::chrono::milliseconds(500))
+      return scan_;
+    auto s = std::make_shared<OutScan>();
     nodes_.for_each_compact([&](const kube::CompactObject& o) {
-      if (o.name() == self || o.root().get_string({"metadata", "labels", key}) != domain) return;
-      bool incident = false;
-      for (const auto& r : remediations_.by_index("node", std::string(o.name())))
-        incident = incident || !final_phase(phase_of(*r));
-      kube::NodeOutFacts f = kube::node_out_facts(o, key, incident);
+      ++s->total;
+      // An uncordoned node out only by an open incident is skipped by the caller anyway.
+      kube::NodeOutFacts f = kube::node_out_facts(o, key, false);
       if (!kube::is_out(f)) return;
-      ++out;
-      if (held.size() < 5) held.push_back(f.name + " (" + join(kube::out_holders(f)) + ")");
+      f.incident = incident_on(f.name);
+      s->out.push_back(std::move(f));
     });
-    if (out < b.spec.max_per_domain) return std::nullopt;
-    std::string who;
-    for (const auto& h : held) who += (who.empty() ? "" : ", ") + h;
-    if (out > static_cast<std::int64_t>(held.size())) who += ", ...";
-    return key + "=" + (domain.empty() ? "(no label)" : domain) + " has " + std::to_string(out) +
-           " node(s) out without this one, maxUnavailablePerDomain " +
-           std::to_string(b.spec.max_per_domain) + ": " + who;
+    scan_ = std::move(s);
+    scan_key_ = key;
+    scan_at_ = now;
+    return scan_;
   }
 
   Result hold_for_budget(const core::Value& rem, const std::string& why) {
@@ -1135,7 +1195,11 @@ class NodeReconciler final : public controller::Reconciler {
     const core::Value before = s;
     s["waitingFor"] = "budget";
     s["message"] = ("waiting for the disruption budget: " + why).substr(0, 1000);
-    kube::Condition c{"WaitingForBudget", "True", "DomainAtLimit", why.substr(0, 4000)};
+    // The claims' answers say "in the cluster", "domain" or (lost every race) "changed under".
+    const char* reason = why.find("in the cluster") != std::string::npos  ? "ClusterAtLimit"
+                         : why.find("changed under") != std::string::npos ? "ClaimsContended"
+                                                                          : "DomainAtLimit";
+    kube::Condition c{"WaitingForBudget", "True", reason, why.substr(0, 4000)};
     core::Value conds = s.find("conditions") ? *s.find("conditions") : core::Value::list();
     kube::set_condition(conds, c);
     s["conditions"] = std::move(conds);
@@ -1148,7 +1212,7 @@ class NodeReconciler final : public controller::Reconciler {
     s.as_map().erase("waitingFor");
     core::Value conds = s.find("conditions") ? *s.find("conditions") : core::Value::list();
     kube::set_condition(conds, kube::Condition{"WaitingForBudget", "False", "BudgetAvailable",
-                                               "the domain had room; the action went ahead"});
+                                               "the budget had room; the action went ahead"});
     s["conditions"] = std::move(conds);
   }
 
@@ -1164,7 +1228,12 @@ class NodeReconciler final : public controller::Reconciler {
   const controller::Cache& pods_;
   const controller::Cache& vreqs_;
   controller::StatusWriter breaker_status_;
-  controller::BudgetReader budget_;  // the DisruptionBudget (read, not watched)
+  controller::BudgetReader budget_;           // the DisruptionBudget (read, not watched)
+  controller::DisruptionReservation claims_;  // the lock shared with hostpkg (and replicas)
+  std::mutex scan_mu_;                        // guards the three below (out_scan)
+  std::shared_ptr<const OutScan> scan_;
+  std::string scan_key_;
+  std::chrono::steady_clock::time_point scan_at_;
   // Fault -> cordon latency of incidents created by this process, until their status has it
   // (different node keys run in parallel).
   std::mutex latency_mu_;
