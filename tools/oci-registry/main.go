@@ -34,6 +34,7 @@ func main() {
 	authMode := flag.String("auth-mode", "token", "with --auth: token (Bearer challenge, /token realm) or basic")
 	refresh := flag.String("refresh-token", "", "with --auth-mode token: /token also hands out the token for this OAuth2 refresh token (POST)")
 	maxBody := flag.Int64("max-request-bytes", 0, "refuse request bodies larger than this with 413 (0: no limit)")
+	shortRange := flag.Bool("short-range", false, "answer each chunk (PATCH) with a Range one byte short, as a registry that lost a byte would (tests a client's check)")
 	quiet := flag.Bool("quiet", false, "do not log requests")
 	flag.Parse()
 
@@ -69,6 +70,9 @@ func main() {
 	if *maxBody > 0 {
 		handler = withMaxBody(handler, *maxBody)
 	}
+	if *shortRange {
+		handler = withShortRange(handler)
+	}
 
 	fmt.Println(l.Addr().String())
 	os.Stdout.Sync()
@@ -102,6 +106,27 @@ func withMaxBody(next http.Handler, limit int64) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// shortRangeWriter rewrites the Range header "0-N" of a response to "0-(N-1)".
+type shortRangeWriter struct{ http.ResponseWriter }
+
+func (w shortRangeWriter) WriteHeader(code int) {
+	var end int64
+	if _, err := fmt.Sscanf(w.Header().Get("Range"), "0-%d", &end); err == nil && end > 0 {
+		w.Header().Set("Range", fmt.Sprintf("0-%d", end-1))
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// withShortRange under-reports what each PATCH stored.
+func withShortRange(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPatch {
+			w = shortRangeWriter{w}
+		}
 		next.ServeHTTP(w, r)
 	})
 }

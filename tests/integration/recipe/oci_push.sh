@@ -241,6 +241,11 @@ layer_size="$(curl -fsS -H 'Accept: application/vnd.oci.image.manifest.v1+json' 
   grep -o 'bundle.layer.v1.tar+gzip","size":[0-9]*' | grep -o '[0-9]*$')"
 (( layer_size > 65536 )) || fail "the layer ($layer_size bytes) is not over the chunk size"
 echo "chunked: a layer of $layer_size bytes in $patches chunks"
+# A registry whose Range after a chunk does not cover it: the push stops naming the chunk.
+start short --short-range
+expect_fail 1 "upload blob sha256:" "${big[@]}" -o "oci://$addr/gpufleet/big:v1" --registry-plain-http --registry-chunk-size 65536
+[[ $out == *"bytes 0-65535 of $layer_size (PATCH): it holds \"0-65534\" after the chunk, not 0-65535"* ]] ||
+  fail "short Range: $out"
 
 # The registry goes down: the error names it.
 kill "$plain_pid"
