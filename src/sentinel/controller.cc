@@ -175,7 +175,8 @@ struct State {
   std::size_t gpu_nodes = 0;
   bool was_tripped = false;
   controller::Controller* nodes_controller = nullptr;
-  std::shared_ptr<Metrics> metrics;  // kept alive with the reconcilers that use it
+  std::shared_ptr<Metrics> metrics;         // kept alive with the reconcilers that use it
+  std::vector<std::string> provider_names;  // the replacement providers (fixed at setup)
 };
 
 // ---- the annotation remediator ----
@@ -185,16 +186,30 @@ class AnnotationRemediator final : public Remediator {
   explicit AnnotationRemediator(kube::Client& client) : client_(client) {}
   void request(const std::string& node, const std::string& incident, int attempt,
                const std::string& action) override {
+    ask(node, incident, attempt, action, {});
+  }
+  void request_reset(const std::string& node, const std::string& incident, int attempt,
+                     const std::vector<std::string>& gpus) override {
+    ask(node, incident, attempt, "gpu-reset", gpus);
+  }
+
+ private:
+  void ask(const std::string& node, const std::string& incident, int attempt,
+           const std::string& action, const std::vector<std::string>& gpus) {
     core::Value req = core::Value::map();
     req["incident"] = incident;
     req["attempt"] = attempt;
     req["action"] = action;
+    if (!gpus.empty()) {
+      core::Value g = core::Value::list();
+      for (const auto& u : gpus) g.push_back(u);
+      req["gpus"] = std::move(g);
+    }
     core::Value patch;
     patch["metadata"]["annotations"][kRequestAnnotation] = core::to_json(req);
     client_.patch(kube::resources::nodes(), "", node, kube::PatchType::Merge, patch);
   }
 
- private:
   kube::Client& client_;
 };
 
@@ -254,6 +269,7 @@ class PolicyReconciler final : public controller::Reconciler {
       if (state_->uid != kube::uid_of(obj) || state_->generation != generation) {
         try {
           Policy p = Policy::from_spec(obj.get({"spec"}) ? *obj.get({"spec"}) : core::Value());
+          p.check_providers(state_->provider_names);
           RuleSet rules = RuleSet::compile(p.rules, p.cost_limit);
           // The breaker keeps its durable state across policy edits and restarts.
           core::Value saved;
@@ -434,6 +450,7 @@ class NodeReconciler final : public controller::Reconciler {
  public:
   NodeReconciler(controller::Manager& m, std::shared_ptr<State> state, Metrics& metrics,
                  std::string policy_name, std::shared_ptr<Remediator> remediator,
+                 std::map<std::string, std::shared_ptr<ReplacementProvider>> providers,
                  const controller::Cache& nodes, const controller::Cache& healths,
                  const controller::Cache& remediations, const controller::Cache& pods,
                  const controller::Cache& vreqs)
@@ -443,6 +460,7 @@ class NodeReconciler final : public controller::Reconciler {
         metrics_(metrics),
         policy_name_(std::move(policy_name)),
         remediator_(std::move(remediator)),
+        providers_(std::move(providers)),
         nodes_(nodes),
         healths_(healths),
         remediations_(remediations),
@@ -479,7 +497,18 @@ class NodeReconciler final : public controller::Reconciler {
       if (active == nullptr || kube::name_of(*r) < kube::name_of(*active)) active = r;
     }
     if (node == nullptr) {
-      if (active != nullptr) finish(*active, "Failed", "the node was deleted", nullptr);
+      if (active == nullptr) return {};
+      // A replacement deletes the Node; the new machine registers under the same name.
+      const core::Value* a = active->get({"status", "action"});
+      if (phase_of(*active) == "Remediating" && a != nullptr &&
+          a->get_string({"type"}) == "replace") {
+        const std::int64_t requested = ms_of(a->get_string({"requestedAt"}));
+        if (now_ms() - requested <= policy.remediation.timeout_s * 1000)
+          return {.requeue_after = 2s};
+        finish(*active, "Failed", "the replacement node did not register in time", nullptr);
+        return {};
+      }
+      finish(*active, "Failed", "the node was deleted", nullptr);
       return {};
     }
     QuarantineRecord rec;
@@ -494,7 +523,7 @@ class NodeReconciler final : public controller::Reconciler {
     const std::set<std::string> faulty =
         health != nullptr ? faulty_entities(*health) : std::set<std::string>{};
 
-    if (active != nullptr) return drive(policy, *node, *active, rec, faulty);
+    if (active != nullptr) return drive(policy, *node, *active, rec, faulty, health.get());
 
     if (!rec.incident.empty()) {
       kube::ObjectPtr named = remediations_.get(rec.incident);
@@ -628,9 +657,7 @@ class NodeReconciler final : public controller::Reconciler {
           for (const auto& o : decision.taints) have |= o.key == t.key && o.effect == t.effect;
           if (!have) decision.taints.push_back(t);
         }
-        auto strength = [](std::string_view a) {
-          return a == "reboot" ? 4 : a == "gpu-reset" ? 3 : a == "wait" ? 2 : a == "none" ? 1 : 0;
-        };
+        auto strength = [](std::string_view a) { return action_strength(a); };
         if (strength(d.remediate) > strength(decision.remediate)) decision.remediate = d.remediate;
         for (const auto& m : d.matched)
           if (std::find(decision.matched.begin(), decision.matched.end(), m) ==
@@ -876,7 +903,8 @@ class NodeReconciler final : public controller::Reconciler {
   }
 
   Result drive(const Policy& policy, const core::Value& node, const core::Value& rem,
-               const QuarantineRecord& rec, const std::set<std::string>& faulty) {
+               const QuarantineRecord& rec, const std::set<std::string>& faulty,
+               const core::Value* health) {
     const std::string phase = phase_of(rem);
     const std::string name(kube::name_of(rem));
     if (phase != "Detected") {
@@ -896,6 +924,23 @@ class NodeReconciler final : public controller::Reconciler {
       finish(rem, "Cancelled", "the node was uncordoned by someone else; incident cancelled",
              &node);
       return {};
+    }
+
+    // The agent's log bundle of this incident (NodeHealth status.remediationBundle) is named
+    // in the incident once, whenever the journal delivers it (often after the reboot).
+    if ((phase == "Remediating" || phase == "Validating") && health != nullptr &&
+        rem.get({"status", "logBundle"}) == nullptr) {
+      const core::Value* b = health->get({"status", "remediationBundle"});
+      if (b != nullptr && b->get_string({"incident"}) == name) {
+        core::Value lb = core::Value::map();
+        for (const char* k : {"state", "path", "sha256", "error"})
+          if (auto v = b->get_string({k}); !v.empty()) lb[k] = std::string(v);
+        if (const core::Value* n = b->find("bytes"); n != nullptr && n->is_int()) lb["bytes"] = *n;
+        core::Value s = status_of(rem);
+        s["logBundle"] = std::move(lb);
+        write_status(rem, std::move(s));
+        return {.requeue = true};
+      }
     }
 
     if (phase == "Detected") {
@@ -1003,64 +1048,137 @@ class NodeReconciler final : public controller::Reconciler {
       return {.requeue_after = 1s};
     }
     if (phase == "Remediating") {
-      const std::string action(rem.get_string({"spec", "action"}));
+      const core::Value* a = rem.get({"status", "action"});
+      // The spec's action, or "replace" once a reboot whose attempts were used up escalated
+      // (the spec is immutable; status.escalatedFrom says so).
+      const std::string spec_action(rem.get_string({"spec", "action"}));
+      const std::string action =
+          a != nullptr && a->get_string({"type"}) == "replace" ? "replace" : spec_action;
       if (!policy.remediation.enabled || action.empty() || action == "none") {
         enter_validating(policy, node, rem, "no remediation action; validating", nullptr);
         return {};
       }
       const std::string boot(node.get_string({"status", "nodeInfo", "bootID"}));
-      const core::Value* a = rem.get({"status", "action"});
+      const std::string uid(kube::uid_of(node));
       const std::int64_t attempt =
           a != nullptr && a->find("attempt") ? a->find("attempt")->as_int() : 0;
-      auto request = [&](std::int64_t n) {
+      ReplacementProvider* provider = nullptr;
+      if (auto it = providers_.find(policy.remediation.provider); it != providers_.end())
+        provider = it->second.get();
+      auto replacement = [&](std::int64_t n, std::string old_uid) {
+        return ReplacementRequest{node_name, name, static_cast<int>(n), std::move(old_uid)};
+      };
+      // A gpu-reset names the GPUs of the incident that are still faulty (a GPU that
+      // recovered meanwhile is not reset); each attempt decides again and records its list.
+      auto ask = [&](const std::string& type, std::int64_t n, const std::vector<std::string>& gpus,
+                     const std::string& old_uid) {
+        if (type == "wait") return;
+        if (type == "replace") {
+          if (provider != nullptr) provider->request(replacement(n, old_uid));
+        } else if (type == "gpu-reset") {
+          remediator_->request_reset(node_name, name, static_cast<int>(n), gpus);
+        } else {
+          remediator_->request(node_name, name, static_cast<int>(n), type);
+        }
+      };
+      auto request = [&](const std::string& type, std::int64_t n, const std::string& escalated) {
         core::Value s = status_of(rem);
         core::Value act = core::Value::map();
-        act["type"] = action;
+        act["type"] = type;
         act["attempt"] = n;
         act["requestedAt"] = rfc3339(now);
         act["bootID"] = boot;
+        if (type == "replace") {
+          act["nodeUID"] = uid;
+          act["provider"] = policy.remediation.provider;
+        }
+        const std::vector<std::string> gpus =
+            type == "gpu-reset" ? faulty_gpus(entities, faulty) : std::vector<std::string>{};
+        if (!gpus.empty()) {
+          core::Value g = core::Value::list();
+          for (const auto& u : gpus) g.push_back(u);
+          act["gpus"] = std::move(g);
+        }
         s["action"] = std::move(act);
-        s["message"] = action + " requested (attempt " + std::to_string(n) + ")";
+        if (!escalated.empty()) s["escalatedFrom"] = escalated;
+        s["message"] = (escalated.empty() ? "" : escalated + " attempts used up; ") + type +
+                       " requested (attempt " + std::to_string(n) + ")" +
+                       (gpus.empty() ? "" : " for " + join(gpus));
         clear_budget_wait(s);
         write_status(rem, std::move(s));  // recorded first: a crash never loses an attempt
-        if (action != "wait") remediator_->request(node_name, name, static_cast<int>(n), action);
-        metrics_.remediation_requests.with({action}).inc();
+        ask(type, n, gpus, uid);
+        metrics_.remediation_requests.with({type}).inc();
       };
       if (attempt == 0) {
         // The node is out already (it adds nothing to the count), but a reboot or reset
         // disturbs its NVLink / rack domain: it waits while the domain is full without it.
         if (auto why = budget_wait(node, rem)) return hold_for_budget(rem, *why);
-        request(1);
+        request(action, 1, "");
         return {.requeue_after = 2s};
       }
+      const std::string old_uid(a->get_string({"nodeUID"}));
       bool done = false;
-      if (action == "reboot") {
+      bool provider_failed = false;
+      std::string provider_message;
+      if (action == "replace") {
+        // The provider's word and the API's: the Node under this name is a new object that
+        // booted since (a new boot id: a Node re-registered before its machine came up is not
+        // the replacement yet), Ready.
+        ReplacementStatus st =
+            provider != nullptr
+                ? provider->poll(replacement(attempt, old_uid))
+                : ReplacementStatus{ReplacementStatus::State::Failed,
+                                    "no provider \"" + policy.remediation.provider + "\""};
+        provider_failed = st.state == ReplacementStatus::State::Failed;
+        provider_message = st.message;
+        const std::string before(a->get_string({"bootID"}));
+        done = st.state == ReplacementStatus::State::Done && !old_uid.empty() && uid != old_uid &&
+               !boot.empty() && boot != before && kube::node::ready(node);
+      } else if (action == "reboot") {
         const std::string before(a->get_string({"bootID"}));
         done = !boot.empty() && boot != before && kube::node::ready(node);
       } else {
         done = recovered;
       }
       if (done) {
+        if (action == "replace") {
+          // A new machine: nothing takes work on it before certify passed it. Cordoned (no
+          // fault taints: they were the old machine's) under this incident, then validated.
+          Decision d;
+          d.cordon = true;
+          patch_node(node, plan_quarantine(node, d, {}, name));
+        }
         enter_validating(policy, node, rem, action + " done", [&](core::Value& s) {
-          s["action"]["result"] = "done after attempt " + std::to_string(attempt);
+          s["action"]["result"] =
+              "done after attempt " + std::to_string(attempt) +
+              (provider_message.empty() ? "" : ": " + provider_message.substr(0, 400));
         });
         return {};
       }
       const std::int64_t requested = ms_of(a->get_string({"requestedAt"}));
-      if (now - requested > policy.remediation.timeout_s * 1000) {
+      if (provider_failed || now - requested > policy.remediation.timeout_s * 1000) {
         if (attempt >= policy.remediation.max_attempts) {
+          if (action == "reboot" && policy.remediation.replace_when_reboot_fails &&
+              provider != nullptr) {
+            request("replace", 1, "reboot");
+            return {.requeue_after = 2s};
+          }
           finish(rem, "Failed",
-                 action + " did not complete in " + std::to_string(attempt) +
-                     " attempts; the node stays out",
+                 action + " did not complete in " + std::to_string(attempt) + " attempts" +
+                     (provider_message.empty() ? "" : " (" + provider_message + ")") +
+                     "; the node stays out",
                  &node);
           return {};
         }
-        request(attempt + 1);
+        request(action, attempt + 1, "");
         return {.requeue_after = 2s};
       }
       // Idempotent per (incident, attempt): asks again only if the first ask was lost.
-      if (action != "wait")
-        remediator_->request(node_name, name, static_cast<int>(attempt), action);
+      std::vector<std::string> recorded;
+      if (const core::Value* g = a->find("gpus"); g != nullptr && g->is_list())
+        for (const auto& u : g->as_list())
+          if (u.is_string()) recorded.push_back(u.as_string());
+      ask(action, attempt, recorded, old_uid);
       return {.requeue_after = 2s};
     }
     if (phase == "Validating") {
@@ -1101,6 +1219,22 @@ class NodeReconciler final : public controller::Reconciler {
       return {.requeue_after = 5s};
     }
     return {};
+  }
+
+  // The GPU UUIDs among the incident's entities ("<check>/GPU-...") that are still faulty,
+  // sorted and once each (xid/GPU-a and gpu-nvml/GPU-a are one GPU). An entity known only by
+  // its PCI address is not named: the caller then resets the whole node.
+  static std::vector<std::string> faulty_gpus(const std::set<std::string>& entities,
+                                              const std::set<std::string>& faulty) {
+    std::set<std::string> out;
+    for (const auto& e : entities) {
+      if (!faulty.contains(e)) continue;
+      const auto slash = e.find('/');
+      if (slash == std::string::npos) continue;
+      const std::string id = e.substr(slash + 1);
+      if (id.starts_with("GPU-") && out.size() < 16) out.insert(id);
+    }
+    return {out.begin(), out.end()};
   }
 
   // Why a disruptive action on `node` must wait for the DisruptionBudget: the cluster holds
@@ -1222,6 +1356,7 @@ class NodeReconciler final : public controller::Reconciler {
   Metrics& metrics_;
   std::string policy_name_;
   std::shared_ptr<Remediator> remediator_;
+  std::map<std::string, std::shared_ptr<ReplacementProvider>> providers_;
   const controller::Cache& nodes_;
   const controller::Cache& healths_;
   const controller::Cache& remediations_;
@@ -1271,16 +1406,21 @@ std::unique_ptr<Remediator> make_annotation_remediator(kube::Client& client) {
 void setup_sentinel(controller::Manager& manager, SentinelOptions options) {
   // The admission webhook refuses a policy whose rules do not compile (or break a limit the
   // schema cannot express), with the parser and compiler the policy reconciler uses.
+  std::vector<std::string> provider_names;
+  for (const auto& [name, provider] : options.providers) provider_names.push_back(name);
   manager.admission().add(
-      api::sentinel_policies().group, "SentinelPolicy", [](const controller::AdmissionRequest& r) {
+      api::sentinel_policies().group, "SentinelPolicy",
+      [provider_names](const controller::AdmissionRequest& r) {
         if ((r.operation != "CREATE" && r.operation != "UPDATE") || r.spec_unchanged())
           return controller::AdmissionResult::allow();
         const core::Value* spec = r.object.find("spec");
         const Policy p = Policy::from_spec(spec != nullptr ? *spec : core::Value());
+        p.check_providers(provider_names);
         (void)RuleSet::compile(p.rules, p.cost_limit);  // InvalidInput: denied with its words
         return controller::AdmissionResult::allow();
       });
   auto state = std::make_shared<State>();
+  state->provider_names = provider_names;
   // The registry hands out the same series to a second Metrics on it (a second Manager).
   state->metrics = std::make_shared<Metrics>(*manager.options().registry);
   Metrics* metrics = state->metrics.get();
@@ -1320,8 +1460,9 @@ void setup_sentinel(controller::Manager& manager, SentinelOptions options) {
   pods.add_index("node", index_spec_node);
   controller::Cache& vreqs = manager.cache(api::validation_requests());
 
-  auto node_rec = std::make_shared<NodeReconciler>(manager, state, *metrics, options.policy,
-                                                   remediator, nodes, healths, rems, pods, vreqs);
+  auto node_rec =
+      std::make_shared<NodeReconciler>(manager, state, *metrics, options.policy, remediator,
+                                       options.providers, nodes, healths, rems, pods, vreqs);
   controller::SourceOptions vr_src;
   controller::Controller& nodes_ctl =
       manager.controller("sentinel")
