@@ -3,9 +3,10 @@
 # with --vendor-charts, its charts replaced by stand-ins of the same names and versions (a
 # Chart.yaml and SIZE_KIB of random bytes each, so gzip gains nothing), served by a loopback
 # Helm repository; rendered to a folder, pushed to tools/oci-registry (a fresh one per run, so
-# every push uploads every blob) and pulled back. Mean wall time of RUNS runs of each.
+# every push uploads every blob) and pulled back; and pushed once more in chunks of CHUNK_KIB
+# (--registry-chunk-size) to another fresh registry. Mean wall time of RUNS runs of each.
 # Usage: scripts/bench-oci-push.sh GPUFLEET   (env: HELM_BIN, OCI_REGISTRY_BIN, RUNS=5,
-# SIZE_KIB=512)
+# SIZE_KIB=512, CHUNK_KIB=1024)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 gpufleet="$1"
@@ -13,6 +14,7 @@ helm="${HELM_BIN:-$root/build/bin/helm}"
 registry="${OCI_REGISTRY_BIN:-$root/build/bin/oci-registry}"
 runs="${RUNS:-5}"
 size_kib="${SIZE_KIB:-512}"
+chunk_kib="${CHUNK_KIB:-1024}"
 work="$(mktemp -d)"
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
@@ -42,12 +44,13 @@ c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); c.load_cert_chain(sys.argv[2], sys.
 s.socket = c.wrap_socket(s.socket, server_side=True); s.serve_forever()' \
   "$port" "$work/tls.crt" "$work/tls.key" >/dev/null 2>&1) &
 pids+=($!)
-sleep 1
+# Python starts slowly on a loaded machine: wait until the repository answers.
+for _ in $(seq 100); do curl -fsS --cacert "$work/tls.crt" -o /dev/null "https://127.0.0.1:$port/index.yaml" 2>/dev/null && break; sleep 0.2; done
 # Every repository chart comes from the loopback repository.
 sed -E "s#^(      repository: )(https?|oci)://.*#\1https://127.0.0.1:$port#" "$work/upstream.yaml" >"$work/recipe.yaml"
 args=(bundle -r "$work/recipe.yaml" --deployer helm --vendor-charts --helm "$helm" --chart-ca-file "$work/tls.crt")
 
-total_dir=0 total_push=0 total_pull=0
+total_dir=0 total_push=0 total_pull=0 total_chunked=0
 for i in $(seq "$runs"); do
   t0="$(now)"; "$gpufleet" "${args[@]}" -o "$work/dir$i" >/dev/null; t1="$(now)"
   "$registry" --quiet >"$work/reg$i.addr" 2>/dev/null &
@@ -57,9 +60,20 @@ for i in $(seq "$runs"); do
   t2="$(now)"; "$gpufleet" "${args[@]}" -o "oci://$addr/bench/bundle:v1" --registry-plain-http >"$work/push$i.txt"; t3="$(now)"
   "$gpufleet" bundle pull "oci://$addr/bench/bundle:v1" "$work/pull$i" --registry-plain-http >/dev/null; t4="$(now)"
   diff -r "$work/dir$i" "$work/pull$i" >/dev/null || { echo "pulled bundle differs" >&2; exit 1; }
+  "$registry" --quiet >"$work/chunked$i.addr" 2>/dev/null &
+  pids+=($!)
+  for _ in $(seq 50); do [[ -s "$work/chunked$i.addr" ]] && break; sleep 0.1; done
+  caddr="$(head -n1 "$work/chunked$i.addr")"
+  t5="$(now)"
+  "$gpufleet" "${args[@]}" -o "oci://$caddr/bench/bundle:v1" --registry-plain-http \
+    --registry-chunk-size "$((chunk_kib * 1024))" >"$work/chunked$i.txt"
+  t6="$(now)"
+  [[ "$(grep -o '@sha256:[0-9a-f]*' "$work/chunked$i.txt")" == "$(grep -o '@sha256:[0-9a-f]*' "$work/push$i.txt")" ]] ||
+    { echo "chunked push gave another digest" >&2; exit 1; }
   total_dir="$(echo "$total_dir + $t1 - $t0" | bc)"
   total_push="$(echo "$total_push + $t3 - $t2" | bc)"
   total_pull="$(echo "$total_pull + $t4 - $t3" | bc)"
+  total_chunked="$(echo "$total_chunked + $t6 - $t5" | bc)"
 done
 files="$(find "$work/dir1" -type f | wc -l)"
 bytes="$(du -sb "$work/dir1" | cut -f1)"
@@ -68,3 +82,4 @@ echo "bundle: $(wc -l <"$work/charts.txt") vendored charts, $files files, $bytes
 printf 'bundle --vendor-charts -o DIR:      %.2f s\n' "$(echo "$total_dir / $runs" | bc -l)"
 printf 'bundle --vendor-charts -o oci://:   %.2f s\n' "$(echo "$total_push / $runs" | bc -l)"
 printf 'bundle pull:                        %.2f s\n' "$(echo "$total_pull / $runs" | bc -l)"
+printf 'bundle -o oci:// in %d KiB chunks: %.2f s\n' "$chunk_kib" "$(echo "$total_chunked / $runs" | bc -l)"

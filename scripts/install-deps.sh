@@ -22,6 +22,7 @@ packages=(
   libgtest-dev libgmock-dev                              # unit and integration tests
   libbenchmark-dev                                       # make bench
   openssh-client                                         # ssh-keygen: bundle --sign-key, its tests
+  iproute2 strace                                        # the air-gap test: loopback up in unshare -n, connect() audit
 )
 
 missing=()

@@ -110,6 +110,25 @@ void fold_health(core::Value& status, const Record& r, const core::Value& p) {
 
 // The last remediation request the agent took and what came of it (status.remediation).
 void fold_remediation(core::Value& status, const Record& r, const core::Value& p) {
+  if (r.kind == kRemediationBundleKind) {
+    // The last incident's log bundle (status.remediationBundle), which sentinel copies into
+    // the incident.
+    core::Value b = core::Value::map();
+    for (const char* k : {"incident", "state", "path", "sha256", "error"})
+      if (auto v = p.get_string({k}); !v.empty()) b[k] = bounded(v);
+    for (const char* k : {"attempt", "bytes", "uncompressedBytes"})
+      if (const core::Value* v = p.find(k); v != nullptr && v->is_int()) b[k] = *v;
+    for (const char* k : {"sections", "truncated", "errors"}) {
+      core::Value l = core::Value::list();
+      if (const core::Value* v = p.find(k); v != nullptr && v->is_list())
+        for (const auto& x : v->as_list())
+          if (x.is_string() && l.size() < 16) l.push_back(bounded(x.as_string()));
+      if (l.size() > 0) b[k] = std::move(l);
+    }
+    b["recordId"] = static_cast<std::int64_t>(r.id);
+    status["remediationBundle"] = std::move(b);
+    return;
+  }
   std::string state;
   if (r.kind == kRemediationStartedKind) state = "Started";
   if (r.kind == kRemediationSucceededKind) state = "Succeeded";

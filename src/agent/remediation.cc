@@ -37,7 +37,7 @@ const std::string& request_where() {
 
 constexpr std::string_view kRequestShape =
     R"(sentinel writes {"incident":"<Remediation name>","attempt":N,)"
-    R"("action":"reboot"|"gpu-reset"})";
+    R"("action":"reboot"|"gpu-reset","gpus":["GPU-..."] (gpu-reset only, optional)})";
 
 [[noreturn]] void bad_request(const std::string& what) {
   throw core::InvalidInput(request_where() + ": " + what + "; " + std::string(kRequestShape));
@@ -82,6 +82,11 @@ core::Value payload_of(const RemediationRequest& r, std::string_view message) {
   p["incident"] = r.incident;
   p["attempt"] = r.attempt;
   p["action"] = r.action;
+  if (!r.gpus.empty()) {
+    core::Value g = core::Value::list();
+    for (const auto& u : r.gpus) g.push_back(u);
+    p["gpus"] = std::move(g);
+  }
   p["message"] = std::string(message);
   return p;
 }
@@ -102,9 +107,9 @@ RemediationRequest parse_remediation_request(std::string_view text) {
   }
   if (!v.is_map()) bad_request("value " + quote_text(text) + " is not a JSON object");
   for (const auto& e : v.as_map()) {
-    if (e.key != "incident" && e.key != "attempt" && e.key != "action")
+    if (e.key != "incident" && e.key != "attempt" && e.key != "action" && e.key != "gpus")
       bad_request("unknown field " + quote_text(e.key) +
-                  "; only incident, attempt and action are allowed");
+                  "; only incident, attempt, action and gpus are allowed");
   }
   RemediationRequest r;
   const core::Value* incident = v.find("incident");
@@ -134,6 +139,26 @@ RemediationRequest parse_remediation_request(std::string_view text) {
     bad_request("field \"action\" is " + core::to_json(*action) +
                 "; use \"reboot\" or \"gpu-reset\"");
   r.action = action->as_string();
+  if (const core::Value* gpus = v.find("gpus")) {
+    if (r.action != "gpu-reset")
+      bad_request("field \"gpus\" is set for action \"" + r.action +
+                  "\"; it applies only to \"gpu-reset\" (a reboot covers every GPU)");
+    if (!gpus->is_list() || gpus->size() > kMaxRequestGpus)
+      bad_request("field \"gpus\" is " + quote_text(core::to_json(*gpus)) +
+                  "; it must be a list of at most " + std::to_string(kMaxRequestGpus) +
+                  " GPU UUIDs");
+    for (std::size_t i = 0; i < gpus->size(); ++i) {
+      const core::Value& g = gpus->as_list()[i];
+      const bool ok =
+          g.is_string() && g.as_string().starts_with("GPU-") && g.as_string().size() <= 64 &&
+          g.as_string().find_first_not_of("0123456789abcdefABCDEF-", 4) == std::string::npos;
+      if (!ok)
+        bad_request("field \"gpus[" + std::to_string(i) + "]\" is " + core::to_json(g) +
+                    "; it must be a GPU UUID as nvidia-smi prints it (GPU-3f1c2a9e-...)");
+      if (std::find(r.gpus.begin(), r.gpus.end(), g.as_string()) == r.gpus.end())
+        r.gpus.push_back(g.as_string());
+    }
+  }
   return r;
 }
 
@@ -184,11 +209,26 @@ CommandResult run_command(const std::vector<std::string>& argv, std::chrono::mil
 
 ExecResult HostCommandExecutor::execute(const NodeIdentity& /*node*/,
                                         const RemediationRequest& request) {
-  const auto& argv = request.action == "reboot" ? commands_.reboot : commands_.gpu_reset;
-  CommandResult c = run_command(argv, commands_.timeout);
-  ExecResult out;
-  out.ok = c.ok();
-  out.message = "`" + core::join(argv, " ") + "`: " + c.describe();
+  if (request.action == "reboot" || request.gpus.empty()) {
+    const auto& argv = request.action == "reboot" ? commands_.reboot : commands_.gpu_reset;
+    CommandResult c = run_command(argv, commands_.timeout);
+    return {.ok = c.ok(), .message = "`" + core::join(argv, " ") + "`: " + c.describe()};
+  }
+  // One reset per faulty GPU: nvidia-smi resets only the GPU -i names, the others keep running
+  // (and keep whatever fault they have). The first failure stops: sentinel retries the attempt.
+  ExecResult out{.ok = true, .message = ""};
+  for (const auto& uuid : request.gpus) {
+    std::vector<std::string> argv = commands_.gpu_reset;
+    argv.push_back("-i");
+    argv.push_back(uuid);
+    CommandResult c = run_command(argv, commands_.timeout);
+    if (!out.message.empty()) out.message += "; ";
+    out.message += "`" + core::join(argv, " ") + "`: " + c.describe();
+    if (!c.ok()) {
+      out.ok = false;
+      break;
+    }
+  }
   return out;
 }
 
@@ -293,7 +333,13 @@ NodeRemediation::NodeRemediation(NodeIdentity node, const std::filesystem::path&
     : node_(std::move(node)),
       executor_(executor),
       journal_(std::move(journal)),
-      ledger_(state_dir / "remediation") {}
+      ledger_(state_dir / "remediation"),
+      bundle_dir_(state_dir / "remediation" / "bundles") {}
+
+void NodeRemediation::set_log_bundle(LogBundleSource source, LogBundleOptions options) {
+  bundle_source_ = std::move(source);
+  bundle_options_ = std::move(options);
+}
 
 Outcome NodeRemediation::handle(std::string_view request_text, std::string_view quarantine_text) {
   if (request_text.empty()) return Outcome::None;
@@ -359,6 +405,39 @@ Outcome NodeRemediation::handle(std::string_view request_text, std::string_view 
            {"annotation", kQuarantineAnnotation}});
     }
     return Outcome::NotQuarantined;
+  }
+  // Before the incident's first action (and before it is recorded: a crash mid-collection
+  // collects again), what the action will wipe: the kernel ring, the volatile GPU state.
+  if (bundle_source_ && executor_ != nullptr && ledger_.attempt_of(r.incident) == 0) {
+    const LogBundle b = collect_log_bundle(*bundle_source_, bundle_dir_, node_.node_name,
+                                           r.incident, bundle_options_);
+    core::Value p = payload_of(r, b.ok ? "log bundle collected before " + r.action
+                                       : "log bundle not collected; " + r.action + " goes ahead");
+    p["state"] = b.ok ? "Collected" : "Failed";
+    auto list = [](const std::vector<std::string>& v) {
+      core::Value l = core::Value::list();
+      for (const auto& x : v)
+        if (l.size() < 16) l.push_back(x.substr(0, 300));
+      return l;
+    };
+    if (b.ok) {
+      p["path"] = b.path;
+      p["sha256"] = b.sha256;
+      p["bytes"] = static_cast<std::int64_t>(b.bytes);
+      p["uncompressedBytes"] = static_cast<std::int64_t>(b.raw_bytes);
+    } else {
+      p["error"] = b.error;
+    }
+    p["sections"] = list(b.sections);
+    p["truncated"] = list(b.truncated);
+    p["errors"] = list(b.errors);
+    core::log::info("agent: log bundle", {{"node", node_.node_name},
+                                          {"incident", r.incident},
+                                          {"state", p.get_string({"state"})},
+                                          {"path", b.path},
+                                          {"bytes", static_cast<std::int64_t>(b.bytes)},
+                                          {"error", b.error}});
+    journal(kRemediationBundleKind, p);
   }
   // Recorded before anything is done: a reboot ends this process, and a restart must not do
   // it again.

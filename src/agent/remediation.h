@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/log_bundle.h"
 #include "agent/plugin.h"
 #include "core/subprocess.h"
 #include "core/value.h"
@@ -56,16 +57,25 @@ inline constexpr std::string_view kRemediationStartedKind = "remediation.started
 inline constexpr std::string_view kRemediationSucceededKind = "remediation.succeeded";
 inline constexpr std::string_view kRemediationFailedKind = "remediation.failed";
 inline constexpr std::string_view kRemediationRejectedKind = "remediation.rejected";
+// The log bundle collected before an incident's first action (agent/log_bundle.h): payload
+// {"incident", "attempt", "action", "state": "Collected" | "Failed", "path", "sha256", "bytes",
+// "uncompressedBytes", "sections", "truncated", "errors", "error", "message"}.
+inline constexpr std::string_view kRemediationBundleKind = "remediation.bundle";
 
 struct RemediationRequest {
   std::string incident;
   std::int64_t attempt = 0;
   std::string action;  // "reboot" or "gpu-reset"
+  // gpu-reset only: the UUIDs of the faulty GPUs (from the incident's entities); empty: the
+  // whole node (sentinel could name none, e.g. an entity known only by its PCI address).
+  std::vector<std::string> gpus;
 };
 
-// Strict: a JSON object with exactly the keys incident (non-empty string), attempt (integer
-// >= 1) and action ("reboot" or "gpu-reset"). Throws core::InvalidInput naming the field, the
-// value and the fix.
+inline constexpr std::size_t kMaxRequestGpus = 16;
+
+// Strict: a JSON object with the keys incident (non-empty string), attempt (integer >= 1),
+// action ("reboot" or "gpu-reset") and, for a gpu-reset only, gpus (at most 16 GPU UUIDs
+// "GPU-..."). Throws core::InvalidInput naming the field, the value and the fix.
 RemediationRequest parse_remediation_request(std::string_view text);
 
 // ---- running host commands ----
@@ -103,7 +113,8 @@ struct HostCommands {
   // share the host's PID namespace and to be privileged (nsenter into PID 1's namespaces).
   std::vector<std::string> reboot = {"nsenter", "-t", "1",  "-m",        "-u",    "-i",
                                      "-n",      "-p", "--", "systemctl", "reboot"};
-  // No GPU in the request: the reset covers every GPU of the node (the node is drained).
+  // Run once per GPU the request names, with `-i <uuid>` appended; once with no GPU when it
+  // names none (every GPU of the node: the node is drained).
   std::vector<std::string> gpu_reset = {"nsenter", "-t", "1",  "-m",         "-u", "-i",
                                         "-n",      "-p", "--", "nvidia-smi", "-r"};
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
@@ -183,6 +194,11 @@ class NodeRemediation {
   // thread-safe: one caller at a time (RemediationService).
   Outcome handle(std::string_view request_text, std::string_view quarantine_text);
 
+  // Collect a log bundle (into state_dir/remediation/bundles) before the first action of each
+  // incident. Off until called. A failed or late collection is journalled and the action goes
+  // ahead: the bundle never holds a remediation past options.deadline.
+  void set_log_bundle(LogBundleSource source, LogBundleOptions options = {});
+
   [[nodiscard]] const RemediationLedger& ledger() const { return ledger_; }
   [[nodiscard]] const NodeIdentity& node() const { return node_; }
 
@@ -192,6 +208,9 @@ class NodeRemediation {
   Journaller journal_;
   RemediationLedger ledger_;
   std::string last_ignored_;  // logged once per distinct ignored request
+  std::filesystem::path bundle_dir_;
+  std::optional<LogBundleSource> bundle_source_;
+  LogBundleOptions bundle_options_;
 };
 
 // ---- the service: one thread for every node of the process ----

@@ -22,6 +22,7 @@
 #include "core/errors.h"
 #include "core/http_server.h"
 #include "core/log.h"
+#include "core/text.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/informer.h"
@@ -74,16 +75,26 @@ class SimExecutor final : public agent::Executor {
                             const agent::RemediationRequest& request) override {
     core::Value ev = core::Value::map();
     ev["node"] = node.node_name;
+    std::vector<std::string> files;
     if (request.action == "reboot") {
       ev["type"] = "reboot";
       ev["down"] = down_;
+      files.push_back(sim::submit_control_event(dir_, ev));
     } else {
       ev["type"] = "gpuReset";
+      if (request.gpus.empty()) files.push_back(sim::submit_control_event(dir_, ev));
+      for (const auto& uuid : request.gpus) {  // one reset per faulty GPU named
+        ev["uuid"] = uuid;
+        files.push_back(sim::submit_control_event(dir_, ev));
+      }
     }
-    const std::string file = sim::submit_control_event(dir_, ev);
+    std::string names;
+    for (const auto& f : files)
+      names += (names.empty() ? "" : ", ") + std::filesystem::path(f).filename().string();
     return {.ok = true,
-            .message = "asked the simulator for " + std::string(ev.get_string({"type"})) + " (" +
-                       std::filesystem::path(file).filename().string() + ")"};
+            .message = "asked the simulator for " + std::string(ev.get_string({"type"})) +
+                       (request.gpus.empty() ? "" : " of " + core::join(request.gpus, ", ")) +
+                       " (" + names + ")"};
   }
 
  private:
@@ -93,6 +104,7 @@ class SimExecutor final : public agent::Executor {
 
 constexpr const char* kDefaultRebootCommand = "nsenter -t 1 -m -u -i -n -p -- systemctl reboot";
 constexpr const char* kDefaultGpuResetCommand = "nsenter -t 1 -m -u -i -n -p -- nvidia-smi -r";
+constexpr const char* kDefaultBundleGpuCommand = "nsenter -t 1 -m -u -i -n -p -- nvidia-smi -q";
 
 struct AgentFlags {
   std::string node;
@@ -113,7 +125,29 @@ struct AgentFlags {
   std::string remediation_timeout = "5m";
   std::string sim_reboot_down = "5s";
   std::string sim_agent_pods;
+  std::string log_bundle = "on";
+  std::string log_bundle_deadline = "30s";
+  std::string log_bundle_gpu_command = kDefaultBundleGpuCommand;
 };
+
+// The log bundle's settings (agent/log_bundle.h); nullopt when off.
+std::optional<agent::LogBundleOptions> bundle_options(const AgentFlags& f) {
+  if (f.log_bundle == "off") return std::nullopt;
+  if (f.log_bundle != "on")
+    throw core::InvalidInput("--log-bundle=" + f.log_bundle +
+                             ": use on (collect logs before an incident's first action) or off");
+  auto d = core::try_parse_duration(f.log_bundle_deadline);
+  if (!d || d->count() <= 0 || *d > std::chrono::minutes(10))
+    throw core::InvalidInput("--log-bundle-deadline value \"" + f.log_bundle_deadline +
+                             "\" is not a duration in (0, 10m] (e.g. 30s)");
+  agent::LogBundleOptions o;
+  o.deadline = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+  // The simulator writes nvidia-smi's state as files; a real node runs it.
+  if (f.sim_state_dir.empty() && !f.log_bundle_gpu_command.empty())
+    o.gpu_state_command =
+        agent::split_command(f.log_bundle_gpu_command, "--log-bundle-gpu-command");
+  return o;
+}
 
 // The executor --remediation and friends ask for; nullptr when off.
 std::unique_ptr<agent::Executor> make_executor(const AgentFlags& f) {
@@ -209,6 +243,7 @@ void run_agent(const AgentFlags& f) {
                                "\" is not a positive duration (e.g. 30s, 5m)");
   }
   std::unique_ptr<agent::Executor> executor = make_executor(f);
+  const std::optional<agent::LogBundleOptions> bundles = bundle_options(f);
   kube::Client client(kube::load_default_config(f.kubeconfig));
   // --sim-agent-pods: each simulated node writes with its own agent pod's token, so the
   // identity admission policy judges it as it would a real node's agent.
@@ -244,6 +279,15 @@ void run_agent(const AgentFlags& f) {
     remediations.push_back(std::make_unique<agent::NodeRemediation>(
         a.identity(), state, executor.get(),
         [&a](std::string_view kind, const core::Value& payload) { a.record(kind, payload); }));
+    if (bundles) {
+      agent::LogBundleSource src;
+      src.host_root = host;
+      src.node_health = [&client, &tokens, &a, node] {
+        kube::Client& c = tokens ? tokens->client_for(a.identity()) : client;
+        return c.get(agent::kNodeHealthResource, "", node);
+      };
+      remediations.back()->set_log_bundle(std::move(src), *bundles);
+    }
     remediation.add_node(node, remediations.back().get());
   };
   // With --sim-agent-pods: tokens for new nodes before their agents start delivering, then every
@@ -359,7 +403,19 @@ void setup_agent(CLI::App& root) {
                   "host command for a reboot (split into words, no shell)")
       ->capture_default_str();
   cmd->add_option("--gpu-reset-command", flags->gpu_reset_command,
-                  "host command for a GPU reset (every GPU of the node; no shell)")
+                  "host command for a GPU reset, run with -i <uuid> per faulty GPU named "
+                  "(without: every GPU of the node; no shell)")
+      ->capture_default_str();
+  cmd->add_option("--log-bundle", flags->log_bundle,
+                  "collect a bounded log bundle before an incident's first remediation action "
+                  "(kernel GPU/NIC lines, nvidia-smi state, IB counters, NodeHealth): on or off")
+      ->capture_default_str();
+  cmd->add_option("--log-bundle-deadline", flags->log_bundle_deadline,
+                  "the action goes ahead after this long even if the bundle is not complete")
+      ->capture_default_str();
+  cmd->add_option("--log-bundle-gpu-command", flags->log_bundle_gpu_command,
+                  "host command whose output is the bundle's GPU state (\"\" = none; not in "
+                  "simulation, whose state files are read)")
       ->capture_default_str();
   cmd->add_option("--remediation-timeout", flags->remediation_timeout,
                   "a remediation command running longer is killed and reported failed")

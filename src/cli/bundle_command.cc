@@ -61,7 +61,8 @@ void add_registry_options(CLI::App* cmd, recipe::OciOptions& oci) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--registry-config", oci.registry_config,
                   "docker config.json with the registry's credentials (default: "
-                  "$DOCKER_CONFIG/config.json,\nelse ~/.docker/config.json; \"auths\" only)")
+                  "$DOCKER_CONFIG/config.json,\nelse ~/.docker/config.json): credHelpers, "
+                  "credsStore, auths")
       ->check(CLI::ExistingFile);
 }
 
@@ -314,6 +315,12 @@ void setup_bundle(CLI::App& root) {
                   "flux: namespace of sources and releases")
       ->capture_default_str();
   add_registry_options(cmd, flags->oci);
+  cmd->add_option("--registry-chunk-size", flags->oci.chunk_bytes,
+                  "push blobs larger than this many bytes in chunks of that size (PATCH with "
+                  "Content-Range;\ndefault 8388608); for registries or proxies that cap a "
+                  "request's size")
+      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 31)
+                  .description("1024 to 2147483648 bytes"));
 
   auto pull_flags = std::make_shared<PullFlags>();
   auto* pull = cmd->add_subcommand(

@@ -21,6 +21,7 @@
 #include "kube/api/objects.h"
 #include "kube/client.h"
 #include "kube/config.h"
+#include "kube/errors.h"
 #include "sentinel/controller.h"
 #include "sentinel/quarantine.h"
 #include "sim/control_inbox.h"
@@ -37,6 +38,16 @@ class SimRemediator final : public sentinel::Remediator {
       : dir_(std::move(state_dir)), down_(std::move(down)) {}
   void request(const std::string& node, const std::string& incident, int attempt,
                const std::string& action) override {
+    ask(node, incident, attempt, action, {});
+  }
+  void request_reset(const std::string& node, const std::string& incident, int attempt,
+                     const std::vector<std::string>& gpus) override {
+    ask(node, incident, attempt, "gpu-reset", gpus);
+  }
+
+ private:
+  void ask(const std::string& node, const std::string& incident, int attempt,
+           const std::string& action, const std::vector<std::string>& gpus) {
     const std::filesystem::path marks = std::filesystem::path(dir_) / "control" / "sentinel";
     const std::filesystem::path mark = marks / (incident + "-" + std::to_string(attempt));
     std::error_code ec;
@@ -46,17 +57,83 @@ class SimRemediator final : public sentinel::Remediator {
     if (action == "reboot") {
       ev["type"] = "reboot";
       ev["down"] = down_;
+      sim::submit_control_event(dir_, ev);
+    } else if (gpus.empty()) {
+      ev["type"] = "gpuReset";
+      sim::submit_control_event(dir_, ev);
     } else {
       ev["type"] = "gpuReset";
+      for (const auto& uuid : gpus) {  // only the faulty GPUs
+        ev["uuid"] = uuid;
+        sim::submit_control_event(dir_, ev);
+      }
     }
-    sim::submit_control_event(dir_, ev);
     std::filesystem::create_directories(marks, ec);
     std::ofstream(mark) << action << "\n";
   }
 
- private:
   std::string dir_;
   std::string down_;
+};
+
+// Node replacement on the simulator (provider "simulator"): the machine behind the node is
+// re-provisioned — its faults cleared and rebooted, so it comes back with a new boot id — and
+// its Node object is deleted (only the one being replaced: uid precondition); the simulated
+// kubelet registers it again under the same name, as a new Node (new uid) that sentinel holds
+// until certify passes it. A marker per (incident, attempt) under <state-dir>/control/sentinel/
+// makes the request idempotent: "requested" once the simulator has it, "deleted" once the old
+// Node is gone.
+class SimReplacementProvider final : public sentinel::ReplacementProvider {
+ public:
+  SimReplacementProvider(std::string state_dir, std::string down, kube::Client& client)
+      : dir_(std::move(state_dir)), down_(std::move(down)), client_(client) {}
+
+  void request(const sentinel::ReplacementRequest& r) override {
+    const std::filesystem::path marks = std::filesystem::path(dir_) / "control" / "sentinel";
+    const std::filesystem::path mark =
+        marks / ("replace-" + r.incident + "-" + std::to_string(r.attempt));
+    const std::string state = read_mark(mark);
+    if (state == "deleted") return;
+    std::error_code ec;
+    std::filesystem::create_directories(marks, ec);
+    if (state.empty()) {
+      core::Value ev = core::Value::map();
+      ev["node"] = r.node;
+      ev["type"] = "clear";  // a fresh machine: no fault of the old one
+      sim::submit_control_event(dir_, ev);
+      ev["type"] = "reboot";
+      ev["down"] = down_;
+      sim::submit_control_event(dir_, ev);
+      std::ofstream(mark) << "requested\n";
+    }
+    kube::DeleteOptions o;
+    o.precondition_uid = r.node_uid;  // never the replacement, should it be there already
+    try {
+      client_.remove(kube::resources::nodes(), "", r.node, o);
+    } catch (const kube::ApiError& e) {
+      if (!e.is(kube::Reason::NotFound) && !e.is(kube::Reason::Conflict)) throw;
+    }
+    std::ofstream(mark) << "deleted\n";
+  }
+
+  sentinel::ReplacementStatus poll(const sentinel::ReplacementRequest& r) override {
+    const std::filesystem::path mark = std::filesystem::path(dir_) / "control" / "sentinel" /
+                                       ("replace-" + r.incident + "-" + std::to_string(r.attempt));
+    if (read_mark(mark) != "deleted") return {};
+    return {sentinel::ReplacementStatus::State::Done,
+            "the simulator re-provisioned " + r.node + " and deleted its Node " + r.node_uid};
+  }
+
+ private:
+  static std::string read_mark(const std::filesystem::path& p) {
+    std::ifstream in(p);
+    std::string line;
+    std::getline(in, line);
+    return line;
+  }
+  std::string dir_;
+  std::string down_;
+  kube::Client& client_;
 };
 
 const controller::Registration kSentinel({
@@ -69,7 +146,10 @@ const controller::Registration kSentinel({
                   "remediate through this simulator's control inbox instead of the agent"},
                  {"sentinel.sim-reboot-down",
                   "how long a simulated reboot keeps the node down "
-                  "(default 5s)"}},
+                  "(default 5s)"},
+                 {"sentinel.sim-replacement-state-dir",
+                  "register the replacement provider \"simulator\" on this simulator "
+                  "(default: sentinel.sim-state-dir)"}},
     .setup =
         [](controller::Manager& m, const controller::Context& ctx) {
           sentinel::SentinelOptions o;
@@ -88,6 +168,11 @@ const controller::Registration kSentinel({
           if (!sim.empty()) {
             o.remediator =
                 std::make_unique<SimRemediator>(sim, ctx.setting("sentinel.sim-reboot-down", "5s"));
+          }
+          const std::string replace_dir = ctx.setting("sentinel.sim-replacement-state-dir", sim);
+          if (!replace_dir.empty()) {
+            o.providers["simulator"] = std::make_shared<SimReplacementProvider>(
+                replace_dir, ctx.setting("sentinel.sim-reboot-down", "5s"), m.client());
           }
           sentinel::setup_sentinel(m, std::move(o));
         },

@@ -6,7 +6,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <thread>
 
@@ -44,6 +46,37 @@ bool reap(pid_t pid, int& status, bool block) {
     return false;
   }
 }
+
+// Writing to a pipe whose reader is gone raises SIGPIPE, which would end this process: while
+// a child is fed, SIGPIPE is blocked in this thread (the signal is sent to the writing
+// thread) and one it raised is taken off before the old mask comes back.
+class SigpipeBlock {
+ public:
+  SigpipeBlock() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigemptyset(&pending);
+    ::sigpending(&pending);
+    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+    ::pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  ~SigpipeBlock() {
+    if (!was_pending_) {
+      const timespec zero{0, 0};
+      while (::sigtimedwait(&pipe_, nullptr, &zero) == SIGPIPE) {
+      }
+    }
+    ::pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SigpipeBlock(const SigpipeBlock&) = delete;
+  SigpipeBlock& operator=(const SigpipeBlock&) = delete;
+
+ private:
+  sigset_t pipe_{};
+  sigset_t old_{};
+  bool was_pending_ = false;
+};
 
 }  // namespace
 
@@ -91,12 +124,15 @@ SubprocessResult run_subprocess(const std::vector<std::string>& argv, const Subp
   char* const* child_env = o.env != nullptr ? envp.data() : environ;
 
   int out[2] = {-1, -1};
+  int in[2] = {-1, -1};
   int report[2] = {-1, -1};
   int devnull = -1;
   int errfile = -1;
   auto close_all = [&] {
     close_fd(out[0]);
     close_fd(out[1]);
+    close_fd(in[0]);
+    close_fd(in[1]);
     close_fd(report[0]);
     close_fd(report[1]);
     close_fd(devnull);
@@ -108,7 +144,13 @@ SubprocessResult run_subprocess(const std::vector<std::string>& argv, const Subp
     close_all();
     return fail("pipe: ", e);
   }
-  devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const bool feed = o.stdin_data.has_value();
+  if (feed && ::pipe2(in, O_CLOEXEC) != 0) {
+    const int e = errno;
+    close_all();
+    return fail("pipe: ", e);
+  }
+  if (!feed) devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (o.stderr_to == StderrTo::File) {
     errfile = ::open(o.stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (errfile < 0) {
@@ -118,6 +160,8 @@ SubprocessResult run_subprocess(const std::vector<std::string>& argv, const Subp
     }
   }
   const bool search = o.search_path && name.find('/') == std::string::npos;
+  std::optional<SigpipeBlock> sigpipe;
+  if (feed) sigpipe.emplace();
 
   const pid_t pid = ::fork();
   if (pid == 0) {
@@ -127,6 +171,7 @@ SubprocessResult run_subprocess(const std::vector<std::string>& argv, const Subp
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::signal(SIGPIPE, SIG_DFL);  // an ignored SIGPIPE would be inherited through exec
     if (devnull >= 0) ::dup2(devnull, 0);
+    if (in[0] >= 0) ::dup2(in[0], 0);
     if (o.capture_stdout) ::dup2(out[1], 1);
     if (o.stderr_to == StderrTo::Output && o.capture_stdout) ::dup2(out[1], 2);
     if (o.stderr_to == StderrTo::File) ::dup2(errfile, 2);
@@ -145,6 +190,7 @@ SubprocessResult run_subprocess(const std::vector<std::string>& argv, const Subp
   }
   const int fork_errno = errno;
   close_fd(out[1]);
+  close_fd(in[0]);
   close_fd(report[1]);
   close_fd(devnull);
   close_fd(errfile);
@@ -202,10 +248,28 @@ SubprocessResult run_subprocess(const std::vector<std::string>& argv, const Subp
     }
   };
 
+  // The write end is non-blocking: a child that does not read must not stall the loop
+  // past its deadline.
+  int& in_w = in[1];
+  const std::string_view input = feed ? *o.stdin_data : std::string_view{};
+  if (in_w >= 0) ::fcntl(in_w, F_SETFL, ::fcntl(in_w, F_GETFL) | O_NONBLOCK);
+  if (in_w >= 0 && input.empty()) close_fd(in_w);
+  auto feed_some = [&] {
+    const std::size_t chunk = std::min<std::size_t>(input.size() - r.stdin_written, 1u << 16);
+    const ssize_t put = ::write(in_w, input.data() + r.stdin_written, chunk);
+    if (put > 0) {
+      r.stdin_written += static_cast<std::size_t>(put);
+      if (r.stdin_written == input.size()) close_fd(in_w);  // EOF: the request is complete
+    } else if (put < 0 && errno != EAGAIN && errno != EINTR) {
+      close_fd(in_w);  // EPIPE: the child closed its stdin or exited
+    }
+  };
+
   const auto deadline = Clock::now() + o.timeout;
   bool eof = !o.capture_stdout;
   for (;;) {
     if (!exited) exited = reap(pid, status, false);
+    if (exited) close_fd(in_w);  // nobody left to read it
     if (exited && eof) break;
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
@@ -217,27 +281,41 @@ SubprocessResult run_subprocess(const std::vector<std::string>& argv, const Subp
       }
       break;
     }
-    if (eof) {  // nothing to read: wait for the exit
+    if (eof && in_w < 0) {  // nothing to read or write: wait for the exit
       std::this_thread::sleep_for(std::chrono::milliseconds(std::min<long long>(left, 5)));
       continue;
     }
-    pollfd p{out[0], POLLIN, 0};
+    pollfd p[2];
+    nfds_t np = 0;
+    int out_at = -1, in_at = -1;
+    if (!eof) {
+      out_at = static_cast<int>(np);
+      p[np++] = {out[0], POLLIN, 0};
+    }
+    if (in_w >= 0) {
+      in_at = static_cast<int>(np);
+      p[np++] = {in_w, POLLOUT, 0};
+    }
     const int wait_ms = static_cast<int>(std::min<long long>(left, exited ? 50 : 200));
-    const int rc = ::poll(&p, 1, wait_ms);
+    const int rc = ::poll(p, np, wait_ms);
     if (rc < 0 && errno != EINTR) {
       eof = true;
+      close_fd(in_w);
     } else if (rc > 0) {
-      n = ::read(out[0], buf, sizeof buf);
-      if (n > 0) {
-        append(buf, static_cast<std::size_t>(n));
-        if (!o.keep_tail && r.output.size() > o.max_output) {
-          r.output.resize(o.max_output);
-          if (!exited) stop();
-          r.output_overflow = true;
-          break;
+      if (in_at >= 0 && p[in_at].revents != 0) feed_some();  // POLLERR: the reader is gone
+      if (out_at >= 0 && p[out_at].revents != 0) {
+        n = ::read(out[0], buf, sizeof buf);
+        if (n > 0) {
+          append(buf, static_cast<std::size_t>(n));
+          if (!o.keep_tail && r.output.size() > o.max_output) {
+            r.output.resize(o.max_output);
+            if (!exited) stop();
+            r.output_overflow = true;
+            break;
+          }
+        } else if (n == 0 || errno != EINTR) {
+          eof = true;
         }
-      } else if (n == 0 || errno != EINTR) {
-        eof = true;
       }
     } else if (rc == 0 && exited) {
       // The command exited and nothing more is coming right now: a process it left behind

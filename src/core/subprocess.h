@@ -6,7 +6,9 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gpufleet::core {
@@ -38,16 +40,22 @@ struct SubprocessOptions {
   bool own_process_group = true;
   // After the command exits, kill what it left running in its group.
   bool kill_group_on_exit = false;
+  // Bytes fed to the child's stdin, which is then closed (the credential-helper protocol
+  // reads its request there); unset: stdin is /dev/null. Written as the child reads, so input
+  // larger than a pipe buffer neither blocks the output nor outlives the deadline; a child
+  // that exits (or closes stdin) without reading it all is not an error.
+  std::optional<std::string_view> stdin_data;
 };
 
 struct SubprocessResult {
-  bool started = false;          // false: it could not be started (see `error`)
-  bool timed_out = false;        // stopped at the deadline
-  bool output_overflow = false;  // stopped for writing more than max_output (keep_tail off)
-  int exit_code = -1;            // when it exited; -1 otherwise
-  int signal = 0;                // when a signal ended it
-  std::string output;            // the captured output (the tail when keep_tail)
-  std::string error;             // why it did not start: "cannot run X: <reason>"
+  bool started = false;           // false: it could not be started (see `error`)
+  bool timed_out = false;         // stopped at the deadline
+  bool output_overflow = false;   // stopped for writing more than max_output (keep_tail off)
+  int exit_code = -1;             // when it exited; -1 otherwise
+  int signal = 0;                 // when a signal ended it
+  std::size_t stdin_written = 0;  // bytes of stdin_data the child's stdin pipe took
+  std::string output;             // the captured output (the tail when keep_tail)
+  std::string error;              // why it did not start: "cannot run X: <reason>"
   [[nodiscard]] bool ok() const {
     return started && !timed_out && !output_overflow && exit_code == 0;
   }
@@ -55,8 +63,8 @@ struct SubprocessResult {
   [[nodiscard]] std::string describe() const;
 };
 
-// Runs argv to completion (or the deadline). stdin is /dev/null. Never throws for anything the
-// child does; the result says what happened.
+// Runs argv to completion (or the deadline). stdin is stdin_data, else /dev/null. Never throws for
+// anything the child does; the result says what happened.
 SubprocessResult run_subprocess(const std::vector<std::string>& argv,
                                 const SubprocessOptions& options);
 

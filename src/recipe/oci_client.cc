@@ -16,8 +16,10 @@
 #include "core/file_reader.h"
 #include "core/json.h"
 #include "core/sha256.h"
+#include "core/subprocess.h"
 #include "core/text.h"
 #include "core/value.h"
+#include "recipe/tool_process.h"
 
 namespace gpufleet::recipe {
 namespace {
@@ -215,6 +217,7 @@ class Session {
     std::error_code ec;
     // A missing default file means no credentials; a named one is checked by the CLI.
     if (!config.empty() && (explicit_config || std::filesystem::exists(config, ec))) {
+      config_ = config;
       try {
         credentials_ = registry_credentials(core::read_file(config), config, ref.registry);
       } catch (const core::InvalidInput& e) {
@@ -253,10 +256,12 @@ class Session {
     std::string msg = "registry " + ref_.registry + ": " + std::string(what) + ": HTTP " +
                       std::to_string(r.status) + " " + registry_message(r.body);
     if (r.status == 401 || r.status == 403) {
-      msg += credentials_.empty() ? " (no credentials for " + ref_.registry +
-                                        " in the docker config; add them with `docker login " +
-                                        ref_.registry + "` or give --registry-config FILE)"
-                                  : " (the credentials for " + ref_.registry + " were refused)";
+      msg += credentials_.empty()
+                 ? " (no credentials for " + ref_.registry + " in the docker config" +
+                       (config_.empty() ? "" : " " + config_) + "; add them with `docker login " +
+                       ref_.registry + "` or give --registry-config FILE)"
+                 : " (the credentials for " + ref_.registry + " from " + credentials_.source +
+                       " were refused)";
     } else if (r.status == 400 && options_.plain_http) {
       msg += " (if the registry serves HTTPS, drop --registry-plain-http)";
     }
@@ -270,8 +275,16 @@ class Session {
     std::string scheme = challenge.substr(0, challenge.find(' '));
     for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (scheme == "basic") {
-      if (credentials_.empty()) fail(r, what);
-      authorization_ = "Authorization: Basic " + core::base64_encode(credentials_);
+      if (credentials_.username.empty()) {
+        if (!credentials_.identity_token.empty()) {
+          throw std::runtime_error("registry " + ref_.registry + ": " + std::string(what) +
+                                   ": the registry asks for a user and password (Basic), but " +
+                                   credentials_.source +
+                                   " holds only an identity token; log in with a password");
+        }
+        fail(r, what);
+      }
+      authorization_ = "Authorization: Basic " + core::base64_encode(basic_pair());
       return;
     }
     if (scheme != "bearer") fail(r, what);
@@ -288,9 +301,21 @@ class Session {
     std::string token_url = realm + (realm.find('?') == std::string::npos ? "?" : "&");
     if (params.count("service") != 0) token_url += "service=" + url_escape(params["service"]) + "&";
     token_url += "scope=" + url_escape(scope);
-    std::string basic;
-    if (!credentials_.empty()) basic = "Authorization: Basic " + core::base64_encode(credentials_);
-    Response t = send("GET", token_url, nullptr, {}, 1 << 20, basic, "token from " + realm);
+    Response t;
+    if (!credentials_.identity_token.empty()) {
+      // OAuth2 refresh-token grant (the distribution token spec's POST form), as docker does
+      // with an identity token.
+      std::string form = "grant_type=refresh_token&client_id=gpufleet&refresh_token=" +
+                         url_escape(credentials_.identity_token) + "&scope=" + url_escape(scope);
+      if (params.count("service") != 0) form += "&service=" + url_escape(params["service"]);
+      t = send("POST", realm, &form, {"Content-Type: application/x-www-form-urlencoded"}, 1 << 20,
+               "", "token from " + realm);
+    } else {
+      std::string basic;
+      if (!credentials_.username.empty())
+        basic = "Authorization: Basic " + core::base64_encode(basic_pair());
+      t = send("GET", token_url, nullptr, {}, 1 << 20, basic, "token from " + realm);
+    }
     if (t.status != 200) fail(t, "token from " + realm);
     std::string token;
     try {
@@ -392,15 +417,22 @@ class Session {
     }
   }
 
+  std::string basic_pair() const { return credentials_.username + ":" + credentials_.password; }
+
   const OciReference& ref_;
   const OciOptions& options_;
   std::string actions_;
   std::string base_;
-  std::string credentials_;
+  std::string config_;
+  RegistryCredentials credentials_;
   std::string authorization_;
 };
 
-void ensure_blob(Session& s, const std::string& digest, const std::string& data) {
+// A blob the registry does not have yet: one PUT when it fits in a chunk, else PATCH chunks
+// with Content-Range then a PUT with the digest (each step goes to the Location the
+// registry gave last, as the distribution spec requires).
+void ensure_blob(Session& s, const std::string& digest, const std::string& data,
+                 std::size_t chunk) {
   Response head =
       s.request("HEAD", s.url("/blobs/" + digest), nullptr, {}, 0, "HEAD blob " + digest);
   if (head.status == 200) return;
@@ -408,14 +440,42 @@ void ensure_blob(Session& s, const std::string& digest, const std::string& data)
   Response post =
       s.request("POST", s.url("/blobs/uploads/"), nullptr, {}, 1 << 20, "start an upload");
   if (post.status != 202) s.fail(post, "start an upload (POST blobs/uploads/)");
-  auto loc = post.headers.find("location");
-  if (loc == post.headers.end() || loc->second.empty())
-    throw std::runtime_error("registry " + s.url("") +
-                             ": the upload was started without a Location to send it to");
-  std::string put = s.resolve(loc->second);
-  put += (put.find('?') == std::string::npos ? "?" : "&") + std::string("digest=") +
-         url_escape(digest);
-  Response r = s.request("PUT", put, &data, {"Content-Type: application/octet-stream"}, 1 << 20,
+  auto location = [&](const Response& r, const std::string& step) {
+    auto loc = r.headers.find("location");
+    if (loc == r.headers.end() || loc->second.empty())
+      throw std::runtime_error("registry " + s.url("") + ": " + step +
+                               " answered without a Location to send the upload to");
+    return s.resolve(loc->second);
+  };
+  std::string at = location(post, "starting the upload of blob " + digest);
+  const std::string* last = &data;
+  std::string empty;
+  if (chunk > 0 && data.size() > chunk) {
+    for (std::size_t off = 0; off < data.size(); off += chunk) {
+      const std::size_t n = std::min(chunk, data.size() - off);
+      const std::string range = std::to_string(off) + "-" + std::to_string(off + n - 1);
+      const std::string what = "upload blob " + digest + " bytes " + range + " of " +
+                               std::to_string(data.size()) + " (PATCH)";
+      const std::string part = data.substr(off, n);
+      Response r = s.request("PATCH", at, &part,
+                             {"Content-Type: application/octet-stream", "Content-Range: " + range},
+                             1 << 20, what);
+      if (r.status != 202) s.fail(r, what);
+      // The registry says how much it holds; a short count would end in a wrong digest.
+      if (auto got = r.headers.find("range");
+          got != r.headers.end() && got->second != "0-" + std::to_string(off + n - 1) &&
+          got->second != "bytes=0-" + std::to_string(off + n - 1)) {
+        throw std::runtime_error("registry " + s.url("") + ": " + what + ": it holds " +
+                                 core::quoted(got->second) + " after the chunk, not 0-" +
+                                 std::to_string(off + n - 1));
+      }
+      at = location(r, what);
+    }
+    last = &empty;
+  }
+  at +=
+      (at.find('?') == std::string::npos ? "?" : "&") + std::string("digest=") + url_escape(digest);
+  Response r = s.request("PUT", at, last, {"Content-Type: application/octet-stream"}, 1 << 20,
                          "upload blob " + digest);
   if (r.status != 201) s.fail(r, "upload blob " + digest);
 }
@@ -490,31 +550,152 @@ std::string default_registry_config() {
   return {};
 }
 
-std::string registry_credentials(const std::string& config_text, const std::string& where,
-                                 const std::string& registry) {
+namespace {
+
+// host[:port] of a docker config key (docker's own keys carry a scheme and a path:
+// https://index.docker.io/v1/).
+std::string config_key_host(std::string key) {
+  if (std::size_t p = key.find("://"); p != std::string::npos) key = key.substr(p + 3);
+  return key.substr(0, key.find('/'));
+}
+
+// The map `name` of the config, or nullptr when absent.
+const core::Value* config_map(const core::Value& v, std::string_view name, const std::string& where,
+                              std::string_view expected) {
+  const core::Value* f = v.find(name);
+  if (f == nullptr || f->is_null()) return nullptr;
+  if (!f->is_map())
+    throw core::InvalidInput(where + ": " + std::string(name) + ": expected " +
+                             std::string(expected));
+  return f;
+}
+
+// A string field at `path` (for errors), "" when absent.
+std::string config_string(const core::Value& v, std::string_view name, const std::string& path) {
+  const core::Value* f = v.find(name);
+  if (f == nullptr || f->is_null()) return {};
+  if (!f->is_string())
+    throw core::InvalidInput(path + ": expected a string, got " + core::quoted(core::to_json(*f)));
+  return f->as_string();
+}
+
+// `docker-credential-NAME get` with the registry on stdin; `none` when the helper has nothing
+// for it (docker's helpers answer "credentials not found ..." on stdout and exit 1).
+RegistryCredentials run_credential_helper(const std::string& name, const std::string& entry,
+                                          const std::string& registry, std::chrono::seconds timeout,
+                                          bool& none) {
+  const std::string program = "docker-credential-" + name;
+  const std::string head =
+      "registry " + registry + ": credential helper " + program + " (" + entry + ")";
+  ToolTempDir tmp("gpufleet-credential-helper");
+  core::SubprocessOptions o;
+  o.timeout = timeout;
+  o.max_output = 1u << 20;
+  o.keep_tail = false;
+  o.stderr_to = core::StderrTo::File;
+  o.stderr_file = tmp.path + "/stderr";
+  o.stdin_data = registry;
+  core::SubprocessResult r = core::run_subprocess({program, "get"}, o);
+  if (!r.started) {
+    throw std::runtime_error(head + " cannot be run (" + r.error + "); install " + program +
+                             " on PATH, or remove the entry, or give --registry-config FILE "
+                             "with other credentials");
+  }
+  none = r.exit_code == 1 && r.output.find("credentials not found") != std::string::npos;
+  if (none) return {};
+  if (!r.ok()) {
+    std::string said(core::trim(r.output));
+    try {
+      std::string err(core::trim(core::read_file(o.stderr_file)));
+      if (!err.empty()) said += (said.empty() ? "" : "; ") + err;
+    } catch (const std::exception&) {
+    }
+    std::string how = r.timed_out ? "ran longer than " + std::to_string(timeout.count()) + " s"
+                      : r.output_overflow ? "wrote more than 1 MiB"
+                      : r.signal != 0     ? "killed by signal " + std::to_string(r.signal)
+                                          : "exit status " + std::to_string(r.exit_code);
+    throw std::runtime_error(head + " failed (" + how + ")" +
+                             (said.empty() ? "" : ": " + core::quoted(said)) +
+                             "; check it with `printf " + registry + " | " + program +
+                             " get`, or log in again with `docker login " + registry + "`");
+  }
+  core::Value v;
+  try {
+    v = core::parse_json(r.output, program);
+  } catch (const std::exception&) {
+  }
+  const core::Value* secret = v.is_map() ? v.find("Secret") : nullptr;
+  if (secret == nullptr || !secret->is_string()) {
+    throw std::runtime_error(head + " answered " + core::quoted(core::trim(r.output)) +
+                             ", not the protocol's JSON "
+                             "{\"ServerURL\": ..., \"Username\": ..., \"Secret\": ...}");
+  }
+  RegistryCredentials c;
+  c.source = entry;
+  std::string user = config_string(v, "Username", program + " Username");
+  // docker's convention: the Username "<token>" marks the Secret as an identity token.
+  if (user == "<token>") {
+    c.identity_token = secret->as_string();
+  } else {
+    c.username = user;
+    c.password = secret->as_string();
+  }
+  return c;
+}
+
+}  // namespace
+
+RegistryCredentials registry_credentials(const std::string& config_text, const std::string& where,
+                                         const std::string& registry,
+                                         std::chrono::seconds helper_timeout) {
   core::Value v = core::parse_json(config_text, where);
-  const core::Value* auths = v.find("auths");
-  if (auths == nullptr || auths->is_null()) return {};
-  if (!auths->is_map())
-    throw core::InvalidInput(where + ": auths: expected a map of registry to credentials");
-  for (const auto& entry : auths->as_map()) {
-    // Keys are host[:port], sometimes with a scheme and a path (docker's https://host/v1/).
-    std::string key = entry.key;
-    if (std::size_t p = key.find("://"); p != std::string::npos) key = key.substr(p + 3);
-    key = key.substr(0, key.find('/'));
-    if (key != registry) continue;
-    const core::Value& c = entry.value;
-    if (std::string_view auth = c.get_string({"auth"}); !auth.empty()) {
+  if (!v.is_map())
+    throw core::InvalidInput(where + ": expected a JSON object (docker's config.json)");
+
+  std::string helper, entry;
+  if (const core::Value* helpers =
+          config_map(v, "credHelpers", where, "a map of registry to helper name")) {
+    for (const auto& h : helpers->as_map()) {
+      if (config_key_host(h.key) != registry) continue;
+      helper = config_string(*helpers, h.key, where + ": credHelpers." + h.key);
+      entry = "credHelpers[" + core::quoted(h.key) + "] in " + where;
+      break;
+    }
+  }
+  if (helper.empty()) {
+    helper = config_string(v, "credsStore", where + ": credsStore");
+    entry = "credsStore in " + where;
+  }
+  if (!helper.empty()) {
+    bool none = false;
+    RegistryCredentials c = run_credential_helper(helper, entry, registry, helper_timeout, none);
+    if (!none) return c;
+  }
+
+  const core::Value* auths = config_map(v, "auths", where, "a map of registry to credentials");
+  if (auths == nullptr) return {};
+  for (const auto& a : auths->as_map()) {
+    if (config_key_host(a.key) != registry) continue;
+    const std::string path = where + ": auths." + a.key;
+    if (!a.value.is_map()) throw core::InvalidInput(path + ": expected a map");
+    RegistryCredentials c;
+    c.source = "auths[" + core::quoted(a.key) + "] in " + where;
+    c.identity_token = config_string(a.value, "identitytoken", path + ".identitytoken");
+    if (std::string auth = config_string(a.value, "auth", path + ".auth"); !auth.empty()) {
       std::optional<std::string> decoded = core::base64_decode(auth);
       if (!decoded || decoded->find(':') == std::string::npos) {
-        throw core::InvalidInput(where + ": auths." + entry.key +
+        throw core::InvalidInput(path +
                                  ".auth: expected base64 of USER:PASSWORD (as docker login "
                                  "writes it)");
       }
-      return *decoded;
+      std::size_t colon = decoded->find(':');
+      c.username = decoded->substr(0, colon);
+      c.password = decoded->substr(colon + 1);
+    } else {
+      c.username = config_string(a.value, "username", path + ".username");
+      c.password = config_string(a.value, "password", path + ".password");
     }
-    std::string_view user = c.get_string({"username"}), pass = c.get_string({"password"});
-    if (!user.empty()) return std::string(user) + ":" + std::string(pass);
+    if (!c.empty()) return c;
   }
   return {};
 }
@@ -554,9 +735,9 @@ std::string push_bundle(const OciReference& ref, const std::string& layer,
   if (ref.tag.empty())
     throw core::InvalidInput("-o " + core::quoted(ref.text()) + ": a push needs a tag");
   Session s(ref, options, "pull,push");
-  ensure_blob(s, std::string(kEmptyDigest), "{}");
+  ensure_blob(s, std::string(kEmptyDigest), "{}", options.chunk_bytes);
   std::string layer_digest = sha256_digest(layer);
-  ensure_blob(s, layer_digest, layer);
+  ensure_blob(s, layer_digest, layer, options.chunk_bytes);
   std::string manifest = bundle_manifest(layer_digest, layer.size(), annotations);
   std::string digest = sha256_digest(manifest);
   Response r = s.request("PUT", s.url("/manifests/" + ref.tag), &manifest,

@@ -2,9 +2,11 @@
 // bundle as an OCI artifact (one tar+gzip layer, the empty config, an image manifest with
 // artifactType application/vnd.gpufleet.bundle.v1), `gpufleet bundle pull` fetches it back
 // and checks every digest. The distribution spec's push and pull flows over libcurl (kept
-// out of this header): HEAD blob, POST + PUT monolithic upload, PUT manifest; GET manifest
-// and blob. Auth: Basic credentials from a docker config.json ("auths"), used directly or
-// traded for a token when the registry answers with a Bearer challenge (WWW-Authenticate).
+// out of this header): HEAD blob, POST + PUT monolithic upload (or POST, PATCH chunks with
+// Content-Range, PUT with the digest for blobs over the chunk threshold), PUT manifest; GET
+// manifest and blob. Auth: credentials from a docker config.json (auths, credHelpers,
+// credsStore), used as Basic or traded for a token when the registry answers with a Bearer
+// challenge (WWW-Authenticate): GET with Basic credentials, or POST with an identity token.
 #pragma once
 
 #include <chrono>
@@ -40,17 +42,40 @@ struct OciOptions {
   std::string registry_config;  // docker config.json; empty: $DOCKER_CONFIG or ~/.docker
   std::chrono::seconds timeout{300};
   std::size_t max_layer_bytes = std::size_t{2} << 30;
+  // Blobs larger than this go up in chunks of this size (POST, PATCH with Content-Range, PUT
+  // with the digest), smaller ones in one PUT: registries and proxies in front of them often
+  // cap the size of one request.
+  std::size_t chunk_bytes = std::size_t{8} << 20;
 };
 
 // The default docker config.json path ($DOCKER_CONFIG/config.json, else
 // $HOME/.docker/config.json); empty when neither variable is set.
 std::string default_registry_config();
 
-// "user:password" for `registry` from a docker config.json text ("auths" entries keyed by
-// host[:port], optionally with a scheme and path; "auth" base64 or "username"/"password");
-// empty when none. Throws core::InvalidInput naming `where` for malformed files.
-std::string registry_credentials(const std::string& config_text, const std::string& where,
-                                 const std::string& registry);
+// Credentials for one registry, and where they came from (errors name it).
+struct RegistryCredentials {
+  std::string username;
+  std::string password;
+  // An OAuth2 refresh token ("identitytoken" in auths, or a helper's Secret under the
+  // Username "<token>"): traded at the Bearer realm by a POST with grant_type=refresh_token.
+  std::string identity_token;
+  std::string source;  // e.g. `credHelpers["reg.example"] (docker-credential-ecr) in FILE`
+  [[nodiscard]] bool empty() const {
+    return username.empty() && password.empty() && identity_token.empty();
+  }
+};
+
+// The credentials for `registry` in a docker config.json text (read from `where`), resolved as
+// docker does: the helper of credHelpers[registry], else the credsStore helper (run as
+// `docker-credential-NAME get` with the registry on stdin, {"Username","Secret"} JSON on
+// stdout; a helper that has none for it falls back to auths), else auths[registry] ("auth"
+// base64 USER:PASSWORD, "username"/"password", "identitytoken"). Keys match host[:port] with
+// or without a scheme and a path. Empty when none. Throws core::InvalidInput naming `where`
+// and the field for a malformed file; std::runtime_error naming the registry, the helper, the
+// entry and the fix for a helper that is missing, fails or answers no JSON.
+RegistryCredentials registry_credentials(
+    const std::string& config_text, const std::string& where, const std::string& registry,
+    std::chrono::seconds helper_timeout = std::chrono::seconds(30));
 
 // The manifest for one layer with the given digest and size, byte for byte the same for
 // the same arguments (keys sorted, no timestamps).

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "controller/budget.h"
+#include "controller/disruption_reservation.h"
 #include "controller/manager.h"
 #include "controller/status.h"
 #include "core/errors.h"
@@ -174,7 +175,8 @@ struct State {
   std::size_t gpu_nodes = 0;
   bool was_tripped = false;
   controller::Controller* nodes_controller = nullptr;
-  std::shared_ptr<Metrics> metrics;  // kept alive with the reconcilers that use it
+  std::shared_ptr<Metrics> metrics;         // kept alive with the reconcilers that use it
+  std::vector<std::string> provider_names;  // the replacement providers (fixed at setup)
 };
 
 // ---- the annotation remediator ----
@@ -184,16 +186,30 @@ class AnnotationRemediator final : public Remediator {
   explicit AnnotationRemediator(kube::Client& client) : client_(client) {}
   void request(const std::string& node, const std::string& incident, int attempt,
                const std::string& action) override {
+    ask(node, incident, attempt, action, {});
+  }
+  void request_reset(const std::string& node, const std::string& incident, int attempt,
+                     const std::vector<std::string>& gpus) override {
+    ask(node, incident, attempt, "gpu-reset", gpus);
+  }
+
+ private:
+  void ask(const std::string& node, const std::string& incident, int attempt,
+           const std::string& action, const std::vector<std::string>& gpus) {
     core::Value req = core::Value::map();
     req["incident"] = incident;
     req["attempt"] = attempt;
     req["action"] = action;
+    if (!gpus.empty()) {
+      core::Value g = core::Value::list();
+      for (const auto& u : gpus) g.push_back(u);
+      req["gpus"] = std::move(g);
+    }
     core::Value patch;
     patch["metadata"]["annotations"][kRequestAnnotation] = core::to_json(req);
     client_.patch(kube::resources::nodes(), "", node, kube::PatchType::Merge, patch);
   }
 
- private:
   kube::Client& client_;
 };
 
@@ -253,6 +269,7 @@ class PolicyReconciler final : public controller::Reconciler {
       if (state_->uid != kube::uid_of(obj) || state_->generation != generation) {
         try {
           Policy p = Policy::from_spec(obj.get({"spec"}) ? *obj.get({"spec"}) : core::Value());
+          p.check_providers(state_->provider_names);
           RuleSet rules = RuleSet::compile(p.rules, p.cost_limit);
           // The breaker keeps its durable state across policy edits and restarts.
           core::Value saved;
@@ -433,6 +450,7 @@ class NodeReconciler final : public controller::Reconciler {
  public:
   NodeReconciler(controller::Manager& m, std::shared_ptr<State> state, Metrics& metrics,
                  std::string policy_name, std::shared_ptr<Remediator> remediator,
+                 std::map<std::string, std::shared_ptr<ReplacementProvider>> providers,
                  const controller::Cache& nodes, const controller::Cache& healths,
                  const controller::Cache& remediations, const controller::Cache& pods,
                  const controller::Cache& vreqs)
@@ -442,6 +460,7 @@ class NodeReconciler final : public controller::Reconciler {
         metrics_(metrics),
         policy_name_(std::move(policy_name)),
         remediator_(std::move(remediator)),
+        providers_(std::move(providers)),
         nodes_(nodes),
         healths_(healths),
         remediations_(remediations),
@@ -449,7 +468,8 @@ class NodeReconciler final : public controller::Reconciler {
         vreqs_(vreqs),
         breaker_status_(m.client(), api::sentinel_policies(), "SentinelPolicy",
                         kBreakerFieldManager),
-        budget_(m.client()) {}
+        budget_(m.client()),
+        claims_(m.client(), {.namespace_ = m.options().lease_namespace}) {}
 
   Result reconcile(const Request& req, std::stop_token) override {
     Policy policy;
@@ -477,7 +497,18 @@ class NodeReconciler final : public controller::Reconciler {
       if (active == nullptr || kube::name_of(*r) < kube::name_of(*active)) active = r;
     }
     if (node == nullptr) {
-      if (active != nullptr) finish(*active, "Failed", "the node was deleted", nullptr);
+      if (active == nullptr) return {};
+      // A replacement deletes the Node; the new machine registers under the same name.
+      const core::Value* a = active->get({"status", "action"});
+      if (phase_of(*active) == "Remediating" && a != nullptr &&
+          a->get_string({"type"}) == "replace") {
+        const std::int64_t requested = ms_of(a->get_string({"requestedAt"}));
+        if (now_ms() - requested <= policy.remediation.timeout_s * 1000)
+          return {.requeue_after = 2s};
+        finish(*active, "Failed", "the replacement node did not register in time", nullptr);
+        return {};
+      }
+      finish(*active, "Failed", "the node was deleted", nullptr);
       return {};
     }
     QuarantineRecord rec;
@@ -492,7 +523,7 @@ class NodeReconciler final : public controller::Reconciler {
     const std::set<std::string> faulty =
         health != nullptr ? faulty_entities(*health) : std::set<std::string>{};
 
-    if (active != nullptr) return drive(policy, *node, *active, rec, faulty);
+    if (active != nullptr) return drive(policy, *node, *active, rec, faulty, health.get());
 
     if (!rec.incident.empty()) {
       kube::ObjectPtr named = remediations_.get(rec.incident);
@@ -626,9 +657,7 @@ class NodeReconciler final : public controller::Reconciler {
           for (const auto& o : decision.taints) have |= o.key == t.key && o.effect == t.effect;
           if (!have) decision.taints.push_back(t);
         }
-        auto strength = [](std::string_view a) {
-          return a == "reboot" ? 4 : a == "gpu-reset" ? 3 : a == "wait" ? 2 : a == "none" ? 1 : 0;
-        };
+        auto strength = [](std::string_view a) { return action_strength(a); };
         if (strength(d.remediate) > strength(decision.remediate)) decision.remediate = d.remediate;
         for (const auto& m : d.matched)
           if (std::find(decision.matched.begin(), decision.matched.end(), m) ==
@@ -814,7 +843,7 @@ class NodeReconciler final : public controller::Reconciler {
     if (new_node) {
       // Validation of a new node is not forced by a fault: while the node's domain is at its
       // DisruptionBudget limit it stays Quarantined (the Quarantined step holds it for budget).
-      if (budget_wait(node)) {
+      if (budget_wait(node, rem)) {
         set_phase(rem, "Quarantined", "new node held out; waiting for room in its domain", extra);
         return;
       }
@@ -874,7 +903,8 @@ class NodeReconciler final : public controller::Reconciler {
   }
 
   Result drive(const Policy& policy, const core::Value& node, const core::Value& rem,
-               const QuarantineRecord& rec, const std::set<std::string>& faulty) {
+               const QuarantineRecord& rec, const std::set<std::string>& faulty,
+               const core::Value* health) {
     const std::string phase = phase_of(rem);
     const std::string name(kube::name_of(rem));
     if (phase != "Detected") {
@@ -894,6 +924,23 @@ class NodeReconciler final : public controller::Reconciler {
       finish(rem, "Cancelled", "the node was uncordoned by someone else; incident cancelled",
              &node);
       return {};
+    }
+
+    // The agent's log bundle of this incident (NodeHealth status.remediationBundle) is named
+    // in the incident once, whenever the journal delivers it (often after the reboot).
+    if ((phase == "Remediating" || phase == "Validating") && health != nullptr &&
+        rem.get({"status", "logBundle"}) == nullptr) {
+      const core::Value* b = health->get({"status", "remediationBundle"});
+      if (b != nullptr && b->get_string({"incident"}) == name) {
+        core::Value lb = core::Value::map();
+        for (const char* k : {"state", "path", "sha256", "error"})
+          if (auto v = b->get_string({k}); !v.empty()) lb[k] = std::string(v);
+        if (const core::Value* n = b->find("bytes"); n != nullptr && n->is_int()) lb["bytes"] = *n;
+        core::Value s = status_of(rem);
+        s["logBundle"] = std::move(lb);
+        write_status(rem, std::move(s));
+        return {.requeue = true};
+      }
     }
 
     if (phase == "Detected") {
@@ -933,7 +980,7 @@ class NodeReconciler final : public controller::Reconciler {
     if (phase == "Quarantined") {
       if (new_node) {
         // Not forced by a fault: waits for room in the node's domain like a reboot.
-        if (auto why = budget_wait(node)) return hold_for_budget(rem, *why);
+        if (auto why = budget_wait(node, rem)) return hold_for_budget(rem, *why);
       } else if (recovered) {
         finish(rem, "Released", "every faulty entity recovered before remediation", &node);
         return {};
@@ -1001,64 +1048,137 @@ class NodeReconciler final : public controller::Reconciler {
       return {.requeue_after = 1s};
     }
     if (phase == "Remediating") {
-      const std::string action(rem.get_string({"spec", "action"}));
+      const core::Value* a = rem.get({"status", "action"});
+      // The spec's action, or "replace" once a reboot whose attempts were used up escalated
+      // (the spec is immutable; status.escalatedFrom says so).
+      const std::string spec_action(rem.get_string({"spec", "action"}));
+      const std::string action =
+          a != nullptr && a->get_string({"type"}) == "replace" ? "replace" : spec_action;
       if (!policy.remediation.enabled || action.empty() || action == "none") {
         enter_validating(policy, node, rem, "no remediation action; validating", nullptr);
         return {};
       }
       const std::string boot(node.get_string({"status", "nodeInfo", "bootID"}));
-      const core::Value* a = rem.get({"status", "action"});
+      const std::string uid(kube::uid_of(node));
       const std::int64_t attempt =
           a != nullptr && a->find("attempt") ? a->find("attempt")->as_int() : 0;
-      auto request = [&](std::int64_t n) {
+      ReplacementProvider* provider = nullptr;
+      if (auto it = providers_.find(policy.remediation.provider); it != providers_.end())
+        provider = it->second.get();
+      auto replacement = [&](std::int64_t n, std::string old_uid) {
+        return ReplacementRequest{node_name, name, static_cast<int>(n), std::move(old_uid)};
+      };
+      // A gpu-reset names the GPUs of the incident that are still faulty (a GPU that
+      // recovered meanwhile is not reset); each attempt decides again and records its list.
+      auto ask = [&](const std::string& type, std::int64_t n, const std::vector<std::string>& gpus,
+                     const std::string& old_uid) {
+        if (type == "wait") return;
+        if (type == "replace") {
+          if (provider != nullptr) provider->request(replacement(n, old_uid));
+        } else if (type == "gpu-reset") {
+          remediator_->request_reset(node_name, name, static_cast<int>(n), gpus);
+        } else {
+          remediator_->request(node_name, name, static_cast<int>(n), type);
+        }
+      };
+      auto request = [&](const std::string& type, std::int64_t n, const std::string& escalated) {
         core::Value s = status_of(rem);
         core::Value act = core::Value::map();
-        act["type"] = action;
+        act["type"] = type;
         act["attempt"] = n;
         act["requestedAt"] = rfc3339(now);
         act["bootID"] = boot;
+        if (type == "replace") {
+          act["nodeUID"] = uid;
+          act["provider"] = policy.remediation.provider;
+        }
+        const std::vector<std::string> gpus =
+            type == "gpu-reset" ? faulty_gpus(entities, faulty) : std::vector<std::string>{};
+        if (!gpus.empty()) {
+          core::Value g = core::Value::list();
+          for (const auto& u : gpus) g.push_back(u);
+          act["gpus"] = std::move(g);
+        }
         s["action"] = std::move(act);
-        s["message"] = action + " requested (attempt " + std::to_string(n) + ")";
+        if (!escalated.empty()) s["escalatedFrom"] = escalated;
+        s["message"] = (escalated.empty() ? "" : escalated + " attempts used up; ") + type +
+                       " requested (attempt " + std::to_string(n) + ")" +
+                       (gpus.empty() ? "" : " for " + join(gpus));
         clear_budget_wait(s);
         write_status(rem, std::move(s));  // recorded first: a crash never loses an attempt
-        if (action != "wait") remediator_->request(node_name, name, static_cast<int>(n), action);
-        metrics_.remediation_requests.with({action}).inc();
+        ask(type, n, gpus, uid);
+        metrics_.remediation_requests.with({type}).inc();
       };
       if (attempt == 0) {
         // The node is out already (it adds nothing to the count), but a reboot or reset
         // disturbs its NVLink / rack domain: it waits while the domain is full without it.
-        if (auto why = budget_wait(node)) return hold_for_budget(rem, *why);
-        request(1);
+        if (auto why = budget_wait(node, rem)) return hold_for_budget(rem, *why);
+        request(action, 1, "");
         return {.requeue_after = 2s};
       }
+      const std::string old_uid(a->get_string({"nodeUID"}));
       bool done = false;
-      if (action == "reboot") {
+      bool provider_failed = false;
+      std::string provider_message;
+      if (action == "replace") {
+        // The provider's word and the API's: the Node under this name is a new object that
+        // booted since (a new boot id: a Node re-registered before its machine came up is not
+        // the replacement yet), Ready.
+        ReplacementStatus st =
+            provider != nullptr
+                ? provider->poll(replacement(attempt, old_uid))
+                : ReplacementStatus{ReplacementStatus::State::Failed,
+                                    "no provider \"" + policy.remediation.provider + "\""};
+        provider_failed = st.state == ReplacementStatus::State::Failed;
+        provider_message = st.message;
+        const std::string before(a->get_string({"bootID"}));
+        done = st.state == ReplacementStatus::State::Done && !old_uid.empty() && uid != old_uid &&
+               !boot.empty() && boot != before && kube::node::ready(node);
+      } else if (action == "reboot") {
         const std::string before(a->get_string({"bootID"}));
         done = !boot.empty() && boot != before && kube::node::ready(node);
       } else {
         done = recovered;
       }
       if (done) {
+        if (action == "replace") {
+          // A new machine: nothing takes work on it before certify passed it. Cordoned (no
+          // fault taints: they were the old machine's) under this incident, then validated.
+          Decision d;
+          d.cordon = true;
+          patch_node(node, plan_quarantine(node, d, {}, name));
+        }
         enter_validating(policy, node, rem, action + " done", [&](core::Value& s) {
-          s["action"]["result"] = "done after attempt " + std::to_string(attempt);
+          s["action"]["result"] =
+              "done after attempt " + std::to_string(attempt) +
+              (provider_message.empty() ? "" : ": " + provider_message.substr(0, 400));
         });
         return {};
       }
       const std::int64_t requested = ms_of(a->get_string({"requestedAt"}));
-      if (now - requested > policy.remediation.timeout_s * 1000) {
+      if (provider_failed || now - requested > policy.remediation.timeout_s * 1000) {
         if (attempt >= policy.remediation.max_attempts) {
+          if (action == "reboot" && policy.remediation.replace_when_reboot_fails &&
+              provider != nullptr) {
+            request("replace", 1, "reboot");
+            return {.requeue_after = 2s};
+          }
           finish(rem, "Failed",
-                 action + " did not complete in " + std::to_string(attempt) +
-                     " attempts; the node stays out",
+                 action + " did not complete in " + std::to_string(attempt) + " attempts" +
+                     (provider_message.empty() ? "" : " (" + provider_message + ")") +
+                     "; the node stays out",
                  &node);
           return {};
         }
-        request(attempt + 1);
+        request(action, attempt + 1, "");
         return {.requeue_after = 2s};
       }
       // Idempotent per (incident, attempt): asks again only if the first ask was lost.
-      if (action != "wait")
-        remediator_->request(node_name, name, static_cast<int>(attempt), action);
+      std::vector<std::string> recorded;
+      if (const core::Value* g = a->find("gpus"); g != nullptr && g->is_list())
+        for (const auto& u : g->as_list())
+          if (u.is_string()) recorded.push_back(u.as_string());
+      ask(action, attempt, recorded, old_uid);
       return {.requeue_after = 2s};
     }
     if (phase == "Validating") {
@@ -1101,33 +1221,107 @@ class NodeReconciler final : public controller::Reconciler {
     return {};
   }
 
-  // Why a disruptive action on `node` must wait for the DisruptionBudget: its domain holds
-  // maxUnavailablePerDomain nodes out without it. nullopt: go (no object, no topology key).
-  std::optional<std::string> budget_wait(const core::Value& node) {
+  // The GPU UUIDs among the incident's entities ("<check>/GPU-...") that are still faulty,
+  // sorted and once each (xid/GPU-a and gpu-nvml/GPU-a are one GPU). An entity known only by
+  // its PCI address is not named: the caller then resets the whole node.
+  static std::vector<std::string> faulty_gpus(const std::set<std::string>& entities,
+                                              const std::set<std::string>& faulty) {
+    std::set<std::string> out;
+    for (const auto& e : entities) {
+      if (!faulty.contains(e)) continue;
+      const auto slash = e.find('/');
+      if (slash == std::string::npos) continue;
+      const std::string id = e.substr(slash + 1);
+      if (id.starts_with("GPU-") && out.size() < 16) out.insert(id);
+    }
+    return {out.begin(), out.end()};
+  }
+
+  // Why a disruptive action on `node` must wait for the DisruptionBudget: the cluster holds
+  // maxUnavailable nodes out without it, or its domain maxUnavailablePerDomain. nullopt: go,
+  // with the node claimed (controller/disruption_reservation.h) so that hostpkg and other
+  // workers count it before their caches show it. No object: nothing waits.
+  std::optional<std::string> budget_wait(const core::Value& node, const core::Value& rem) {
     const controller::BudgetReader::Snapshot b = budget_.get();
-    if (!b.present || b.spec.topology_key.empty()) return std::nullopt;
+    if (!b.present) return std::nullopt;
     const std::string& key = b.spec.topology_key;
     const std::string self(kube::name_of(node));
-    const std::string domain(kube::label_of(node, key));
-    std::int64_t out = 0;
-    std::vector<std::string> held;  // "node (holder, ...)", a bounded sample
+    const std::string domain = key.empty() ? "" : std::string(kube::label_of(node, key));
+    std::vector<kube::CountedNode> counted;
+    std::int64_t out_domain = 0;
+    std::vector<std::string> held;  // "node (holder, ...)" in the domain, a bounded sample
+    auto incident_on = [&](std::string_view n) {
+      for (const auto& r : remediations_.by_index("node", std::string(n)))
+        if (!final_phase(phase_of(*r))) return true;
+      return false;
+    };
+    std::shared_ptr<const OutScan> scan = out_scan(key, incident_on);
+    for (const kube::NodeOutFacts& f : scan->out) {
+      // Another incident's node counts through its claim once its action goes: incidents
+      // waiting for room must not wait for each other (two in one domain would wait forever).
+      if (f.incident && f.hostpkg_sets.empty() && f.name != self) continue;
+      if (f.name != self && f.domain == domain) {
+        ++out_domain;
+        if (held.size() < 5) held.push_back(f.name + " (" + join(kube::out_holders(f)) + ")");
+      }
+      counted.push_back({f.name, f.domain});
+    }
+    const std::int64_t total_limit = b.spec.total_limit(scan->total);
+    if (!key.empty() && out_domain >= b.spec.max_per_domain) {
+      std::string who;
+      for (const auto& h : held) who += (who.empty() ? "" : ", ") + h;
+      if (out_domain > static_cast<std::int64_t>(held.size())) who += ", ...";
+      return key + "=" + (domain.empty() ? "(no label)" : domain) + " has " +
+             std::to_string(out_domain) +
+             " node(s) out without this one, maxUnavailablePerDomain " +
+             std::to_string(b.spec.max_per_domain) + ": " + who;
+    }
+    auto lookup = [&](std::string_view n) {
+      kube::ClaimedNodeView v;
+      kube::CompactPtr o = nodes_.get_compact(std::string(n));
+      if (o == nullptr) return v;
+      v.present = true;
+      v.rv = std::string(o->resource_version());
+      v.out = kube::is_out(kube::node_out_facts(*o, key, incident_on(n)));
+      return v;
+    };
+    kube::ClaimLimits limits;
+    limits.total = total_limit;
+    limits.domain = b.spec.domain_limit();
+    controller::DisruptionReservation::Outcome out =
+        claims_.reserve({{self, domain, "Sentinel/" + std::string(kube::name_of(rem)),
+                          std::string(kube::resource_version_of(node))}},
+                        counted, limits, lookup);
+    if (out.granted.at(0)) return std::nullopt;
+    return out.why.at(0);
+  }
+
+  // The nodes out, from one scan of the Node cache shared by every worker for half a second:
+  // at 5,000 nodes a scan costs ~10 ms of CPU, and each waiting incident looks every 2 s. The
+  // lock does not rest on it (the claims are read fresh); it only ages the view a little.
+  struct OutScan {
+    std::int64_t total = 0;
+    std::vector<kube::NodeOutFacts> out;
+  };
+  template <typename IncidentOn>
+  std::shared_ptr<const OutScan> out_scan(const std::string& key, IncidentOn&& incident_on) {
+    std::lock_guard lock(scan_mu_);
+    const auto now = std::chrono::steady_clock::now();
+    if (scan_ != nullptr && scan_key_ == key && now - scan_at_ < std::chrono::milliseconds(500))
+      return scan_;
+    auto s = std::make_shared<OutScan>();
     nodes_.for_each_compact([&](const kube::CompactObject& o) {
-      if (o.name() == self || o.root().get_string({"metadata", "labels", key}) != domain) return;
-      bool incident = false;
-      for (const auto& r : remediations_.by_index("node", std::string(o.name())))
-        incident = incident || !final_phase(phase_of(*r));
-      kube::NodeOutFacts f = kube::node_out_facts(o, key, incident);
+      ++s->total;
+      // An uncordoned node out only by an open incident is skipped by the caller anyway.
+      kube::NodeOutFacts f = kube::node_out_facts(o, key, false);
       if (!kube::is_out(f)) return;
-      ++out;
-      if (held.size() < 5) held.push_back(f.name + " (" + join(kube::out_holders(f)) + ")");
+      f.incident = incident_on(f.name);
+      s->out.push_back(std::move(f));
     });
-    if (out < b.spec.max_per_domain) return std::nullopt;
-    std::string who;
-    for (const auto& h : held) who += (who.empty() ? "" : ", ") + h;
-    if (out > static_cast<std::int64_t>(held.size())) who += ", ...";
-    return key + "=" + (domain.empty() ? "(no label)" : domain) + " has " + std::to_string(out) +
-           " node(s) out without this one, maxUnavailablePerDomain " +
-           std::to_string(b.spec.max_per_domain) + ": " + who;
+    scan_ = std::move(s);
+    scan_key_ = key;
+    scan_at_ = now;
+    return scan_;
   }
 
   Result hold_for_budget(const core::Value& rem, const std::string& why) {
@@ -1135,7 +1329,11 @@ class NodeReconciler final : public controller::Reconciler {
     const core::Value before = s;
     s["waitingFor"] = "budget";
     s["message"] = ("waiting for the disruption budget: " + why).substr(0, 1000);
-    kube::Condition c{"WaitingForBudget", "True", "DomainAtLimit", why.substr(0, 4000)};
+    // The claims' answers say "in the cluster", "domain" or (lost every race) "changed under".
+    const char* reason = why.find("in the cluster") != std::string::npos  ? "ClusterAtLimit"
+                         : why.find("changed under") != std::string::npos ? "ClaimsContended"
+                                                                          : "DomainAtLimit";
+    kube::Condition c{"WaitingForBudget", "True", reason, why.substr(0, 4000)};
     core::Value conds = s.find("conditions") ? *s.find("conditions") : core::Value::list();
     kube::set_condition(conds, c);
     s["conditions"] = std::move(conds);
@@ -1148,7 +1346,7 @@ class NodeReconciler final : public controller::Reconciler {
     s.as_map().erase("waitingFor");
     core::Value conds = s.find("conditions") ? *s.find("conditions") : core::Value::list();
     kube::set_condition(conds, kube::Condition{"WaitingForBudget", "False", "BudgetAvailable",
-                                               "the domain had room; the action went ahead"});
+                                               "the budget had room; the action went ahead"});
     s["conditions"] = std::move(conds);
   }
 
@@ -1158,13 +1356,19 @@ class NodeReconciler final : public controller::Reconciler {
   Metrics& metrics_;
   std::string policy_name_;
   std::shared_ptr<Remediator> remediator_;
+  std::map<std::string, std::shared_ptr<ReplacementProvider>> providers_;
   const controller::Cache& nodes_;
   const controller::Cache& healths_;
   const controller::Cache& remediations_;
   const controller::Cache& pods_;
   const controller::Cache& vreqs_;
   controller::StatusWriter breaker_status_;
-  controller::BudgetReader budget_;  // the DisruptionBudget (read, not watched)
+  controller::BudgetReader budget_;           // the DisruptionBudget (read, not watched)
+  controller::DisruptionReservation claims_;  // the lock shared with hostpkg (and replicas)
+  std::mutex scan_mu_;                        // guards the three below (out_scan)
+  std::shared_ptr<const OutScan> scan_;
+  std::string scan_key_;
+  std::chrono::steady_clock::time_point scan_at_;
   // Fault -> cordon latency of incidents created by this process, until their status has it
   // (different node keys run in parallel).
   std::mutex latency_mu_;
@@ -1202,16 +1406,21 @@ std::unique_ptr<Remediator> make_annotation_remediator(kube::Client& client) {
 void setup_sentinel(controller::Manager& manager, SentinelOptions options) {
   // The admission webhook refuses a policy whose rules do not compile (or break a limit the
   // schema cannot express), with the parser and compiler the policy reconciler uses.
+  std::vector<std::string> provider_names;
+  for (const auto& [name, provider] : options.providers) provider_names.push_back(name);
   manager.admission().add(
-      api::sentinel_policies().group, "SentinelPolicy", [](const controller::AdmissionRequest& r) {
+      api::sentinel_policies().group, "SentinelPolicy",
+      [provider_names](const controller::AdmissionRequest& r) {
         if ((r.operation != "CREATE" && r.operation != "UPDATE") || r.spec_unchanged())
           return controller::AdmissionResult::allow();
         const core::Value* spec = r.object.find("spec");
         const Policy p = Policy::from_spec(spec != nullptr ? *spec : core::Value());
+        p.check_providers(provider_names);
         (void)RuleSet::compile(p.rules, p.cost_limit);  // InvalidInput: denied with its words
         return controller::AdmissionResult::allow();
       });
   auto state = std::make_shared<State>();
+  state->provider_names = provider_names;
   // The registry hands out the same series to a second Metrics on it (a second Manager).
   state->metrics = std::make_shared<Metrics>(*manager.options().registry);
   Metrics* metrics = state->metrics.get();
@@ -1251,8 +1460,9 @@ void setup_sentinel(controller::Manager& manager, SentinelOptions options) {
   pods.add_index("node", index_spec_node);
   controller::Cache& vreqs = manager.cache(api::validation_requests());
 
-  auto node_rec = std::make_shared<NodeReconciler>(manager, state, *metrics, options.policy,
-                                                   remediator, nodes, healths, rems, pods, vreqs);
+  auto node_rec =
+      std::make_shared<NodeReconciler>(manager, state, *metrics, options.policy, remediator,
+                                       options.providers, nodes, healths, rems, pods, vreqs);
   controller::SourceOptions vr_src;
   controller::Controller& nodes_ctl =
       manager.controller("sentinel")

@@ -14,10 +14,13 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kube/api/resource.h"
+#include "sentinel/replacement.h"
 
 namespace gpufleet::controller {
 class Manager;
@@ -49,6 +52,13 @@ class Remediator {
   // action: "reboot" or "gpu-reset".
   virtual void request(const std::string& node, const std::string& incident, int attempt,
                        const std::string& action) = 0;
+  // A gpu-reset of the faulty GPUs only (UUIDs from the incident's entities). The default
+  // resets the whole node, for a remediator that cannot name a GPU.
+  virtual void request_reset(const std::string& node, const std::string& incident, int attempt,
+                             const std::vector<std::string>& gpus) {
+    (void)gpus;
+    request(node, incident, attempt, "gpu-reset");
+  }
 };
 
 // Asks the node's agent through the Node annotation sentinel.gpufleet.io/remediation-request
@@ -58,6 +68,9 @@ std::unique_ptr<Remediator> make_annotation_remediator(kube::Client& client);
 struct SentinelOptions {
   std::string policy = "default";  // the SentinelPolicy followed
   std::unique_ptr<Remediator> remediator;
+  // Node replacement providers by the name a policy gives (spec.remediation.replacement.
+  // provider); a policy naming another is refused at admission.
+  std::map<std::string, std::shared_ptr<ReplacementProvider>> providers;
   int workers = 8;
 };
 

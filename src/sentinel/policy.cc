@@ -37,9 +37,9 @@ std::string action_field(const core::Value& v, std::string_view key, std::string
   if (f == nullptr) return fallback;
   if (!f->is_string() ||
       (f->as_string() != "none" && f->as_string() != "wait" && f->as_string() != "gpu-reset" &&
-       f->as_string() != "reboot")) {
+       f->as_string() != "reboot" && f->as_string() != "replace")) {
     throw core::InvalidInput(at + "." + std::string(key) + ": " + core::to_json(*f) +
-                             " is not an action; use none, wait, gpu-reset or reboot");
+                             " is not an action; use none, wait, gpu-reset, reboot or replace");
   }
   return f->as_string();
 }
@@ -135,6 +135,29 @@ Policy Policy::from_spec(const core::Value& spec) {
     p.remediation.default_action = action_field(*r, "defaultAction", "reboot", at);
     p.remediation.max_attempts = static_cast<int>(int_field(*r, "maxAttempts", 2, 1, 10, at));
     p.remediation.timeout_s = int_field(*r, "timeoutSeconds", 600, 5, 86400, at);
+    if (const core::Value* rep = field(*r, "replacement")) {
+      const std::string rat = at + ".replacement";
+      if (const core::Value* pr = field(*rep, "provider")) {
+        if (!pr->is_string() || pr->as_string().empty() || pr->as_string().size() > 63)
+          throw core::InvalidInput(rat + ".provider: " + core::to_json(*pr) +
+                                   " is not a provider name; use e.g. simulator");
+        p.remediation.provider = pr->as_string();
+      }
+      p.remediation.replace_when_reboot_fails = bool_field(*rep, "whenRebootFails", false, rat);
+    }
+  }
+  if (p.remediation.provider.empty() && p.may_replace()) {
+    std::string why = p.remediation.default_action == "replace"
+                          ? "spec.remediation.defaultAction is \"replace\""
+                      : p.remediation.replace_when_reboot_fails
+                          ? "spec.remediation.replacement.whenRebootFails is true"
+                          : "a rule remediates with \"replace\"";
+    for (const auto& r : p.rules)
+      if (r.remediate == "replace") why = "rule '" + r.name + "'.remediate is \"replace\"";
+    throw core::InvalidInput(
+        why +
+        " but spec.remediation.replacement.provider is not set; name the "
+        "provider that replaces nodes, e.g. replacement: {provider: simulator}");
   }
   if (const core::Value* v = field(spec, "validation")) {
     const std::string at = "spec.validation";
@@ -153,6 +176,27 @@ Policy Policy::from_spec(const core::Value& spec) {
     }
   }
   return p;
+}
+
+bool Policy::may_replace() const {
+  if (remediation.default_action == "replace" || remediation.replace_when_reboot_fails) return true;
+  for (const auto& r : rules)
+    if (r.remediate == "replace") return true;
+  return false;
+}
+
+void Policy::check_providers(const std::vector<std::string>& known) const {
+  if (remediation.provider.empty()) return;
+  for (const auto& k : known)
+    if (k == remediation.provider) return;
+  std::string names;
+  for (const auto& k : known) names += (names.empty() ? "" : ", ") + k;
+  throw core::InvalidInput("spec.remediation.replacement.provider: \"" + remediation.provider +
+                           "\" is not a replacement provider of this sentinel controller; " +
+                           (names.empty()
+                                ? std::string("it has none (the simulator's is registered by --set "
+                                              "sentinel.sim-replacement-state-dir=DIR)")
+                                : "use one of: " + names));
 }
 
 }  // namespace gpufleet::sentinel

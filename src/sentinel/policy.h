@@ -37,9 +37,13 @@ struct DrainPolicy {
 
 struct RemediationPolicy {
   bool enabled = true;
-  std::string default_action = "reboot";  // none | wait | gpu-reset | reboot
-  int max_attempts = 2;
+  std::string default_action = "reboot";  // none | wait | gpu-reset | reboot | replace
+  int max_attempts = 2;  // per action (a replacement after failed reboots has its own)
   std::int64_t timeout_s = 600;
+  // spec.remediation.replacement: the ReplacementProvider a `replace` goes through ("" when
+  // none), and whether a reboot whose attempts are used up escalates to a replacement.
+  std::string provider;
+  bool replace_when_reboot_fails = false;
 };
 
 struct ValidationPolicy {
@@ -60,6 +64,12 @@ struct Policy {
   // From a SentinelPolicy's spec. Throws core::InvalidInput naming the field ("spec.drain.
   // deadlineSeconds"), the value and the fix.
   static Policy from_spec(const core::Value& spec);
+
+  // Whether any path of this policy can ask for a replacement.
+  [[nodiscard]] bool may_replace() const;
+  // What admission adds to from_spec: the provider named is one this controller has. Throws
+  // core::InvalidInput naming the field, the value and the providers there are.
+  void check_providers(const std::vector<std::string>& known) const;
 };
 
 }  // namespace gpufleet::sentinel

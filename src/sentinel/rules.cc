@@ -170,9 +170,9 @@ RuleSpec RuleSpec::from_value(const core::Value& v, std::string_view where) {
   r.escalate = str("escalate", false);
   r.remediate = str("remediate", false);
   if (!r.remediate.empty() && r.remediate != "none" && r.remediate != "wait" &&
-      r.remediate != "gpu-reset" && r.remediate != "reboot") {
+      r.remediate != "gpu-reset" && r.remediate != "reboot" && r.remediate != "replace") {
     throw core::InvalidInput(at + ".remediate: \"" + r.remediate +
-                             "\" is not an action; use none, wait, gpu-reset or reboot");
+                             "\" is not an action; use none, wait, gpu-reset, reboot or replace");
   }
   r.cordon = boolean("cordon");
   r.dry_run = boolean("dryRun");
@@ -264,11 +264,9 @@ Decision RuleSet::evaluate(const core::Value& event, const core::Value& health,
       d.taints.push_back(*r.spec.taint);
     }
     if (d.escalate.empty()) d.escalate = r.spec.escalate;
-    // Strength order: "" < none < wait < gpu-reset < reboot (a reboot covers a pending GPU
-    // reset; an action covers waiting).
-    auto strength = [](std::string_view a) {
-      return a == "reboot" ? 4 : a == "gpu-reset" ? 3 : a == "wait" ? 2 : a == "none" ? 1 : 0;
-    };
+    // Strength order: "" < none < wait < gpu-reset < reboot < replace (a reboot covers a
+    // pending GPU reset, a new machine covers both; an action covers waiting).
+    auto strength = [](std::string_view a) { return action_strength(a); };
     if (strength(r.spec.remediate) > strength(d.remediate)) d.remediate = r.spec.remediate;
   }
   return d;
@@ -292,6 +290,15 @@ core::Value EventHistory::to_value(std::int64_t now_ms) const {
     list.push_back(std::move(c));
   }
   return list;
+}
+
+int action_strength(std::string_view a) noexcept {
+  return a == "replace"     ? 5
+         : a == "reboot"    ? 4
+         : a == "gpu-reset" ? 3
+         : a == "wait"      ? 2
+         : a == "none"      ? 1
+                            : 0;
 }
 
 }  // namespace gpufleet::sentinel

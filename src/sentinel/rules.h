@@ -123,4 +123,7 @@ class EventHistory {
   std::deque<std::pair<std::int64_t, core::Value>> entries_;
 };
 
+// How much an action covers: "" < none < wait < gpu-reset < reboot < replace.
+int action_strength(std::string_view action) noexcept;
+
 }  // namespace gpufleet::sentinel

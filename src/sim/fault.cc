@@ -32,10 +32,10 @@ constexpr std::array<std::pair<FaultType, std::string_view>, 16> kNames{{
     {FaultType::Maintenance, "maintenance"},
 }};
 
-constexpr std::array<std::string_view, 20> kFields{
-    "gpu",  "code",     "text",    "pid",   "process",  "action",  "device",
-    "port", "nvswitch", "link",    "count", "period",   "factor",  "active",
-    "kind", "type",     "comment", "peer",  "startsIn", "duration"};
+constexpr std::array<std::string_view, 21> kFields{
+    "gpu",  "code",     "text",    "pid",   "process",  "action",   "device",
+    "port", "nvswitch", "link",    "count", "period",   "factor",   "active",
+    "kind", "type",     "comment", "peer",  "startsIn", "duration", "uuid"};
 
 bool needs_gpu(FaultType t) {
   switch (t) {
@@ -161,6 +161,15 @@ Fault parse_fault(const core::Value& v, std::string_view source, std::string_vie
       }
       break;
     case FaultType::Thermal: f.active = r.boolean("active", true); break;
+    case FaultType::GpuReset:
+      f.uuid = r.string("uuid", "");
+      if (!f.uuid.empty() && f.gpu)
+        r.fail("uuid", core::Value(f.uuid), "is set together with gpu",
+               "name the GPU once: gpu: <index> or uuid: GPU-...");
+      if (!f.uuid.empty() && (!f.uuid.starts_with("GPU-") || f.uuid.size() > 64))
+        r.fail("uuid", core::Value(f.uuid), "is not a GPU UUID",
+               "use the form nvidia-smi prints, e.g. GPU-3f1c2a9e-...");
+      break;
     case FaultType::NvlinkDegraded:
       if (f.gpu) {
         f.count = static_cast<int>(r.integer("count", 1, 1, 18, "links to take down, e.g. 2"));
@@ -246,6 +255,9 @@ core::Value fault_to_value(const Fault& f) {
       if (f.type == FaultType::IbPortFlap || f.type == FaultType::IbErrors) v["count"] = f.count;
       break;
     case FaultType::Thermal: v["active"] = f.active; break;
+    case FaultType::GpuReset:
+      if (!f.uuid.empty()) v["uuid"] = f.uuid;
+      break;
     case FaultType::NvlinkDegraded:
     case FaultType::NetworkDegraded:
       if (!f.device.empty()) v["device"] = f.device;

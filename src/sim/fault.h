@@ -43,9 +43,10 @@ std::string_view recovery_action_name(RecoveryAction a) noexcept;
 
 struct Fault {
   FaultType type = FaultType::Xid;
-  std::optional<int> gpu;                // GPU index on the node (required for GPU faults)
-  int code = 0;                          // Xid / SXid code
-  std::string text;                      // message override (default: realistic text for the code)
+  std::optional<int> gpu;  // GPU index on the node (required for GPU faults)
+  std::string uuid;  // gpuReset: the GPU by UUID instead of index (what sentinel's entities name)
+  int code = 0;      // Xid / SXid code
+  std::string text;  // message override (default: realistic text for the code)
   std::optional<int> pid;                // process context of an Xid; absent: pid='<unknown>'
   std::string process;                   // process name with pid
   std::optional<RecoveryAction> action;  // Xid 154 target (default from the code)

@@ -323,8 +323,25 @@ void NodeModel::apply_gpu_state(const Fault& f, double now_s) {
       break;
     }
     case FaultType::GpuReset: {
+      std::optional<int> only = f.gpu;
+      if (!f.uuid.empty()) {
+        auto it = std::find(id_.gpu_uuid.begin(), id_.gpu_uuid.end(), f.uuid);
+        if (it == id_.gpu_uuid.end())
+          throw core::InvalidInput("gpuReset: uuid \"" + f.uuid + "\" is not a GPU of node " +
+                                   id_.name + " (its GPU 0 is " +
+                                   (id_.gpu_uuid.empty() ? "none" : id_.gpu_uuid.front()) +
+                                   "); name one of its GPUs");
+        only = static_cast<int>(it - id_.gpu_uuid.begin());
+        // A GPU named by UUID is reset only when something is wrong with it: a reset of a
+        // healthy GPU would throw away its counters for nothing.
+        const GpuState& n = gpus_[static_cast<std::size_t>(*only)];
+        const bool faulty = !n.present || n.fallen_off || n.recovery != RecoveryAction::None ||
+                            n.ecc_uncorrected > 0 || n.remap_pending || n.remap_failure ||
+                            n.nvlinks_active < pool_->gpu->nvlinks_per_gpu;
+        if (!faulty) break;
+      }
       for (std::size_t i = 0; i < gpus_.size(); ++i) {
-        if (f.gpu && static_cast<int>(i) != *f.gpu) continue;
+        if (only && static_cast<int>(i) != *only) continue;
         GpuState& g = gpus_[i];
         if (!g.present || g.fallen_off) {
           throw core::InvalidInput("gpu " + std::to_string(i) + " on node " + id_.name +

@@ -52,6 +52,10 @@ TEST(RemediationRequest, ParsesWhatSentinelWrites) {
   EXPECT_EQ(r.action, "reboot");
   const std::string reordered = R"({"action":"gpu-reset","attempt":1,"incident":"x"})";
   EXPECT_EQ(parse_remediation_request(reordered).action, "gpu-reset");
+  EXPECT_TRUE(parse_remediation_request(reordered).gpus.empty());  // none named: whole node
+  const auto g = parse_remediation_request(
+      R"({"incident":"x","attempt":1,"action":"gpu-reset","gpus":["GPU-ab12-CD34","GPU-ee","GPU-ab12-CD34"]})");
+  EXPECT_EQ(g.gpus, (std::vector<std::string>{"GPU-ab12-CD34", "GPU-ee"}));  // once each
 }
 
 TEST(RemediationRequest, EachBadInputNamesTheFieldAndValue) {
@@ -76,6 +80,16 @@ TEST(RemediationRequest, EachBadInputNamesTheFieldAndValue) {
        {"\"action\" is \"powercycle\"", "\"reboot\" or \"gpu-reset\""}},
       {R"({"incident":"i","attempt":1,"action":"reboot","gpu":0})", {"unknown field \"gpu\""}},
       {std::string(5000, ' '), {"5000 bytes"}},
+      {R"({"incident":"i","attempt":1,"action":"reboot","gpus":["GPU-a"]})",
+       {"\"gpus\" is set for action \"reboot\"", "only to \"gpu-reset\""}},
+      {R"({"incident":"i","attempt":1,"action":"gpu-reset","gpus":"GPU-a"})",
+       {"\"gpus\" is", "list of at most 16 GPU UUIDs"}},
+      {R"({"incident":"i","attempt":1,"action":"gpu-reset","gpus":["GPU-a",3]})",
+       {"\"gpus[1]\" is 3", "GPU UUID"}},
+      {R"({"incident":"i","attempt":1,"action":"gpu-reset","gpus":["0000:b3:00"]})",
+       {"\"gpus[0]\" is \"0000:b3:00\""}},
+      {R"({"incident":"i","attempt":1,"action":"gpu-reset","gpus":["GPU-a;reboot"]})",
+       {"\"gpus[0]\" is \"GPU-a;reboot\""}},
   };
   for (const auto& c : cases) {
     const std::string e = error_of(c.text);
@@ -295,7 +309,7 @@ TEST(RemediationLedger, BoundedToTheNewestIncidents) {
   TempDir dir;
   RemediationLedger ledger(dir.path());
   for (std::size_t i = 0; i < RemediationLedger::kMaxIncidents + 10; ++i)
-    ledger.record({"inc-" + std::to_string(i), 1, "reboot"});
+    ledger.record({"inc-" + std::to_string(i), 1, "reboot", {}});
   RemediationLedger again(dir.path());
   EXPECT_EQ(again.attempt_of("inc-0"), 0);  // the oldest went
   EXPECT_EQ(again.attempt_of("inc-" + std::to_string(RemediationLedger::kMaxIncidents + 9)), 1);
@@ -312,20 +326,37 @@ TEST(HostCommandExecutor, RunsTheActionsCommandAndReportsFailures) {
   HostCommandExecutor exec(cmds);
   NodeIdentity id;
   id.node_name = "gpu-1";
-  auto r = exec.execute(id, {"inc", 1, "reboot"});
+  auto r = exec.execute(id, {"inc", 1, "reboot", {}});
   EXPECT_TRUE(r.ok) << r.message;
   std::ifstream in(marker);
   std::string line;
   std::getline(in, line);
   EXPECT_EQ(line, "rebooted");
-  auto f = exec.execute(id, {"inc", 1, "gpu-reset"});
+  auto f = exec.execute(id, {"inc", 1, "gpu-reset", {}});
   EXPECT_FALSE(f.ok);
   EXPECT_NE(f.message.find("`/bin/false`: exit status 1"), std::string::npos) << f.message;
+
+  // A reset that names GPUs runs the command once per GPU with -i <uuid>, and no other.
+  HostCommands per_gpu;
+  per_gpu.gpu_reset = {"/bin/sh", "-c", "echo \"$*\" >> " + marker.string(), "reset"};
+  per_gpu.timeout = 5s;
+  RemediationRequest two{"inc", 1, "gpu-reset", {"GPU-aa", "GPU-bb"}};
+  auto p = HostCommandExecutor(per_gpu).execute(id, two);
+  EXPECT_TRUE(p.ok) << p.message;
+  std::vector<std::string> lines;
+  for (std::ifstream again(marker); std::getline(again, line);) lines.push_back(line);
+  EXPECT_EQ(lines, (std::vector<std::string>{"rebooted", "-i GPU-aa", "-i GPU-bb"}));
+  // The first failing GPU stops the attempt and is named.
+  per_gpu.gpu_reset = {"/bin/sh", "-c", "test \"$2\" != GPU-aa", "reset"};
+  auto pf = HostCommandExecutor(per_gpu).execute(id, two);
+  EXPECT_FALSE(pf.ok);
+  EXPECT_NE(pf.message.find("-i GPU-aa`: exit status 1"), std::string::npos) << pf.message;
+  EXPECT_EQ(pf.message.find("GPU-bb"), std::string::npos) << pf.message;
 
   HostCommands slow;
   slow.reboot = {"/bin/sleep", "5"};
   slow.timeout = 1s;
-  auto t = HostCommandExecutor(slow).execute(id, {"inc", 1, "reboot"});
+  auto t = HostCommandExecutor(slow).execute(id, {"inc", 1, "reboot", {}});
   EXPECT_FALSE(t.ok);
   EXPECT_NE(t.message.find("timed out"), std::string::npos) << t.message;
 }
@@ -422,6 +453,16 @@ TEST(FoldRecords, RemediationRecordsShowInStatusAndUnknownKindsOnlyAdvanceTheMar
   fold_records(status, rejected);
   EXPECT_EQ(status.get_string({"remediation", "state"}), "Rejected");
   EXPECT_EQ(status.get({"remediation", "incident"}), nullptr);
+  std::vector<Record> bundle = {
+      {5, std::string(kRemediationBundleKind),
+       R"({"incident":"inc-b","attempt":1,"action":"reboot","state":"Collected","path":"/b.gz",)"
+       R"("sha256":"ab","bytes":10,"sections":["kmsg"],"truncated":[],"errors":[]})"}};
+  fold_records(status, bundle);
+  EXPECT_EQ(status.get_string({"remediationBundle", "path"}), "/b.gz");
+  EXPECT_EQ(status.get_string({"remediationBundle", "state"}), "Collected");
+  EXPECT_EQ(status.get({"remediationBundle", "bytes"})->as_int(), 10);
+  EXPECT_EQ(status.get({"remediationBundle", "truncated"}), nullptr);  // empty lists left out
+  EXPECT_EQ(status.get_string({"remediation", "state"}), "Rejected");  // the request's own state
 }
 
 }  // namespace

@@ -130,5 +130,79 @@ TEST(Subprocess, EnvironmentStderrFileAndNoStart) {
   EXPECT_FALSE(run_subprocess({}, c).started);
 }
 
+// Bigger than a pipe buffer (64 KiB on Linux) in both directions: the input is written as the
+// child reads while its output is drained, so neither side blocks the other.
+TEST(Subprocess, StdinLargerThanAPipeBuffer) {
+  std::string input;
+  input.reserve(1u << 20);
+  for (std::size_t i = 0; input.size() < (1u << 20); ++i) input += std::to_string(i) + '\n';
+  SubprocessOptions o = with_timeout(20s);
+  o.stdin_data = input;
+  o.max_output = 2u << 20;
+  auto echoed = run_subprocess({"cat"}, o);
+  ASSERT_TRUE(echoed.ok()) << echoed.describe();
+  EXPECT_EQ(echoed.stdin_written, input.size());
+  EXPECT_EQ(echoed.output.size(), input.size());
+  EXPECT_TRUE(echoed.output == input);
+
+  // Not captured: the same bytes arrive (counted by the child).
+  o.capture_stdout = false;
+  o.stderr_to = StderrTo::File;
+  const std::string file = ::testing::TempDir() + "/subprocess-stdin-" + std::to_string(getpid());
+  o.stderr_file = file;
+  auto counted = run_subprocess({"/bin/sh", "-c", "wc -c >&2"}, o);
+  ASSERT_TRUE(counted.ok()) << counted.describe();
+  std::ifstream in(file);
+  std::size_t bytes = 0;
+  in >> bytes;
+  EXPECT_EQ(bytes, input.size());
+  std::filesystem::remove(file);
+
+  // Empty input: the child sees end of file at once.
+  SubprocessOptions e = with_timeout(5s);
+  e.stdin_data = std::string_view{};
+  auto empty = run_subprocess({"/bin/sh", "-c", "cat; echo done"}, e);
+  EXPECT_EQ(empty.output, "done\n");
+}
+
+// A child that exits without reading (or reads only the start) ends the feeding, with no
+// SIGPIPE for this process and no error: the exit status says what happened.
+TEST(Subprocess, ChildThatDoesNotReadItsStdin) {
+  const std::string input(1u << 20, 'x');
+  SubprocessOptions o = with_timeout(10s);
+  o.stdin_data = input;
+  auto gone = run_subprocess({"/bin/sh", "-c", "echo ignored; exit 0"}, o);
+  EXPECT_TRUE(gone.ok()) << gone.describe();
+  EXPECT_EQ(gone.output, "ignored\n");
+  EXPECT_LT(gone.stdin_written, input.size());
+
+  auto head = run_subprocess({"head", "-c", "5"}, o);
+  EXPECT_TRUE(head.ok()) << head.describe();
+  EXPECT_EQ(head.output, "xxxxx");
+  EXPECT_LT(head.stdin_written, input.size());
+
+  auto failed = run_subprocess({"/bin/sh", "-c", "exec 0<&-; echo closed; exit 4"}, o);
+  EXPECT_EQ(failed.exit_code, 4);
+  EXPECT_EQ(failed.output, "closed\n");
+}
+
+// A child that never reads nor exits: the deadline stops it although the input is not
+// all written (the writes never block).
+TEST(Subprocess, StdinDoesNotOutliveTheDeadline) {
+  const std::string input(1u << 20, 'y');
+  SubprocessOptions o = with_timeout(300ms);
+  o.stdin_data = input;
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run_subprocess({"sleep", "30"}, o);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_FALSE(r.ok());
+  EXPECT_LT(r.stdin_written, input.size());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+
+  o.capture_stdout = false;
+  auto quiet = run_subprocess({"sleep", "30"}, o);
+  EXPECT_TRUE(quiet.timed_out);
+}
+
 }  // namespace
 }  // namespace gpufleet::core

@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -309,27 +311,118 @@ TEST(OciReferenceTest, BadReferencesNameTheProblem) {
 
 // ---- credentials and manifest ----
 
+std::string basic(const RegistryCredentials& c) { return c.username + ":" + c.password; }
+
 TEST(OciCredentialsTest, ReadsDockerConfigAuths) {
   // "user:pa:ss" in base64; keys with a scheme and a path match the host too.
   std::string config = R"({"auths": {
       "https://other.example/v1/": {"auth": "b3RoZXI6eA=="},
       "http://127.0.0.1:5000/": {"auth": "dXNlcjpwYTpzcw=="},
-      "reg.example:443": {"username": "robot", "password": "s3cret"}},
-    "credsStore": "desktop"})";
-  EXPECT_EQ(registry_credentials(config, "c.json", "127.0.0.1:5000"), "user:pa:ss");
-  EXPECT_EQ(registry_credentials(config, "c.json", "reg.example:443"), "robot:s3cret");
-  EXPECT_EQ(registry_credentials(config, "c.json", "other.example"), "other:x");
-  EXPECT_EQ(registry_credentials(config, "c.json", "127.0.0.1:5001"), "");
-  EXPECT_EQ(registry_credentials("{}", "c.json", "x"), "");
-  try {
-    registry_credentials(R"({"auths": {"h": {"auth": "%%%"}}})", "c.json", "h");
-    FAIL() << "bad base64 accepted";
-  } catch (const core::InvalidInput& e) {
-    EXPECT_NE(std::string(e.what()).find("c.json: auths.h.auth: expected base64 of USER:PASSWORD"),
-              std::string::npos)
-        << e.what();
-  }
+      "reg.example:443": {"username": "robot", "password": "s3cret"},
+      "idt.example": {"identitytoken": "rt-1"}}})";
+  EXPECT_EQ(basic(registry_credentials(config, "c.json", "127.0.0.1:5000")), "user:pa:ss");
+  EXPECT_EQ(basic(registry_credentials(config, "c.json", "reg.example:443")), "robot:s3cret");
+  RegistryCredentials other = registry_credentials(config, "c.json", "other.example");
+  EXPECT_EQ(basic(other), "other:x");
+  EXPECT_EQ(other.source, R"(auths["https://other.example/v1/"] in c.json)");
+  RegistryCredentials idt = registry_credentials(config, "c.json", "idt.example");
+  EXPECT_EQ(idt.identity_token, "rt-1");
+  EXPECT_TRUE(idt.username.empty());
+  EXPECT_TRUE(registry_credentials(config, "c.json", "127.0.0.1:5001").empty());
+  EXPECT_TRUE(registry_credentials("{}", "c.json", "x").empty());
+  auto expect_bad = [](const std::string& text, const std::string& want) {
+    try {
+      registry_credentials(text, "c.json", "h");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const core::InvalidInput& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  };
+  expect_bad(R"({"auths": {"h": {"auth": "%%%"}}})",
+             "c.json: auths.h.auth: expected base64 of USER:PASSWORD");
+  expect_bad(R"({"auths": {"h": {"identitytoken": 5}}})",
+             "c.json: auths.h.identitytoken: expected a string, got \"5\"");
+  expect_bad(R"({"auths": []})", "c.json: auths: expected a map of registry to credentials");
+  expect_bad(R"({"credHelpers": {"h": true}})", "c.json: credHelpers.h: expected a string");
+  expect_bad(R"({"credsStore": {}})", "c.json: credsStore: expected a string");
   EXPECT_THROW(registry_credentials("{not json", "c.json", "h"), core::InvalidInput);
+}
+
+// Credential helpers on PATH, as docker runs them: `docker-credential-NAME get`, the
+// registry on stdin.
+class CredentialHelperTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("oci-helper-" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+    old_path_ = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+    ::setenv("PATH", (dir_.string() + ":" + old_path_).c_str(), 1);
+  }
+  void TearDown() override {
+    ::setenv("PATH", old_path_.c_str(), 1);
+    fs::remove_all(dir_);
+  }
+  // A helper whose `get` runs `body` (bash; the registry read from stdin is in $r).
+  void helper(const std::string& name, const std::string& body) {
+    write(dir_ / ("docker-credential-" + name),
+          "#!/usr/bin/env bash\n[[ $1 == get ]] || exit 9\nr=\"$(cat)\"\n" + body + "\n", true);
+  }
+  fs::path dir_;
+  std::string old_path_;
+};
+
+TEST_F(CredentialHelperTest, CredHelpersThenCredsStoreThenAuths) {
+  helper("pass", R"(printf '{"ServerURL":"%s","Username":"u-%s","Secret":"p"}' "$r" "$r")");
+  helper("token", R"(echo '{"ServerURL":"x","Username":"<token>","Secret":"rt-9"}')");
+  helper("none", R"(echo "credentials not found in native keychain"; exit 1)");
+  const std::string config = R"({"credHelpers": {"https://a.example": "pass", "b.example": "token"},
+      "credsStore": "none", "auths": {"c.example": {"auth": "Yzp4"}}})";
+  RegistryCredentials a = registry_credentials(config, "c.json", "a.example");
+  EXPECT_EQ(basic(a), "u-a.example:p");  // the registry arrived on stdin, without a newline
+  EXPECT_EQ(a.source, R"(credHelpers["https://a.example"] in c.json)");
+  RegistryCredentials b = registry_credentials(config, "c.json", "b.example");
+  EXPECT_EQ(b.identity_token, "rt-9");
+  EXPECT_TRUE(b.username.empty());
+  // credsStore has none for c.example: auths answers; for d.example nobody does.
+  RegistryCredentials c = registry_credentials(config, "c.json", "c.example");
+  EXPECT_EQ(basic(c), "c:x");
+  EXPECT_EQ(c.source, R"(auths["c.example"] in c.json)");
+  EXPECT_TRUE(registry_credentials(config, "c.json", "d.example").empty());
+  // credsStore answers for a registry it knows, over auths.
+  EXPECT_EQ(basic(registry_credentials(
+                R"({"credsStore": "pass", "auths": {"c.example": {"auth": "Yzp4"}}})", "c.json",
+                "c.example")),
+            "u-c.example:p");
+}
+
+TEST_F(CredentialHelperTest, MissingFailingAndGarbledHelpersNameTheFix) {
+  helper("locked", R"(echo "keychain locked"; echo "details on stderr" >&2; exit 3)");
+  helper("garbled", R"(echo "Username=u")");
+  helper("slow", "sleep 30");
+  auto expect_error = [](const std::string& config, const std::vector<std::string>& want,
+                         std::chrono::seconds timeout = std::chrono::seconds(30)) {
+    try {
+      registry_credentials(config, "c.json", "r.example:5000", timeout);
+      ADD_FAILURE() << "no error for " << config;
+    } catch (const std::runtime_error& e) {
+      for (const std::string& w : want)
+        EXPECT_NE(std::string(e.what()).find(w), std::string::npos) << e.what();
+    }
+  };
+  expect_error(R"({"credsStore": "gpufleet-absent"})",
+               {"registry r.example:5000: credential helper docker-credential-gpufleet-absent "
+                "(credsStore in c.json) cannot be run",
+                "install docker-credential-gpufleet-absent on PATH"});
+  expect_error(
+      R"({"credHelpers": {"r.example:5000": "locked"}})",
+      {"credential helper docker-credential-locked (credHelpers[\"r.example:5000\"] in "
+       "c.json) failed (exit status 3): \"keychain locked; details on stderr\"",
+       "printf r.example:5000 | docker-credential-locked get", "docker login r.example:5000"});
+  expect_error(R"({"credsStore": "garbled"})",
+               {"docker-credential-garbled (credsStore in c.json) answered \"Username=u\", not "
+                "the protocol's JSON"});
+  expect_error(R"({"credsStore": "slow"})", {"failed (ran longer than 1 s)"},
+               std::chrono::seconds(1));
 }
 
 TEST(OciManifestTest, IsStableAndDescribesOneBundleLayer) {

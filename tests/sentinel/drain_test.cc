@@ -104,6 +104,63 @@ TEST(Policy, DefaultsAndErrorsNameTheField) {
   }
 }
 
+std::string policy_error(std::string_view yaml, const std::vector<std::string>& providers = {}) {
+  try {
+    Policy p = Policy::from_spec(core::parse_yaml(yaml));
+    p.check_providers(providers);
+  } catch (const core::InvalidInput& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Node replacement: the provider is named by the policy, needed by every path to `replace`, and
+// must be one the controller has (admission and the reconciler both call check_providers).
+TEST(Policy, ReplacementNeedsAKnownProvider) {
+  Policy p = Policy::from_spec(
+      core::parse_yaml("rules: [{name: r, when: 'true', cordon: true}]\n"
+                       "remediation: {replacement: {provider: simulator, whenRebootFails: true}}"));
+  EXPECT_EQ(p.remediation.provider, "simulator");
+  EXPECT_TRUE(p.remediation.replace_when_reboot_fails);
+  EXPECT_TRUE(p.may_replace());
+  EXPECT_NO_THROW(p.check_providers({"simulator"}));
+  EXPECT_FALSE(Policy::from_spec(core::parse_yaml("rules: [{name: r, when: 'true', cordon: true}]"))
+                   .may_replace());
+
+  EXPECT_EQ(policy_error("rules: [{name: r, when: 'true', cordon: true}]\n"
+                         "remediation: {replacement: {provider: acme}}",
+                         {"simulator"}),
+            "spec.remediation.replacement.provider: \"acme\" is not a replacement provider of "
+            "this sentinel controller; use one of: simulator");
+  EXPECT_NE(policy_error("rules: [{name: r, when: 'true', cordon: true}]\n"
+                         "remediation: {replacement: {provider: acme}}")
+                .find("it has none"),
+            std::string::npos);
+  EXPECT_NE(policy_error("rules: [{name: r, when: 'true', cordon: true}]\n"
+                         "remediation: {defaultAction: replace}")
+                .find("spec.remediation.defaultAction is \"replace\" but "
+                      "spec.remediation.replacement.provider is not set"),
+            std::string::npos);
+  EXPECT_NE(policy_error("rules: [{name: big, when: 'true', remediate: replace}]")
+                .find("rule 'big'.remediate is \"replace\""),
+            std::string::npos);
+  EXPECT_NE(policy_error("rules: [{name: r, when: 'true', cordon: true}]\n"
+                         "remediation: {replacement: {whenRebootFails: true}}")
+                .find("whenRebootFails is true"),
+            std::string::npos);
+  EXPECT_NE(policy_error("rules: [{name: r, when: 'true', cordon: true}]\n"
+                         "remediation: {defaultAction: powercycle}")
+                .find("use none, wait, gpu-reset, reboot or replace"),
+            std::string::npos);
+}
+
+TEST(Rules, ReplaceCoversRebootCoversReset) {
+  EXPECT_GT(action_strength("replace"), action_strength("reboot"));
+  EXPECT_GT(action_strength("reboot"), action_strength("gpu-reset"));
+  EXPECT_GT(action_strength("gpu-reset"), action_strength("wait"));
+  EXPECT_EQ(action_strength("powercycle"), 0);
+}
+
 TEST(Rules, RemediationCombinesToTheStrongest) {
   std::vector<RuleSpec> specs = {
       RuleSpec::from_value(core::parse_yaml("{name: a, when: 'true', remediate: gpu-reset}"), "a"),
@@ -128,6 +185,7 @@ TEST(Rules, RemediationCombinesToTheStrongest) {
   };
   EXPECT_EQ(strongest("wait", "gpu-reset"), "gpu-reset");
   EXPECT_EQ(strongest("none", "wait"), "wait");
+  EXPECT_EQ(strongest("replace", "reboot"), "replace");  // a new machine covers a reboot
   EXPECT_EQ(Policy::from_spec(core::parse_yaml("rules: [{name: r, when: 'true', cordon: true}]\n"
                                                "remediation: {defaultAction: wait}"))
                 .remediation.default_action,
@@ -136,7 +194,8 @@ TEST(Rules, RemediationCombinesToTheStrongest) {
     (void)RuleSpec::from_value(core::parse_yaml("{name: n, when: 'true', remediate: nap}"), "r");
     FAIL();
   } catch (const core::InvalidInput& e) {
-    EXPECT_NE(std::string(e.what()).find("use none, wait, gpu-reset or reboot"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("use none, wait, gpu-reset, reboot or replace"),
+              std::string::npos)
         << e.what();
   }
 }

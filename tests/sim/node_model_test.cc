@@ -102,6 +102,45 @@ TEST_F(NodeModelTest, EccAndRowRemappingFlowThroughResetAndReboot) {
   EXPECT_TRUE(n.link_health().broken);
 }
 
+// Sentinel names the faulty GPUs by UUID: only those recover, another GPU's fault stays, and a
+// GPU named that is healthy is left as it is (its counters are not thrown away).
+TEST_F(NodeModelTest, GpuResetByUuidResetsOnlyThatFaultyGpu) {
+  NodeModel n = node();
+  const auto& uuids = n.identity().gpu_uuid;
+  n.apply(fault("{type: ecc, gpu: 2, kind: doubleBit}"), 1);
+  n.apply(fault("{type: ecc, gpu: 5, kind: doubleBit}"), 1);
+  n.apply(fault("{type: ecc, gpu: 6, kind: singleBit, count: 4}"), 1);
+  n.apply(fault("{type: gpuReset, uuid: " + uuids[2] + "}"), 2);
+  EXPECT_EQ(n.gpus()[2].recovery, RecoveryAction::None);
+  EXPECT_EQ(n.gpus()[2].ecc_uncorrected, 0u);
+  EXPECT_EQ(n.gpus()[5].recovery, RecoveryAction::GpuReset);  // not named: still faulty
+  EXPECT_EQ(n.gpus()[5].ecc_uncorrected, 1u);
+  EXPECT_THAT(kmsg_texts(n), ::testing::Contains(HasSubstr("to 0x0 (None)")));
+  // GPU 6 only has corrected errors: not faulty, so a reset naming it changes nothing.
+  n.apply(fault("{type: gpuReset, uuid: " + uuids[6] + "}"), 3);
+  EXPECT_EQ(n.gpus()[6].ecc_corrected, 4u);
+  // A UUID the node does not have, and both ways of naming a GPU at once, are refused.
+  try {
+    n.apply(fault("{type: gpuReset, uuid: GPU-00000000-0000-0000-0000-000000000000}"), 4);
+    FAIL() << "an unknown UUID was accepted";
+  } catch (const core::InvalidInput& e) {
+    EXPECT_THAT(e.what(), HasSubstr("is not a GPU of node " + n.identity().name));
+  }
+  try {
+    (void)fault("{type: gpuReset, gpu: 1, uuid: " + uuids[1] + "}");
+    FAIL() << "gpu and uuid together were accepted";
+  } catch (const core::InvalidInput& e) {
+    EXPECT_THAT(e.what(), HasSubstr("uuid"));
+    EXPECT_THAT(e.what(), HasSubstr("is set together with gpu"));
+  }
+  try {
+    (void)fault("{type: gpuReset, uuid: '3'}");
+    FAIL() << "a malformed UUID was accepted";
+  } catch (const core::InvalidInput& e) {
+    EXPECT_THAT(e.what(), HasSubstr("is not a GPU UUID"));
+  }
+}
+
 TEST_F(NodeModelTest, IbPortDownFlapAndCountersSaturate) {
   NodeModel n = node();
   n.apply(fault("{type: ibPortDown, device: mlx5_3}"), 1);

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "controller/budget.h"
+#include "controller/disruption_reservation.h"
 #include "core/errors.h"
 #include "core/json.h"
 #include "core/log.h"
@@ -214,6 +215,7 @@ class HostPkgReconciler : public controller::Reconciler {
         pdbs_(m.cache(kube::resources::pod_disruption_budgets())),
         remediations_(m.cache(remediations_resource())),
         budget_(m.client()),
+        claims_(m.client(), {.namespace_ = m.options().lease_namespace}),
         events_(m.event_recorder("hostpkg")),
         status_(m.client(), sets_resource(), "HostPackageSet", std::string(kFieldManager)),
         metrics_(register_metrics(*m.options().registry)) {
@@ -274,7 +276,12 @@ class HostPkgReconciler : public controller::Reconciler {
   enum class Drive { Waiting, Done, Failed };
   void finish_node(Pass& p, const core::Value& node, NodeRecord rec);
   Drive drive_node(Pass& p, const std::string& node_name, std::stop_token stop);
-  void start_node(Pass& p, const NodeStart& s);
+  void start_node(Pass& p, const NodeStart& s, std::string_view claimed_rv);
+  // Claims the plan's starts on the cluster budget (one write); returns the node -> Node
+  // resourceVersion claimed for those granted.
+  std::unordered_map<std::string, std::string> claim_starts(
+      Pass& p, const RolloutPlan& plan, const ClusterBudget& cluster,
+      const std::unordered_set<std::string>& incidents);
   core::Value patch_node(const std::string& name, const core::Value& patch, const char* kind);
   void wait_for_cache();
   void fail_node(Pass& p, const core::Value& node, NodeRecord rec, const std::string& why);
@@ -332,9 +339,10 @@ class HostPkgReconciler : public controller::Reconciler {
   controller::Cache& stage_pods_;
   controller::Cache& config_maps_;  // ours (set label, our namespace): create only when absent
   controller::Cache& pdbs_;
-  controller::Cache& remediations_;  // sentinel's open incidents count as out
-  controller::BudgetReader budget_;  // the DisruptionBudget object, when there is one
-  bool warned_both_ = false;         // one worker: no lock needed
+  controller::Cache& remediations_;           // sentinel's open incidents count as out
+  controller::BudgetReader budget_;           // the DisruptionBudget object, when there is one
+  controller::DisruptionReservation claims_;  // the lock shared with sentinel and other replicas
+  bool warned_both_ = false;                  // one worker: no lock needed
   std::string warned_invalid_;
   kube::EventRecorder& events_;
   controller::StatusWriter status_;
@@ -416,9 +424,12 @@ bool HostPkgReconciler::ensure_finalizer(const core::Value& set, bool present) {
   return true;
 }
 
-void HostPkgReconciler::start_node(Pass& p, const NodeStart& s) {
+void HostPkgReconciler::start_node(Pass& p, const NodeStart& s, std::string_view claimed_rv) {
   kube::ObjectPtr node = nodes_.get(s.node);
   if (node == nullptr) return;
+  // The claim counts on this write carrying the version it was decided on (a Node that moved
+  // in between would free the claim while the start went ahead): start on the next pass.
+  if (!claimed_rv.empty() && kube::resource_version_of(*node) != claimed_rv) return;
   RecordRead rr = read_record(*node, p.set.name);
   NodeRecord rec = rr.record.value_or(NodeRecord{});
   rec.state = NodeState::InProgress;
@@ -433,6 +444,54 @@ void HostPkgReconciler::start_node(Pass& p, const NodeStart& s) {
   log::info(
       "hostpkg: node started",
       {{"set", p.set.name}, {"node", s.node}, {"compartment", s.compartment}, {"batch", s.batch}});
+}
+
+std::unordered_map<std::string, std::string> HostPkgReconciler::claim_starts(
+    Pass& p, const RolloutPlan& plan, const ClusterBudget& cluster,
+    const std::unordered_set<std::string>& incidents) {
+  const std::string& key = cluster.topology_key;
+  std::vector<kube::CountedNode> counted;
+  std::size_t total = 0;
+  nodes_.for_each_compact([&](const kube::CompactObject& o) {
+    ++total;
+    kube::NodeOutFacts f = kube::node_out_facts(o, key, incidents.contains(std::string(o.name())));
+    if (kube::is_out(f)) counted.push_back({std::move(f.name), std::move(f.domain)});
+  });
+  auto lookup = [&](std::string_view name) {
+    kube::ClaimedNodeView v;
+    kube::CompactPtr o = nodes_.get_compact(std::string(name));
+    if (o == nullptr) return v;
+    v.present = true;
+    v.rv = std::string(o->resource_version());
+    v.out = kube::is_out(kube::node_out_facts(*o, key, incidents.contains(std::string(name))));
+    return v;
+  };
+  std::vector<kube::ClaimRequest> requests;
+  for (const NodeStart& s : plan.start) {
+    kube::CompactPtr o = nodes_.get_compact(s.node);
+    if (o == nullptr) continue;
+    requests.push_back({s.node,
+                        key.empty()
+                            ? std::string()
+                            : std::string(o->root().get_string({"metadata", "labels", key})),
+                        "HostPackageSet/" + p.set.name, std::string(o->resource_version())});
+  }
+  kube::ClaimLimits limits;
+  limits.total = cluster.max_total.resolve(static_cast<std::int64_t>(total));
+  if (!key.empty()) limits.domain = cluster.max_per_domain;
+  controller::DisruptionReservation::Outcome out =
+      claims_.reserve(requests, counted, limits, lookup);
+  if (out.writes > 0) metrics_.writes->with({"claim"}).inc(out.writes);
+  std::unordered_map<std::string, std::string> granted;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    if (out.granted[i]) {
+      granted.emplace(requests[i].node, requests[i].rv);
+    } else {
+      log::info("hostpkg: node start waits for the disruption budget's claims",
+                {{"set", p.set.name}, {"node", requests[i].node}, {"why", out.why[i]}});
+    }
+  }
+  return granted;
 }
 
 void HostPkgReconciler::fail_node(Pass& p, const core::Value& node, NodeRecord rec,
@@ -1368,10 +1427,25 @@ Result HostPkgReconciler::reconcile_pass(const Request& req, std::stop_token sto
                                  .count()}});
     return r;
   }
+  // The plan counted from this process's cache; the claims object counts what other
+  // controllers and replicas decided in the same instant (controller/disruption_reservation.h).
+  std::unordered_map<std::string, std::string> claimed;
+  if (cluster != nullptr && !plan.start.empty() && !p.deleting && !stop.stop_requested())
+    claimed = claim_starts(p, plan, *cluster, incidents);
   for (const NodeStart& s : plan.start) {
     if (stop.stop_requested()) return {};
+    std::string_view rv;
+    if (cluster != nullptr) {
+      auto it = claimed.find(s.node);
+      if (it == claimed.end()) {
+        waiting = true;
+        ++plan.waiting_on_cluster_budget;  // refused by the claims: the status says so
+        continue;
+      }
+      rv = it->second;
+    }
     try {
-      start_node(p, s);
+      start_node(p, s, rv);
       waiting = true;
     } catch (const kube::ApiError& e) {
       if (!is(e, kube::Reason::Conflict)) throw;

@@ -26,6 +26,7 @@
 #include "core/yaml.h"
 #include "hostpkg/controller/reconciler.h"
 #include "hostpkg_env.h"
+#include "kube/api/disruption_claims.h"
 #include "kube/api/objects.h"
 #include "kube/errors.h"
 #include "sentinel/controller.h"
@@ -248,6 +249,28 @@ class BudgetTest : public ::testing::Test {
         kube::annotation_of(env_->get_node(node), "hostpkg.gpufleet.io/record." + set));
   }
 
+  std::vector<kube::DisruptionClaim> claims() {
+    std::optional<core::Value> l = env_->client().try_get(kube::resources::leases(), "default",
+                                                          std::string(kube::kDisruptionClaimsName));
+    if (!l) return {};
+    return kube::parse_disruption_claims(
+        kube::annotation_of(*l, std::string(kube::kDisruptionClaimsAnnotation)));
+  }
+  // `racks`: the claim names the node's rack (the budget's topology key), else domain "".
+  bool claimed(const std::string& node, const std::string& holder, bool racks = true) {
+    const std::string domain =
+        !racks ? "" : rack(node == env_->node(0) || node == env_->node(1) ? "a" : "b");
+    for (const auto& c : claims())
+      if (c.node == node && c.holder == holder && c.domain == domain) return true;
+    return false;
+  }
+  double claim_writes() {
+    const std::string text = registry_.render();
+    const std::string name = "gpufleet_hostpkg_api_writes_total{kind=\"claim\"} ";
+    std::size_t pos = text.find(name);
+    return pos == std::string::npos ? 0 : std::stod(text.substr(pos + name.size()));
+  }
+
   core::Value budget() {
     return env_->client().get(controller::disruption_budgets(), "", "default");
   }
@@ -269,6 +292,9 @@ TEST_F(BudgetTest, RolloutWaitsForSentinelAndRebootWaitsForHostpkg) {
   ASSERT_TRUE(HostPkgEnv::eventually([&] { return remediator_->asked(a0); }, 30s))
       << "a0's reboot was not asked for while rack A had room: " << core::to_json(incident(a0));
   ASSERT_TRUE(kube::node::unschedulable(env_->get_node(a0)));
+  // The reboot went with a claim on the budget (the lock hostpkg counts too).
+  EXPECT_TRUE(claimed(a0, "Sentinel/" + std::string(kube::name_of(incident(a0)))))
+      << kube::disruption_claims_text(claims());
   // ... so a rollout of a1 (same rack) is held: nothing cordoned, the set says why.
   env_->apply(set_yaml("budget-a", a1, "example.com/base"));
   ASSERT_TRUE(HostPkgEnv::eventually(
@@ -303,6 +329,7 @@ TEST_F(BudgetTest, RolloutWaitsForSentinelAndRebootWaitsForHostpkg) {
       [&] { return record(b2, "budget-b").find("\"state\":\"InProgress\"") != std::string::npos; },
       30s))
       << core::to_json(env_->get_set("budget-b"));
+  EXPECT_TRUE(claimed(b2, "HostPackageSet/budget-b")) << kube::disruption_claims_text(claims());
   // ... sentinel's quarantine of b3 never waits ...
   fault(b3);
   ASSERT_TRUE(
@@ -350,6 +377,9 @@ TEST_F(BudgetTest, RolloutWaitsForSentinelAndRebootWaitsForHostpkg) {
   EXPECT_EQ(i.get({"status", "waitingFor"}), nullptr);
   EXPECT_EQ(condition(i, "WaitingForBudget").status, "False");
   reboot_and_validate(b3);
+  // hostpkg claimed once per batch it started (a1, b2: one node each), not once per pass.
+  EXPECT_GE(claim_writes(), 2);
+  EXPECT_LE(claim_writes(), 2);
   // Both racks have room again (other tests' nodes, without the rack label, may fill the
   // domain "" of a shared kube-local: only this test's racks are looked at).
   auto rack_full = [&](const core::Value& b, const std::string& r) {
@@ -367,6 +397,65 @@ TEST_F(BudgetTest, RolloutWaitsForSentinelAndRebootWaitsForHostpkg) {
       },
       30s))
       << core::to_json(budget());
+}
+
+// The total maxUnavailable gates sentinel too (no topology key): hostpkg holds the last free
+// slot of the cluster, so sentinel's quarantine goes at once but its reboot waits
+// (ClusterAtLimit, from the claims), and goes once the rollout is done.
+TEST_F(BudgetTest, RebootWaitsForTheTotalLimit) {
+  kube::Client& c = env_->client();
+  const std::string n2 = env_->node(2), n3 = env_->node(3);
+  // Nodes out already in this shared kube-local (other tests' leftovers) leave exactly one
+  // slot: the one hostpkg takes.
+  std::int64_t out = 0;
+  for (const auto& n : c.list(kube::resources::nodes(), "").items)
+    out += kube::is_out(kube::node_out_facts(n, "", false)) ? 1 : 0;
+  core::Value b = budget();
+  b["spec"] = core::Value::map();
+  b["spec"]["maxUnavailable"] = out + 1;
+  c.update(controller::disruption_budgets(), b);
+
+  env_->apply(set_yaml("budget-total", n2, "example.com/slow-base"));
+  ASSERT_TRUE(HostPkgEnv::eventually(
+      [&] {
+        return record(n2, "budget-total").find("\"state\":\"InProgress\"") != std::string::npos;
+      },
+      30s))
+      << core::to_json(env_->get_set("budget-total"));
+  fault(n3);
+  ASSERT_TRUE(
+      HostPkgEnv::eventually([&] { return kube::node::unschedulable(env_->get_node(n3)); }, 15s))
+      << "the quarantine waited for the budget";
+  ASSERT_TRUE(HostPkgEnv::eventually(
+      [&] {
+        core::Value i = incident(n3);
+        return i.get_string({"status", "phase"}) == "Remediating" &&
+               i.get_string({"status", "waitingFor"}) == "budget";
+      },
+      20s))
+      << core::to_json(incident(n3));
+  {
+    hostpkg::testing::Cond w = condition(incident(n3), "WaitingForBudget");
+    EXPECT_EQ(w.status, "True");
+    EXPECT_EQ(w.reason, "ClusterAtLimit");
+    EXPECT_THAT(w.message, HasSubstr("in the cluster without " + n3 + ", maxUnavailable " +
+                                     std::to_string(out + 1)));
+    EXPECT_FALSE(remediator_->asked(n3)) << "rebooted while the cluster was full";
+  }
+  EXPECT_TRUE(record(n2, "budget-total").find("\"state\":\"InProgress\"") != std::string::npos)
+      << "n2 finished before the wait was seen: the check above proved nothing";
+  ASSERT_TRUE(HostPkgEnv::eventually(
+      [&] {
+        return env_->get_set("budget-total").get_string({"status", "phase"}) == "Complete";
+      },
+      60s))
+      << core::to_json(env_->get_set("budget-total"));
+  ASSERT_TRUE(HostPkgEnv::eventually([&] { return remediator_->asked(n3); }, 30s))
+      << core::to_json(incident(n3));
+  EXPECT_EQ(condition(incident(n3), "WaitingForBudget").status, "False");
+  EXPECT_TRUE(claimed(n3, "Sentinel/" + std::string(kube::name_of(incident(n3))), false))
+      << kube::disruption_claims_text(claims());
+  reboot_and_validate(n3);
 }
 
 }  // namespace

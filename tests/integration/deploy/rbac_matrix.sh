@@ -161,6 +161,18 @@ for c in certify sentinel hostpkg budget; do
   expect no "gpufleet-$c" delete leases.coordination.k8s.io "$ns" "gpufleet-$c"
 done
 expect no gpufleet-certify update leases.coordination.k8s.io "$ns" gpufleet-sentinel
+# The DisruptionBudget's claims Lease: hostpkg and sentinel read and write it (never delete
+# it); the others do not touch it.
+for c in sentinel hostpkg; do
+  expect yes "gpufleet-$c" get leases.coordination.k8s.io "$ns" gpufleet-disruption-claims
+  expect yes "gpufleet-$c" update leases.coordination.k8s.io "$ns" gpufleet-disruption-claims
+  expect no "gpufleet-$c" delete leases.coordination.k8s.io "$ns" gpufleet-disruption-claims
+  expect no "gpufleet-$c" update leases.coordination.k8s.io kube-system gpufleet-disruption-claims
+done
+expect no gpufleet-sentinel update leases.coordination.k8s.io "$ns" gpufleet-hostpkg
+for c in certify budget; do
+  expect no "gpufleet-$c" update leases.coordination.k8s.io "$ns" gpufleet-disruption-claims
+done
 
 # agent: its NodeHealth (which node: admission), its node (watched, with a field selector on
 # its name, for sentinel's remediation requests: RBAC cannot scope a list to one name, so

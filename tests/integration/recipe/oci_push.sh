@@ -4,8 +4,10 @@
 # (and to another registry) has the same digest; the layer is a clean reproducible tar+gzip;
 # a pull by tag and by digest gives the bundle byte for byte and `gpufleet verify` accepts it;
 # HTTPS with --registry-ca-file (the wrong CA or none: a clear error), Bearer token auth from a
-# docker config.json (none or wrong: a clear error), a registry that is down, a missing tag, a
-# wrong digest, bad references. Needs no network beyond loopback and no Kubernetes.
+# docker config.json (none or wrong: a clear error), Basic auth and credential helpers
+# (credHelpers, credsStore; missing and failing helpers), identity tokens (POST to the realm),
+# chunked uploads to a registry that refuses large requests, a registry that is down, a missing
+# tag, a wrong digest, bad references. Needs no network beyond loopback and no Kubernetes.
 # Usage: oci_push.sh REPO_ROOT   (env: GPUFLEET_BIN; OCI_REGISTRY_BIN optional)
 # Exit 77 (skipped) when the registry is not built (tools/oci-registry/build.sh).
 set -euo pipefail
@@ -150,6 +152,100 @@ printf '{"auths": {"http://%s": {"auth": "%s"}}}\n' "$auth" "$(printf 'robot:s3c
 "$bin" bundle pull "oci://$auth/gpufleet/bundle:v1" "$work/auth-pull" --registry-plain-http >/dev/null
 diff -r "$work/local" "$work/auth-pull" || fail "authenticated pull differs"
 unset DOCKER_CONFIG
+
+# Credential helpers (the docker-credential-helpers protocol: the registry on stdin, JSON out)
+# against a registry that asks for Basic credentials on every request.
+export PATH="$repo/tests/integration/recipe/testdata:$PATH" GPUFLEET_TEST_CREDENTIALS="$work/helper-creds"
+: >"$GPUFLEET_TEST_CREDENTIALS.log"
+start basic --auth robot:s3cret --auth-mode basic
+basic="$addr"
+echo '{}' >"$work/none.json"
+expect_fail 1 "registry $basic: HEAD blob" "${bundle[@]}" -o "oci://$basic/gpufleet/bundle:v1" \
+  --registry-plain-http --registry-config "$work/none.json"
+[[ $out == *"HTTP 401"*"no credentials for $basic in the docker config $work/none.json; add them with \`docker login $basic\`"* ]] ||
+  fail "basic registry without credentials: $out"
+# credHelpers wins over credsStore (whose helper does not even exist) for its registry.
+echo "$basic robot s3cret" >"$GPUFLEET_TEST_CREDENTIALS"
+printf '{"credHelpers": {"%s": "gpufleet-test"}, "credsStore": "gpufleet-missing"}\n' "$basic" >"$work/helpers.json"
+"$bin" "${bundle[@]}" -o "oci://$basic/gpufleet/bundle:v1" --registry-plain-http \
+  --registry-config "$work/helpers.json" >"$work/push-helper.txt"
+[[ "$(pushed_digest "$work/push-helper.txt")" == "$d1" ]] || fail "push with credHelpers: $(cat "$work/push-helper.txt")"
+grep -qx "get $basic" "$GPUFLEET_TEST_CREDENTIALS.log" || fail "the helper was not asked for $basic: $(cat "$GPUFLEET_TEST_CREDENTIALS.log")"
+"$bin" bundle pull "oci://$basic/gpufleet/bundle:v1" "$work/helper-pull" --registry-plain-http \
+  --registry-config "$work/helpers.json" >/dev/null
+diff -r "$work/local" "$work/helper-pull" || fail "pull with credHelpers differs"
+# credsStore for every registry, here the token registry: its credentials go to the realm.
+echo "$auth robot s3cret" >"$GPUFLEET_TEST_CREDENTIALS"
+echo '{"credsStore": "gpufleet-test", "auths": {}}' >"$work/store.json"
+"$bin" "${bundle[@]}" -o "oci://$auth/gpufleet/bundle:v1" --registry-plain-http \
+  --registry-config "$work/store.json" >"$work/push-store.txt"
+[[ "$(pushed_digest "$work/push-store.txt")" == "$d1" ]] || fail "push with credsStore: $(cat "$work/push-store.txt")"
+# A helper with nothing for the registry falls back to auths; with nothing there, a 401.
+: >"$GPUFLEET_TEST_CREDENTIALS"
+expect_fail 1 "no credentials for $auth" "${bundle[@]}" -o "oci://$auth/gpufleet/bundle:v1" \
+  --registry-plain-http --registry-config "$work/store.json"
+printf '{"credsStore": "gpufleet-test", "auths": {"%s": {"auth": "%s"}}}\n' "$auth" "$(printf 'robot:s3cret' | base64)" >"$work/store-auths.json"
+"$bin" "${bundle[@]}" -o "oci://$auth/gpufleet/bundle:v1" --registry-plain-http \
+  --registry-config "$work/store-auths.json" >/dev/null || fail "helper without credentials, then auths"
+# A failing helper and a missing one: the registry, the helper, the entry and the fix.
+echo "$basic robot !fail" >"$GPUFLEET_TEST_CREDENTIALS"
+expect_fail 1 "registry $basic: credential helper docker-credential-gpufleet-test (credHelpers[\"$basic\"] in $work/helpers.json) failed (exit status 1)" \
+  "${bundle[@]}" -o "oci://$basic/gpufleet/bundle:v1" --registry-plain-http --registry-config "$work/helpers.json"
+[[ $out == *"keychain locked; error getting credentials: the keychain is locked"*"docker login $basic"* ]] || fail "failing helper: $out"
+echo '{"credsStore": "gpufleet-missing"}' >"$work/missing.json"
+expect_fail 1 "registry $basic: credential helper docker-credential-gpufleet-missing (credsStore in $work/missing.json) cannot be run" \
+  bundle pull "oci://$basic/gpufleet/bundle:v1" "$work/missing-pull" --registry-plain-http --registry-config "$work/missing.json"
+[[ $out == *"install docker-credential-gpufleet-missing on PATH"* ]] || fail "missing helper: $out"
+echo '{"credHelpers": {"'"$basic"'": 7}}' >"$work/bad-helper.json"
+expect_fail 2 "--registry-config: $work/bad-helper.json: credHelpers.$basic: expected a string" \
+  "${bundle[@]}" -o "oci://$basic/gpufleet/bundle:v1" --registry-plain-http --registry-config "$work/bad-helper.json"
+
+# Identity tokens (docker's "identitytoken", or a helper's "<token>" user): traded at the
+# realm by a POST with grant_type=refresh_token.
+start idt --auth robot:s3cret --refresh-token rt-123
+idt="$addr"
+printf '{"auths": {"%s": {"identitytoken": "rt-123"}}}\n' "$idt" >"$work/idt.json"
+"$bin" "${bundle[@]}" -o "oci://$idt/gpufleet/bundle:v1" --registry-plain-http \
+  --registry-config "$work/idt.json" >"$work/push-idt.txt"
+[[ "$(pushed_digest "$work/push-idt.txt")" == "$d1" ]] || fail "push with an identity token: $(cat "$work/push-idt.txt")"
+printf '{"auths": {"%s": {"identitytoken": "rt-expired"}}}\n' "$idt" >"$work/idt-wrong.json"
+expect_fail 1 "HTTP 401" "${bundle[@]}" -o "oci://$idt/gpufleet/bundle:v1" --registry-plain-http --registry-config "$work/idt-wrong.json"
+[[ $out == *"invalid refresh token"*"the credentials for $idt from auths[\"$idt\"] in $work/idt-wrong.json were refused"* ]] ||
+  fail "wrong identity token: $out"
+printf '%s <token> rt-123\n%s <token> rt-123\n' "$idt" "$basic" >"$GPUFLEET_TEST_CREDENTIALS"
+"$bin" bundle pull "oci://$idt/gpufleet/bundle:v1" "$work/idt-pull" --registry-plain-http \
+  --registry-config "$work/store.json" >/dev/null || fail "pull with a helper's identity token"
+diff -r "$work/local" "$work/idt-pull" || fail "pull with an identity token differs"
+expect_fail 1 "holds only an identity token" bundle pull "oci://$basic/gpufleet/bundle:v1" "$work/idt-basic" \
+  --registry-plain-http --registry-config "$work/store.json"
+unset GPUFLEET_TEST_CREDENTIALS
+
+# Chunked upload: a registry that refuses request bodies over 64 KiB gets a larger layer only
+# in chunks (PATCH with Content-Range, then PUT with the digest); the pull gives it back whole.
+head -c 300000 /dev/urandom | base64 >"$work/big.txt"
+big=(bundle -r "$work/recipe.yaml" --deployer helm --set-file "gpu-operator:notes=$work/big.txt")
+"$registry" --addr 127.0.0.1:0 --max-request-bytes 65536 >"$work/small.addr" 2>"$work/small.log" &
+pids+=($!)
+for _ in $(seq 100); do [[ -s "$work/small.addr" ]] && break; sleep 0.1; done
+small="$(head -n1 "$work/small.addr")"
+[[ $small == 127.0.0.1:* ]] || fail "registry small did not start: $(cat "$work/small.log")"
+expect_fail 1 "HTTP 413 SIZE_INVALID: request body of" "${big[@]}" -o "oci://$small/gpufleet/big:v1" --registry-plain-http
+expect_fail 2 "--registry-chunk-size" "${big[@]}" -o "oci://$small/gpufleet/big:v1" --registry-plain-http --registry-chunk-size 10
+"$bin" "${big[@]}" -o "oci://$small/gpufleet/big:v1" --registry-plain-http --registry-chunk-size 65536 >"$work/push-big.txt"
+"$bin" "${big[@]}" -o "$work/big-local" >/dev/null
+"$bin" bundle pull "oci://$small/gpufleet/big:v1" "$work/big-pull" --registry-plain-http >/dev/null
+diff -r "$work/big-local" "$work/big-pull" || fail "chunked bundle differs after the pull"
+patches="$(grep -c 'PATCH /v2/gpufleet/big/blobs/uploads/' "$work/small.log" || true)"
+(( patches >= 5 )) || fail "expected the layer in 5 or more chunks, saw $patches PATCH requests: $(grep -v ' GET ' "$work/small.log" | tail -n5)"
+layer_size="$(curl -fsS -H 'Accept: application/vnd.oci.image.manifest.v1+json' "http://$small/v2/gpufleet/big/manifests/v1" |
+  grep -o 'bundle.layer.v1.tar+gzip","size":[0-9]*' | grep -o '[0-9]*$')"
+(( layer_size > 65536 )) || fail "the layer ($layer_size bytes) is not over the chunk size"
+echo "chunked: a layer of $layer_size bytes in $patches chunks"
+# A registry whose Range after a chunk does not cover it: the push stops naming the chunk.
+start short --short-range
+expect_fail 1 "upload blob sha256:" "${big[@]}" -o "oci://$addr/gpufleet/big:v1" --registry-plain-http --registry-chunk-size 65536
+[[ $out == *"bytes 0-65535 of $layer_size (PATCH): it holds \"0-65534\" after the chunk, not 0-65535"* ]] ||
+  fail "short Range: $out"
 
 # The registry goes down: the error names it.
 kill "$plain_pid"

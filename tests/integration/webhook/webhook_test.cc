@@ -205,6 +205,12 @@ TEST_F(WebhookIT, RefusesWhatTheControllersCannotRunAndFollowsARotatedCertificat
   // (which matches only labelled objects) lets it through and the reconciler must refuse it.
   const std::string loaded = kube::testing::unique_name("wh-loaded");
   so.policy = loaded;
+  // A replacement provider the policy may name (only its name matters to admission).
+  struct NoReplacement final : sentinel::ReplacementProvider {
+    void request(const sentinel::ReplacementRequest&) override {}
+    sentinel::ReplacementStatus poll(const sentinel::ReplacementRequest&) override { return {}; }
+  };
+  so.providers["test-cloud"] = std::make_shared<NoReplacement>();
   sentinel::setup_sentinel(manager, std::move(so));
   hostpkg::setup_hostpkg(manager, hostpkg::ControllerSettings{});
   EXPECT_EQ(manager.admission().kinds(),
@@ -251,6 +257,19 @@ TEST_F(WebhookIT, RefusesWhatTheControllersCannotRunAndFollowsARotatedCertificat
       << bad_rule;
   EXPECT_NE(bad_rule.find("rule 'xid-fatal'.when"), std::string::npos) << bad_rule;
   EXPECT_EQ(admit(kSentinelPolicies, policy("event.check == 'xid' && event.state == 'Fatal'")), "");
+  // A replacement provider this controller does not have is refused naming the ones it has.
+  core::Value unknown = policy("event.check == 'xid'");
+  unknown["spec"]["remediation"]["replacement"]["provider"] = "acme-cloud";
+  const std::string provider = admit(kSentinelPolicies, unknown);
+  EXPECT_NE(provider.find("denied by admission webhook 'sentinel.gpufleet.io'"), std::string::npos)
+      << provider;
+  EXPECT_NE(provider.find("spec.remediation.replacement.provider: \"acme-cloud\" is not a "
+                          "replacement provider of this sentinel controller; use one of: "
+                          "test-cloud"),
+            std::string::npos)
+      << provider;
+  unknown["spec"]["remediation"]["replacement"]["provider"] = "test-cloud";
+  EXPECT_EQ(admit(kSentinelPolicies, unknown), "");
   // A rule that compiles but whose worst case exceeds spec.costLimit (three nested passes over
   // the 32-entry history) is refused naming the rule, the estimate, the limit and the fix.
   const std::string costly = admit(
