@@ -16,7 +16,8 @@
 # BENCH_PERF (record the controller with `perf record -g` into that file during the rollout),
 # BENCH_METRICS_PORT (the controller's metrics port, default 18190: two runs side by side),
 # BENCH_SAMPLES (write "seconds rss_kB hwm_kB cpu_s reconciles done" every 5 s there: when the
-# peak is set, and whether passes happen while nothing changes).
+# peak is set, and whether passes happen while nothing changes), BENCH_SIM_WORKERS (64) and
+# BENCH_LEASE_RENEW (20s): the simulator's concurrency and lease renewal interval.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 nodes="${1:?usage: bench-hostpkg.sh NODES [exponential|batches10]}"
@@ -64,8 +65,13 @@ behaviours:
       apply: {files: {/etc/sysctl.d/60-sysctl-90-gpu.conf: "vm.max_map_count = 1048576\n"}}
       config: {sysctls: {vm.max_map_count: "1048576"}}
 YAML
+# Lease renewals: the simulator's 16 default workers at 0.15-0.25 s per request on a loaded
+# API server renewed ~92 leases/s, so 5,000 nodes went NotReady (40 s grace) and, counted out,
+# held the rollout (a 5,000-node run stood at 495 NotReady, budget 500). More workers and a
+# 20 s renewal keep them Ready; the controller watches no Leases, so its figures are unchanged.
 "$gpufleet" sim --fleet "$work/fleet.yaml" --behaviours "$work/behaviours.yaml" \
-  --kubeconfig "$kc" --state-dir "$work/sim" --status-report 10m --detach >/dev/null ||
+  --kubeconfig "$kc" --state-dir "$work/sim" --status-report 10m \
+  --workers "${BENCH_SIM_WORKERS:-64}" --lease-renew "${BENCH_LEASE_RENEW:-20s}" --detach >/dev/null ||
   echo "(the simulator is still registering after its 2 minutes; waiting up to 10)"
 for _ in $(seq 600); do
   n=$(k get nodes --no-headers 2>/dev/null | wc -l)
