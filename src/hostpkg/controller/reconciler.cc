@@ -256,6 +256,8 @@ class HostPkgReconciler : public controller::Reconciler {
 
   Result reconcile(const Request& req, std::stop_token stop) override {
     written_.clear();
+    created_pods_.clear();
+    created_config_maps_.clear();
     try {
       Result r = reconcile_pass(req, stop);
       wait_for_cache();
@@ -345,8 +347,11 @@ class HostPkgReconciler : public controller::Reconciler {
   kube::EventRecorder& events_;
   controller::StatusWriter status_;
   Metrics metrics_;
-  std::mutex written_mu_;  // written_ and fresh_: the drive workers write Nodes at once
-  std::vector<std::pair<std::string, std::string>> written_;  // this pass's Node writes
+  // written_, fresh_, created_*: the drive workers write at once. Also held across a config
+  // map's look-up and create, so two nodes reaching the config stage together create it once.
+  std::mutex written_mu_;
+  std::vector<std::pair<std::string, std::string>> written_;     // this pass's Node writes
+  std::vector<std::string> created_pods_, created_config_maps_;  // this pass's creates (keys)
   // The Nodes as this pass's writes left them (the API's answers), newest per node: the
   // re-plan after a batch plans from these instead of waiting for the watch to bring them.
   std::unordered_map<std::string, kube::CompactPtr> fresh_;
@@ -389,18 +394,29 @@ core::Value HostPkgReconciler::patch_node(const std::string& name, const core::V
 }
 
 // The next pass plans from the cache: it must have seen this pass's Node writes, or a node
-// started here would look free there and a budget could be exceeded. Watch latency is
-// milliseconds; the wait is bounded.
+// started here would look free there and a budget could be exceeded; and the stage pods and
+// config maps it created, or it creates them again (AlreadyExists: a wasted write each, seen
+// once nodes were driven at once and their creates all landed at the end of a pass). Watch
+// latency is milliseconds; the wait is bounded.
 void HostPkgReconciler::wait_for_cache() {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  for (const auto& [name, rv] : written_) {
-    while (std::chrono::steady_clock::now() < deadline) {
-      kube::CompactPtr n = nodes_.get_compact(name);
-      if (n == nullptr || seen(n->resource_version(), rv)) break;
+  auto wait_until = [&](const auto& done) {
+    while (std::chrono::steady_clock::now() < deadline && !done())
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
+  };
+  for (const auto& [name, rv] : written_) {
+    wait_until([&] {
+      kube::CompactPtr n = nodes_.get_compact(name);
+      return n == nullptr || seen(n->resource_version(), rv);
+    });
   }
+  for (const auto& key : created_pods_)
+    wait_until([&] { return stage_pods_.get_compact(key) != nullptr; });
+  for (const auto& key : created_config_maps_)
+    wait_until([&] { return config_maps_.get_compact(key) != nullptr; });
   written_.clear();
+  created_pods_.clear();
+  created_config_maps_.clear();
 }
 
 bool HostPkgReconciler::ensure_finalizer(const core::Value& set, bool present) {
@@ -672,15 +688,19 @@ HostPkgReconciler::Drive HostPkgReconciler::drive_node(Pass& p, const std::strin
           core::Value cm = config_map(p.set, *pkg, step.config_hash, settings_.namespace_);
           o.config_map = std::string(cm.get_string({"metadata", "name"}));
           // Named by content hash: one that exists has these files. Created by the first node
-          // of the rollout; the others find it in the cache (a cache that has not seen it yet
-          // costs an AlreadyExists, nothing more).
-          if (config_maps_.get(kube::object_key(settings_.namespace_, o.config_map)) == nullptr) {
+          // of the rollout; the others find it in the cache or among this pass's creates.
+          const std::string key = kube::object_key(settings_.namespace_, o.config_map);
+          std::lock_guard lock(written_mu_);
+          if (config_maps_.get_compact(key) == nullptr &&
+              std::find(created_config_maps_.begin(), created_config_maps_.end(), key) ==
+                  created_config_maps_.end()) {
             try {
               metrics_.writes->with({"configmap"}).inc();
               client_.create(kube::resources::config_maps(), cm, kFieldManager);
             } catch (const kube::ApiError& e) {
               if (!is(e, kube::Reason::AlreadyExists)) throw;
             }
+            created_config_maps_.push_back(key);
           }
         }
       }
@@ -691,6 +711,8 @@ HostPkgReconciler::Drive HostPkgReconciler::drive_node(Pass& p, const std::strin
       } catch (const kube::ApiError& e) {
         if (!is(e, kube::Reason::AlreadyExists)) throw;  // created before a restart
       }
+      std::lock_guard lock(written_mu_);
+      created_pods_.push_back(kube::object_key(settings_.namespace_, pod_name));
       return Drive::Waiting;
     }
     std::optional<StageOutcome> out = stage_outcome(*pod);
