@@ -28,6 +28,9 @@ class HostPkgEnv {
   sim::FleetKubelet& sim() { return *sim_; }
   const std::string& stage_namespace() const { return ns_; }
   std::string node(int i) const;  // the i-th node's name
+  // The fleet's pool: every node of this env carries it as sim::kPoolLabel (a selector for
+  // fleets too large for a hostname list, which the CRD caps at 64 values).
+  const std::string& pool() const { return pool_; }
   // Node names i..j-1 as a YAML flow list.
   std::string node_list(int from, int to) const;
 
