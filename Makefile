@@ -1,6 +1,9 @@
 # Thin wrapper over scripts and CMake presets; see README.md.
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
+# CTest runs the integration lanes (one kube-local each, cmake/gpufleet.cmake) side by side and
+# unit tests in one more slot: the lanes spend much of their time waiting on the API server.
+CTEST_JOBS ?= $(shell echo $$(( $$(nproc) + 1 )))
 # ccache keys on paths relative to the checkout, so a fresh clone in another folder (as CI
 # makes) reuses what an earlier build of the same sources compiled.
 export CCACHE_BASEDIR := $(CURDIR)
@@ -49,7 +52,7 @@ tsan: deps
 # ASan+UBSan, so the last line printed is CTest's summary of the full run.
 test: tools tsan asan fuzz-smoke
 	@ctest --test-dir build/tsan -L tsan --output-on-failure -j $(JOBS)
-	@ctest --test-dir build/asan --output-on-failure -j $(JOBS)
+	@ctest --test-dir build/asan --output-on-failure -j $(CTEST_JOBS)
 
 # libFuzzer targets (clang) for a few seconds each; long runs: scripts/fuzz-smoke.sh 600
 FUZZ_SECONDS ?= 20
@@ -60,7 +63,7 @@ unit: asan
 	@ctest --test-dir build/asan -L unit --output-on-failure -j $(JOBS)
 
 integration: tools asan
-	@ctest --test-dir build/asan -L integration --output-on-failure
+	@ctest --test-dir build/asan -L integration --output-on-failure -j $(CTEST_JOBS)
 
 demo: kube-local build
 	@scripts/demo.sh

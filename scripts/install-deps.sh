@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config   # toolchain
+  mold                                                   # linker: ~3x faster links of the sanitizer trees
   clang libclang-rt-14-dev libfuzzer-14-dev              # fuzzers and sanitizer runtimes
   libsimdjson-dev                                        # JSON parsing (core)
   libyaml-dev                                            # YAML parsing and emitting (core)

@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Smoke test of CRD semantics on a real apiserver: schema + CEL validation.
-#   crd_smoke.sh KUBECONFIG_PATH
+#   crd_smoke.sh            (env: KUBECONFIG, the lane's control plane)
 set -euo pipefail
 
-[[ $# -eq 1 ]] || { echo "usage: $0 KUBECONFIG_PATH" >&2; exit 2; }
-export KUBECONFIG="$1"
+[[ $# -eq 0 && -n "${KUBECONFIG:-}" ]] || { echo "usage: KUBECONFIG=PATH $0" >&2; exit 2; }
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 crd="$here/testdata/widget-crd.yaml"
 msg="minReplicas must not exceed replicas"

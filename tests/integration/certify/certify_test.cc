@@ -672,7 +672,7 @@ TEST_F(CertifyIT, DiagnoseOf64NodesFindsTheTwoDegradedNodesAndTheDegradedLink) {
   create(resources::certifications(),
          certification("diag64", nodes, R"Y([{name: communication/nccl-all-reduce, scale: diagnose,
             thresholds: {busBandwidthGBps: "value >= 300.0"}}])Y"));
-  core::Value done = finished(resources::certifications(), "diag64", 240s);
+  core::Value done = finished(resources::certifications(), "diag64", 360s);
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   EXPECT_EQ(done.get_string({"status", "phase"}), "Failed");
   // The two degraded nodes fail on their own evidence; the link's ends are listed with the

@@ -54,10 +54,12 @@ for _ in $(seq 60); do
   sleep 1
 done
 ((ready >= fleet)) || fail "only $ready of the demo's $fleet nodes Ready"
+# A free loopback port: integration lanes run side by side, so no fixed one.
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$gpufleet" controller --controllers=hostpkg --kubeconfig "$kubeconfig" \
-  --metrics-addr 127.0.0.1:18196 >"$work/controller.log" 2>&1 &
+  --metrics-addr "127.0.0.1:$port" >"$work/controller.log" 2>&1 &
 ctl=$!
-for _ in $(seq 60); do curl -sf http://127.0.0.1:18196/readyz >/dev/null && break; sleep 0.5; done
+for _ in $(seq 60); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.5; done
 
 # The part itself, as demo.sh runs it (sourced, errexit on).
 # shellcheck source=/dev/null

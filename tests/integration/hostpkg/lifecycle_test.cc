@@ -99,7 +99,7 @@ TEST(HostPkgLifecycle, ExponentialBatches) {
       "growthFactor: 2}}\n");
   env.apply(set_yaml("expo", env.node_list(0, 7), "  deploymentPolicy: expo\n",
                      "    p:\n      version: 1.0.0\n      image: example.com/p\n"));
-  ASSERT_TRUE(HostPkgEnv::eventually([&] { return phase_is(env, "expo", "Complete"); }, 50s))
+  ASSERT_TRUE(HostPkgEnv::eventually([&] { return phase_is(env, "expo", "Complete"); }, 120s))
       << dump(env, "expo");
   std::map<std::int64_t, int> per_batch;
   for (int i = 0; i < 7; ++i) {
@@ -199,7 +199,7 @@ TEST(HostPkgLifecycle, PriorityGatesLaterSetPerNode) {
         << "the later set started before the earlier one was done on " << env.node(i);
   early("");
   ASSERT_TRUE(HostPkgEnv::eventually(
-      [&] { return phase_is(env, "early", "Complete") && phase_is(env, "late", "Complete"); }, 50s))
+      [&] { return phase_is(env, "early", "Complete") && phase_is(env, "late", "Complete"); }, 120s))
       << dump(env, "early") << "\n"
       << dump(env, "late");
   for (int i = 0; i < 2; ++i) {

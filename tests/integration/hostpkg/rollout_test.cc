@@ -104,7 +104,7 @@ TEST(HostPkgRollout, RebootOnceInBudgetInDependsOnOrder) {
                      "      dependsOn: [base]\n      interrupt: {type: reboot}\n"
                      "    base:\n      version: 2.1.0\n      image: example.com/base\n"
                      "      interrupt: {type: restartServices, services: [a.service]}\n"));
-  ASSERT_TRUE(HostPkgEnv::eventually([&] { return phase_is(env, "kernel", "Complete"); }, 50s))
+  ASSERT_TRUE(HostPkgEnv::eventually([&] { return phase_is(env, "kernel", "Complete"); }, 120s))
       << core::to_json(env.get_set("kernel").get({"status"})
                            ? *env.get_set("kernel").get({"status"})
                            : core::Value());
@@ -165,7 +165,7 @@ TEST(HostPkgRollout, WritesPerNodeWithinBound) {
                      "    tuning:\n      version: 1.0.0\n      image: example.com/tuning\n"
                      "      configMap: {a.conf: \"x = 1\\n\"}\n"
                      "      interrupt: {type: restartServices, services: [a.service]}\n"));
-  ASSERT_TRUE(HostPkgEnv::eventually([&] { return phase_is(env, "writes", "Complete"); }, 50s));
+  ASSERT_TRUE(HostPkgEnv::eventually([&] { return phase_is(env, "writes", "Complete"); }, 120s));
   double node_writes = 0;
   std::string by_kind;
   for (const auto& [kind, n] : hostpkg_writes()) {
@@ -212,7 +212,7 @@ TEST(HostPkgRollout, NodeHeartbeatsMakeNoPass) {
   HostPkgEnv env(2);
   env.apply(set_yaml("heartbeats", env.node_list(0, 2), "",
                      "    tuning:\n      version: 1.0.0\n      image: example.com/tuning\n"));
-  ASSERT_TRUE(HostPkgEnv::eventually([&] { return phase_is(env, "heartbeats", "Complete"); }, 50s));
+  ASSERT_TRUE(HostPkgEnv::eventually([&] { return phase_is(env, "heartbeats", "Complete"); }, 120s));
   // Quiet: no reconcile for 2 s (the last pass's own writes have come back).
   double quiet = -1;
   ASSERT_TRUE(HostPkgEnv::eventually(

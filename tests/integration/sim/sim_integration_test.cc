@@ -246,7 +246,7 @@ TEST_F(SimFleet, InjectedXidAppearsOnTheKmsgStream) {
         text = read_text_file(path);
         return text.find("Xid") != std::string::npos;
       },
-      10s));
+      30s));
   EXPECT_THAT(text, HasSubstr(",-;NVRM: Xid (PCI:0000:5d:00): 79, pid=4242, name=python3, GPU has "
                               "fallen off the bus.\n"));
   EXPECT_THAT(text, HasSubstr("NVRM: Xid (PCI:0000:5d:00): 154, GPU recovery action changed from "
