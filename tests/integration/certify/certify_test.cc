@@ -152,7 +152,29 @@ class CertifyIT : public ::testing::Test {
                                  o);
     sim_->start();
     ASSERT_TRUE(sim_->wait_registered(60s));
+    // Registered is not schedulable: until the node lifecycle controller sees Ready and lifts
+    // the not-ready taint, a run excludes the node as Tainted. Whichever test runs first (gtest
+    // shards start with different ones) must find the whole fleet in place.
+    ASSERT_TRUE(eventually([] { return fleet_schedulable(); }, 90s))
+        << "the simulated fleet's nodes did not all become Ready without a not-ready taint";
     start_controller();
+  }
+  // Every node of this run's fleet is Ready and carries no not-ready / unreachable taint.
+  static bool fleet_schedulable() {
+    std::size_t ready = 0;
+    for (const auto& n : client_->list(kube::resources::nodes(), "").items) {
+      const std::string name(n.get_string({"metadata", "name"}));
+      if (!name.starts_with("c" + kRun + "-") && !name.starts_with("a" + kRun + "-")) continue;
+      bool is_ready = false;
+      if (const core::Value* cs = n.get({"status", "conditions"}); cs != nullptr && cs->is_list())
+        for (const auto& c : cs->as_list())
+          if (c.get_string({"type"}) == "Ready") is_ready = c.get_string({"status"}) == "True";
+      if (const core::Value* ts = n.get({"spec", "taints"}); ts != nullptr && ts->is_list())
+        for (const auto& t : ts->as_list())
+          if (t.get_string({"key"}).starts_with("node.kubernetes.io/")) is_ready = false;
+      if (is_ready) ++ready;
+    }
+    return ready == static_cast<std::size_t>(kNodes) + 2;  // the H100 pool and two A100 nodes
   }
   static void TearDownTestSuite() {
     delete controller_;
