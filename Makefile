@@ -10,7 +10,7 @@ export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 CMAKE_FLAGS ?=
 
-.PHONY: all deps kube-local tools build release asan tsan test unit integration demo demo-down bench fuzz-smoke format clean
+.PHONY: all deps kube-local tools build release asan tsan test test-builds unit integration demo demo-down bench fuzz-smoke format clean
 
 all: build
 
@@ -49,10 +49,16 @@ tsan: deps
 	@ninja -C build/tsan -j $(JOBS) tsan_tests
 
 # Everything: a short fuzz run, the TSan tests, then every unit and integration test under
-# ASan+UBSan, so the last line printed is CTest's summary of the full run.
-test: tools tsan asan fuzz-smoke
+# ASan+UBSan, so the last line printed is CTest's summary of the full run. The Go tools build
+# beside the C++ trees (two make jobs; each phase's output is printed whole when it ends): on a
+# fresh machine the Go phase waits on module downloads and single-threaded links, which the C++
+# compiles fill.
+test: deps
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-builds
 	@ctest --test-dir build/tsan -L tsan --output-on-failure -j $(JOBS)
 	@ctest --test-dir build/asan --output-on-failure -j $(CTEST_JOBS)
+
+test-builds: tools tsan asan fuzz-smoke
 
 # libFuzzer targets (clang) for a few seconds each; long runs: scripts/fuzz-smoke.sh 600
 FUZZ_SECONDS ?= 20

@@ -14,6 +14,7 @@
 #include "certify/isolation_oracle.h"
 #include "certify/nccl_parser.h"
 #include "certify/training_parser.h"
+#include "support/source_paths.h"
 
 namespace gpufleet::certify {
 namespace {
@@ -180,7 +181,7 @@ BENCHMARK(BM_IsolationHalvingBaseline)
     ->Unit(benchmark::kMillisecond);
 
 std::string testdata(const char* name) {
-  std::ifstream in(std::string(GPUFLEET_SOURCE_DIR "/tests/certify/testdata/") + name);
+  std::ifstream in(std::string(GPUFLEET_SOURCE_DIR + "/tests/certify/testdata/") + name);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();

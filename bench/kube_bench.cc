@@ -19,6 +19,7 @@
 #include "kube/api/trim.h"
 #include "kube/watch_decoder.h"
 #include "sim/node_object.h"
+#include "support/source_paths.h"
 
 namespace {
 
@@ -177,7 +178,7 @@ void BM_CachedSimNodeMemory(benchmark::State& state) {
   constexpr int kNodes = 5000;
   const bool compact = state.range(0) == 1;
   const int fields = static_cast<int>(state.range(1));
-  sim::FleetSpec fleet = sim::load_fleet_file(GPUFLEET_SOURCE_DIR "/examples/fleet-h100.yaml");
+  sim::FleetSpec fleet = sim::load_fleet_file(GPUFLEET_SOURCE_DIR + "/examples/fleet-h100.yaml");
   fleet.pools.resize(1);
   fleet.pools[0].count = kNodes;
   std::vector<std::string> texts;

@@ -11,12 +11,13 @@
 #include "sim/kubelet/pod_run.h"
 #include "sim/nccl_output.h"
 #include "sim/node_object.h"
+#include "support/source_paths.h"
 
 namespace gpufleet::sim {
 namespace {
 
 const FleetSpec& h100() {
-  static const FleetSpec f = load_fleet_file(GPUFLEET_SOURCE_DIR "/examples/fleet-h100.yaml");
+  static const FleetSpec f = load_fleet_file(GPUFLEET_SOURCE_DIR + "/examples/fleet-h100.yaml");
   return f;
 }
 

@@ -30,10 +30,8 @@ endfunction()
 function(gpufleet_unit_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
-  target_compile_definitions(${name} PRIVATE
-    GPUFLEET_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
-    GPUFLEET_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared")
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock
+    gpufleet_test_paths)
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES LABELS "unit;${ARG_LABELS}" TIMEOUT 600)
   set_property(GLOBAL APPEND PROPERTY GPUFLEET_UNIT_TESTS ${name})
@@ -50,10 +48,8 @@ endfunction()
 function(gpufleet_integration_test name)
   cmake_parse_arguments(ARG "" "SHARDS" "SOURCES;DEPS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
-  target_compile_definitions(${name} PRIVATE
-    GPUFLEET_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
-    GPUFLEET_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared")
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock
+    gpufleet_test_paths)
   if(NOT ARG_SHARDS OR ARG_SHARDS LESS 2)
     add_test(NAME ${name} COMMAND ${name})
     gpufleet_integration_properties(${name})

@@ -21,7 +21,10 @@ case "$action" in
     rm -rf -- "$dir"
     mkdir -p -- "$dir"
     start=$(date +%s)
-    "$bin" up --data-dir "$dir" --detach >/dev/null
+    # A first start of the apiserver costs ~20 s of CPU; two lanes starting at once on a
+    # loaded 2-core machine took over a minute (kube-local's default wait is 60 s). The waits
+    # return as soon as the control plane is ready.
+    "$bin" up --data-dir "$dir" --detach --ready-timeout 240s >/dev/null
     kc="$dir/admin.kubeconfig"
     # kubectl from PATH, else the one built into kube-local.
     kubectl=(kubectl)
@@ -29,10 +32,10 @@ case "$action" in
       kubectl=("$bin" kubectl)
     fi
     # Controllers work once the serviceaccount controller made default/default.
-    deadline=$(( $(date +%s) + 60 ))
+    deadline=$(( $(date +%s) + 180 ))
     until "${kubectl[@]}" --kubeconfig "$kc" -n default get serviceaccount default >/dev/null 2>&1; do
       if (( $(date +%s) > deadline )); then
-        echo "kube-local-fixture: default ServiceAccount not created within 60s; controller-manager log:" >&2
+        echo "kube-local-fixture: default ServiceAccount not created within 180s; controller-manager log:" >&2
         tail -n 30 "$dir/logs/controller-manager.log" >&2 || true
         exit 1
       fi

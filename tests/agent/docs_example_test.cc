@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "support/source_paths.h"
+
 namespace {
 
 std::string read(const std::string& rel) {

@@ -4,11 +4,12 @@
 #include <iostream>
 
 #include "conformance.h"
+#include "support/source_paths.h"
 
 int main(int argc, char** argv) {
   using namespace gpufleet::cel::conformance;
-  std::string folder = GPUFLEET_SHARED_DIR "/cel-spec/testdata";
-  std::string skip_path = GPUFLEET_SOURCE_DIR "/tests/cel/conformance_skip.txt";
+  std::string folder = GPUFLEET_SHARED_DIR + "/cel-spec/testdata";
+  std::string skip_path = GPUFLEET_SOURCE_DIR + "/tests/cel/conformance_skip.txt";
   bool verbose = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--skip") == 0 && i + 1 < argc) {

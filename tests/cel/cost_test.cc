@@ -14,6 +14,7 @@
 #include "cel/cel.h"
 #include "core/json.h"
 #include "core/value.h"
+#include "support/source_paths.h"
 
 namespace gpufleet::cel {
 namespace {

@@ -9,6 +9,7 @@
 #include "certify/judge.h"
 #include "certify/nccl_parser.h"
 #include "certify/training_parser.h"
+#include "support/source_paths.h"
 
 namespace gpufleet::certify {
 namespace {
@@ -17,7 +18,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 std::string testdata(const std::string& name) {
-  std::ifstream in(GPUFLEET_SOURCE_DIR "/tests/certify/testdata/" + name);
+  std::ifstream in(GPUFLEET_SOURCE_DIR + "/tests/certify/testdata/" + name);
   std::stringstream s;
   s << in.rdbuf();
   EXPECT_FALSE(s.str().empty()) << name;

@@ -15,6 +15,7 @@
 #include "sim/nccl_output.h"
 #include "sim/node_model.h"
 #include "sim/training_output.h"
+#include "support/source_paths.h"
 
 namespace gpufleet::certify {
 namespace {
@@ -25,7 +26,7 @@ using ::testing::HasSubstr;
 class SimRoundTrip : public ::testing::Test {
  protected:
   void SetUp() override {
-    fleet_ = sim::load_fleet_file(GPUFLEET_SOURCE_DIR "/examples/fleet-h100.yaml");
+    fleet_ = sim::load_fleet_file(GPUFLEET_SOURCE_DIR + "/examples/fleet-h100.yaml");
   }
   sim::NodeModel node(int index) {
     return sim::NodeModel(fleet_, sim::make_node_identity(fleet_, 0, index), 0);

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "support/source_paths.h"
 
 namespace gpufleet::core {
 namespace {
@@ -26,7 +27,7 @@ std::string error_of(std::string_view yaml) {
 
 TEST(XidCatalog, BuiltinMatchesTheDataFile) {
   const XidCatalog& c = XidCatalog::builtin();
-  std::ifstream in(GPUFLEET_SOURCE_DIR "/data/xid/catalog.yaml");
+  std::ifstream in(GPUFLEET_SOURCE_DIR + "/data/xid/catalog.yaml");
   std::stringstream text;
   text << in.rdbuf();
   const XidCatalog file = XidCatalog::parse(text.str(), "data/xid/catalog.yaml");

@@ -30,6 +30,7 @@
 #include <thread>
 
 #include "core/base64.h"
+#include "support/source_paths.h"
 
 namespace fs = std::filesystem;
 

@@ -10,6 +10,7 @@
 #include "hostpkg/reverify.h"
 #include "hostpkg/stage_plan.h"
 #include "hostpkg/step_runner.h"
+#include "support/source_paths.h"
 
 namespace gpufleet::hostpkg {
 namespace {

@@ -15,6 +15,7 @@
 #include "kube/api/trim.h"
 #include "kube/watch_decoder.h"
 #include "sim/node_object.h"
+#include "support/source_paths.h"
 
 namespace gpufleet::kube {
 namespace {
@@ -95,7 +96,7 @@ TEST(CompactJson, PodMatchesTheValuePath) {
 }
 
 TEST(CompactJson, SimulatorNodeMatchesTheValuePath) {
-  sim::FleetSpec fleet = sim::load_fleet_file(GPUFLEET_SOURCE_DIR "/examples/fleet-h100.yaml");
+  sim::FleetSpec fleet = sim::load_fleet_file(GPUFLEET_SOURCE_DIR + "/examples/fleet-h100.yaml");
   fleet.pools.resize(1);
   fleet.pools[0].count = 2;
   std::vector<sim::NodeIdentity> ids = sim::expand_fleet(fleet);

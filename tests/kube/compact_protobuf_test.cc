@@ -17,6 +17,7 @@
 #include "kube/api/trim.h"
 #include "kube/errors.h"
 #include "kube/watch_decoder.h"
+#include "support/source_paths.h"
 
 namespace gpufleet::kube {
 namespace {

@@ -13,6 +13,7 @@
 #include "core/json.h"
 #include "kube/api/meta.h"
 #include "kube/api/store.h"
+#include "support/source_paths.h"
 
 namespace gpufleet::kube {
 namespace {

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "core/errors.h"
+#include "support/source_paths.h"
 
 namespace gpufleet::kube {
 namespace {

@@ -1,4 +1,5 @@
 #include "kube/errors.h"
+#include "support/source_paths.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -7,6 +7,7 @@
 
 #include "core/json.h"
 #include "kube/api/objects.h"
+#include "support/source_paths.h"
 
 namespace gpufleet::kube {
 namespace {

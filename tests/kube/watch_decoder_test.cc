@@ -8,6 +8,7 @@
 
 #include "core/errors.h"
 #include "kube/http.h"
+#include "support/source_paths.h"
 
 namespace gpufleet::kube {
 namespace {

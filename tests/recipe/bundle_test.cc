@@ -16,6 +16,7 @@
 #include "core/yaml.h"
 #include "recipe/bundle/render.h"
 #include "recipe/resolver.h"
+#include "support/source_paths.h"
 #include "test_library.h"
 
 namespace gpufleet::recipe {

@@ -21,6 +21,14 @@ cat >"$work/bin/helm" <<'SH'
 verb="$1"; name="$2"; [[ $verb == upgrade ]] && name="$3"
 echo "start $verb $name" >>"$FAKE_HELM_LOG"
 sleep 0.05
+# With a barrier, an install waits (up to 20 s) until a second one has started, so that "level 0
+# runs in parallel" does not depend on how fast a loaded machine starts the second process.
+if [[ -n ${FAKE_HELM_BARRIER:-} ]]; then
+  for _ in $(seq 200); do
+    (( $(grep -c '^start ' "$FAKE_HELM_LOG") >= 2 )) && break
+    sleep 0.1
+  done
+fi
 if [[ $verb == upgrade && " $FAKE_HELM_FAIL_ALWAYS " == *" $name "* ]]; then
   echo "fail $verb $name" >>"$FAKE_HELM_LOG"; exit 1
 fi
@@ -51,7 +59,7 @@ line_of() { grep -n -- "$1" "$FAKE_HELM_LOG" | head -1 | cut -d: -f1; }
 
 # 1. Success with one transient failure: every install starts after its deps are done.
 export FAKE_HELM_LOG="$work/deploy.log" FAKE_HELM_FAIL_ONCE="gpu-operator" FAKE_HELM_FAIL_ALWAYS=""
-"$work/bundle/deploy.sh" >"$work/deploy.out" 2>&1 || fail "deploy.sh failed: $(cat "$work/deploy.out")"
+FAKE_HELM_BARRIER=1 "$work/bundle/deploy.sh" >"$work/deploy.out" 2>&1 || fail "deploy.sh failed: $(cat "$work/deploy.out")"
 [[ $(grep -c "start upgrade gpu-operator$" "$FAKE_HELM_LOG") == 2 ]] || fail "gpu-operator was not retried once"
 for c in $components; do
   [[ $(grep -c "^done upgrade $c$" "$FAKE_HELM_LOG") == 1 ]] || fail "$c not installed exactly once"

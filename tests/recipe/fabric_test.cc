@@ -19,6 +19,7 @@
 #include "recipe/requirement.h"
 #include "recipe/resolver.h"
 #include "recipe/validate.h"
+#include "support/source_paths.h"
 #include "test_library.h"
 
 namespace gpufleet::recipe {

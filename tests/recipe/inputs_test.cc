@@ -16,6 +16,7 @@
 #include "recipe/query.h"
 #include "recipe/resolver.h"
 #include "recipe/validate.h"
+#include "support/source_paths.h"
 #include "test_library.h"
 
 namespace gpufleet::recipe {

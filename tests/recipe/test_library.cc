@@ -1,4 +1,5 @@
 #include "test_library.h"
+#include "support/source_paths.h"
 
 namespace gpufleet::recipe::testing {
 

@@ -11,11 +11,12 @@
 #include "core/errors.h"
 #include "core/http_server.h"
 #include "core/json.h"
-#include "core/yaml.h"
 #include "core/time.h"
+#include "core/yaml.h"
 #include "sim/fault.h"
 #include "sim/fleet_spec.h"
 #include "sim/node_model.h"
+#include "support/source_paths.h"
 
 namespace gpufleet::sentinel {
 namespace {
@@ -268,7 +269,7 @@ TEST(MaintenanceHttp, AzureProviderAgainstALoopbackMetadataService) {
 
 TEST(MaintenanceSim, TheSimulatorsDocumentIsReadByTheAzureParser) {
   const sim::FleetSpec fleet =
-      sim::load_fleet_file(GPUFLEET_SOURCE_DIR "/examples/fleet-h100.yaml");
+      sim::load_fleet_file(GPUFLEET_SOURCE_DIR + "/examples/fleet-h100.yaml");
   sim::NodeModel node(fleet, sim::make_node_identity(fleet, 0, 0), 0);
   EXPECT_TRUE(parse_azure_scheduled_events(node.render_scheduled_events(), "sim").empty());
   sim::Fault f = sim::parse_fault(

@@ -13,6 +13,7 @@
 #include "sim/fleet_model.h"
 #include "sim/fleet_spec.h"
 #include "sim/scenario.h"
+#include "support/source_paths.h"
 
 namespace gpufleet::sentinel {
 namespace {
@@ -35,7 +36,7 @@ struct Collect final : agent::Emitter {
 
 class SimNode : public ::testing::Test {
  protected:
-  SimNode() : fleet_(sim::load_fleet_file(GPUFLEET_SOURCE_DIR "/examples/fleet-h100.yaml"), 0) {
+  SimNode() : fleet_(sim::load_fleet_file(GPUFLEET_SOURCE_DIR + "/examples/fleet-h100.yaml"), 0) {
     std::string tmpl = (fs::temp_directory_path() / "sentinel-sim-XXXXXX").string();
     root_ = ::mkdtemp(tmpl.data());
     ctx_.identity.node_name = "h100-00-01";

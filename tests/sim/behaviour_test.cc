@@ -7,6 +7,7 @@
 #include "core/text.h"
 #include "core/yaml.h"
 #include "sim/atomic_file.h"
+#include "support/source_paths.h"
 
 namespace gpufleet::sim {
 namespace {
@@ -237,7 +238,7 @@ spec:
 
 // The BehaviourTable example in docs/sim.md parses and means what the text says.
 TEST(BehaviourTable, TheDocsExampleParses) {
-  std::string doc = read_text_file(GPUFLEET_SOURCE_DIR "/docs/sim.md");
+  std::string doc = read_text_file(GPUFLEET_SOURCE_DIR + "/docs/sim.md");
   auto start = doc.find("```yaml\napiVersion: gpufleet.io/v1alpha1\nkind: BehaviourTable");
   ASSERT_NE(start, std::string::npos);
   start += 8;

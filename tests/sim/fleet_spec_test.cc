@@ -11,6 +11,7 @@
 #include "core/errors.h"
 #include "core/yaml.h"
 #include "sim/node_identity.h"
+#include "support/source_paths.h"
 
 namespace gpufleet::sim {
 namespace {
@@ -39,7 +40,7 @@ spec:
 )";
 
 TEST(FleetSpec, ReadsTheExampleFiles) {
-  FleetSpec h100 = load_fleet_file(GPUFLEET_SOURCE_DIR "/examples/fleet-h100.yaml");
+  FleetSpec h100 = load_fleet_file(GPUFLEET_SOURCE_DIR + "/examples/fleet-h100.yaml");
   EXPECT_EQ(h100.name, "h100-demo");
   EXPECT_EQ(h100.seed, 42u);
   ASSERT_EQ(h100.pools.size(), 2u);
@@ -48,7 +49,7 @@ TEST(FleetSpec, ReadsTheExampleFiles) {
   EXPECT_EQ(h100.pools[0].taints.size(), 1u);
   EXPECT_EQ(h100.node_count(), 40u);
 
-  FleetSpec gb = load_fleet_file(GPUFLEET_SOURCE_DIR "/examples/fleet-gb200.yaml");
+  FleetSpec gb = load_fleet_file(GPUFLEET_SOURCE_DIR + "/examples/fleet-gb200.yaml");
   EXPECT_EQ(gb.pools[0].nodes_per_rack, 18);
   EXPECT_EQ(gb.pools[0].nodes_per_domain(), 18);
   EXPECT_EQ(gb.pools[0].gpus_per_node, 4);
@@ -193,7 +194,7 @@ TEST(NodeIdentity, DeterministicAndStableUnderScaling) {
 }
 
 TEST(NodeIdentity, Gb200RacksShareACliqueAndGraceAddresses) {
-  FleetSpec f = load_fleet_file(GPUFLEET_SOURCE_DIR "/examples/fleet-gb200.yaml");
+  FleetSpec f = load_fleet_file(GPUFLEET_SOURCE_DIR + "/examples/fleet-gb200.yaml");
   auto nodes = expand_fleet(f);
   ASSERT_EQ(nodes.size(), 36u);
   EXPECT_EQ(nodes[0].name, "gb200-r00-t00");

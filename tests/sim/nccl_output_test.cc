@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "core/yaml.h"
 #include "sim/node_model.h"
+#include "support/source_paths.h"
 
 namespace gpufleet::sim {
 namespace {
@@ -67,8 +68,8 @@ Parsed parse(const std::string& text) {
 class NcclTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    h100_ = load_fleet_file(GPUFLEET_SOURCE_DIR "/examples/fleet-h100.yaml");
-    gb200_ = load_fleet_file(GPUFLEET_SOURCE_DIR "/examples/fleet-gb200.yaml");
+    h100_ = load_fleet_file(GPUFLEET_SOURCE_DIR + "/examples/fleet-h100.yaml");
+    gb200_ = load_fleet_file(GPUFLEET_SOURCE_DIR + "/examples/fleet-gb200.yaml");
   }
   static GroupMember member(const FleetSpec& f, int index, const LinkHealth& h = {}) {
     NodeIdentity id = make_node_identity(f, 0, index);

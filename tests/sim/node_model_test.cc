@@ -12,6 +12,7 @@
 #include "core/xid_catalog.h"
 #include "core/yaml.h"
 #include "sim/xid_text.h"
+#include "support/source_paths.h"
 
 namespace gpufleet::sim {
 namespace {
@@ -21,7 +22,7 @@ using ::testing::HasSubstr;
 class NodeModelTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    fleet_ = load_fleet_file(GPUFLEET_SOURCE_DIR "/examples/fleet-h100.yaml");
+    fleet_ = load_fleet_file(GPUFLEET_SOURCE_DIR + "/examples/fleet-h100.yaml");
   }
   NodeModel node(int index = 0) {
     return NodeModel(fleet_, make_node_identity(fleet_, 0, index), 0);
@@ -210,7 +211,7 @@ TEST_F(NodeModelTest, ThermalNvlinkAndSxid) {
             "Rate");
   EXPECT_THROW(n.apply(fault("{type: sxid, code: 20009, nvswitch: 6}"), 3), core::InvalidInput);
 
-  FleetSpec gb = load_fleet_file(GPUFLEET_SOURCE_DIR "/examples/fleet-gb200.yaml");
+  FleetSpec gb = load_fleet_file(GPUFLEET_SOURCE_DIR + "/examples/fleet-gb200.yaml");
   NodeModel tray(gb, make_node_identity(gb, 0, 0), 0);
   try {
     tray.apply(fault("{type: sxid, code: 20009}"), 1);
@@ -308,7 +309,7 @@ TEST(XidCatalogInSimulator, EveryEmittedCodeIsInTheCatalog) {
   // The codes of the example scenario's faults.
   const core::Value sc = core::parse_yaml(
       [] {
-        std::ifstream in(GPUFLEET_SOURCE_DIR "/examples/scenario-faults.yaml");
+        std::ifstream in(GPUFLEET_SOURCE_DIR + "/examples/scenario-faults.yaml");
         std::stringstream s;
         s << in.rdbuf();
         return s.str();

@@ -4,12 +4,13 @@
 
 #include "core/json.h"
 #include "sim/node_identity.h"
+#include "support/source_paths.h"
 
 namespace gpufleet::sim {
 namespace {
 
 TEST(NodeObject, CarriesGfdNfdLabelsCapacityAndNodeInfo) {
-  FleetSpec f = load_fleet_file(GPUFLEET_SOURCE_DIR "/examples/fleet-h100.yaml");
+  FleetSpec f = load_fleet_file(GPUFLEET_SOURCE_DIR + "/examples/fleet-h100.yaml");
   NodeIdentity id = make_node_identity(f, 0, 5);
   NodeRuntime rt = initial_runtime(f, id, boot_id_for(id, 0), "2026-01-01T00:00:00Z");
   core::Value n = node_object(f, id, rt, "2026-01-01T00:00:10Z");
@@ -55,7 +56,7 @@ TEST(NodeObject, CarriesGfdNfdLabelsCapacityAndNodeInfo) {
 }
 
 TEST(NodeObject, LostGpusAndNotReadyShowInStatus) {
-  FleetSpec f = load_fleet_file(GPUFLEET_SOURCE_DIR "/examples/fleet-gb200.yaml");
+  FleetSpec f = load_fleet_file(GPUFLEET_SOURCE_DIR + "/examples/fleet-gb200.yaml");
   NodeIdentity id = make_node_identity(f, 0, 3);
   NodeRuntime rt = initial_runtime(f, id, boot_id_for(id, 0), "2026-01-01T00:00:00Z");
   rt.gpus_present = 3;
@@ -75,7 +76,7 @@ TEST(NodeObject, LostGpusAndNotReadyShowInStatus) {
 // address beyond InternalIP and Hostname; with the simulator's endpoint, an ExternalIP and
 // its port, the InternalIP kept.
 TEST(NodeObject, AdvertisesTheKubeletEndpoint) {
-  FleetSpec f = load_fleet_file(GPUFLEET_SOURCE_DIR "/examples/fleet-h100.yaml");
+  FleetSpec f = load_fleet_file(GPUFLEET_SOURCE_DIR + "/examples/fleet-h100.yaml");
   NodeIdentity id = make_node_identity(f, 0, 5);
   NodeRuntime rt = initial_runtime(f, id, boot_id_for(id, 0), "2026-01-01T00:00:00Z");
   const auto types = [](const core::Value& n) {

@@ -6,6 +6,7 @@
 #include "core/errors.h"
 #include "core/yaml.h"
 #include "sim/fleet_model.h"
+#include "support/source_paths.h"
 
 namespace gpufleet::sim {
 namespace {
@@ -21,7 +22,7 @@ spec:
   timeline:
 )" + timeline;
   try {
-    parse_scenario(core::parse_yaml(doc), "s.yaml", GPUFLEET_SOURCE_DIR "/examples");
+    parse_scenario(core::parse_yaml(doc), "s.yaml", GPUFLEET_SOURCE_DIR + "/examples");
   } catch (const core::InvalidInput& e) {
     return e.what();
   }
@@ -29,7 +30,7 @@ spec:
 }
 
 TEST(Scenario, ReadsTheExample) {
-  Scenario sc = load_scenario_file(GPUFLEET_SOURCE_DIR "/examples/scenario-faults.yaml");
+  Scenario sc = load_scenario_file(GPUFLEET_SOURCE_DIR + "/examples/scenario-faults.yaml");
   EXPECT_EQ(sc.name, "faults");
   EXPECT_EQ(sc.fleet.name, "h100-demo");
   EXPECT_EQ(sc.duration_s, 600.0);
@@ -105,7 +106,7 @@ TEST(Scenario, ReadsALinkFaultAndRefusesBadOnes) {
 }
 
 TEST(FleetModel, ALinkFaultSlowsOnlyGroupsHoldingBothEnds) {
-  Scenario sc = load_scenario_file(GPUFLEET_SOURCE_DIR "/examples/scenario-faults.yaml");
+  Scenario sc = load_scenario_file(GPUFLEET_SOURCE_DIR + "/examples/scenario-faults.yaml");
   FleetModel fleet(sc.fleet, 0);
   auto busbw = [&](const std::vector<std::string>& hosts) {
     return estimate_allreduce(fleet.group(hosts)).peak_busbw_gbs;
@@ -159,7 +160,7 @@ TEST(FleetModel, ALinkFaultSlowsOnlyGroupsHoldingBothEnds) {
 
 TEST(FleetModel, PlaysTheExampleTimelineDeterministically) {
   auto run = [] {
-    Scenario sc = load_scenario_file(GPUFLEET_SOURCE_DIR "/examples/scenario-faults.yaml");
+    Scenario sc = load_scenario_file(GPUFLEET_SOURCE_DIR + "/examples/scenario-faults.yaml");
     FleetModel fleet(sc.fleet, 0);
     for (auto& e : sc.timeline) fleet.schedule(e);
     std::vector<std::string> log;
@@ -192,7 +193,7 @@ TEST(FleetModel, PlaysTheExampleTimelineDeterministically) {
 }
 
 TEST(FleetModel, RebootWaitsDownTimeAndHostChangesApplyAtBoot) {
-  FleetSpec spec = load_fleet_file(GPUFLEET_SOURCE_DIR "/examples/fleet-h100.yaml");
+  FleetSpec spec = load_fleet_file(GPUFLEET_SOURCE_DIR + "/examples/fleet-h100.yaml");
   FleetModel fleet(spec, 0);
   auto ev = [](const std::string& yaml) {
     return parse_event(core::parse_yaml(yaml), "t", "e", false);

@@ -16,6 +16,7 @@
 #include "agent/nodehealth.h"
 #include "integration/kube/test_env.h"
 #include "kube/errors.h"
+#include "support/source_paths.h"
 
 namespace gpufleet::agent {
 namespace {

@@ -24,6 +24,7 @@
 #include "agent/remediation.h"
 #include "core/json.h"
 #include "integration/kube/test_env.h"
+#include "support/source_paths.h"
 
 namespace gpufleet::agent {
 namespace {

@@ -30,6 +30,7 @@
 #include "kube/api/objects.h"
 #include "kube/errors.h"
 #include "sentinel/controller.h"
+#include "support/source_paths.h"
 
 namespace gpufleet {
 namespace {

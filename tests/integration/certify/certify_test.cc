@@ -33,6 +33,7 @@
 #include "sim/fault.h"
 #include "sim/kubelet/fleet_kubelet.h"
 #include "sim/scenario.h"
+#include "support/source_paths.h"
 #include "test_env.h"
 
 namespace gpufleet::certify {
@@ -117,10 +118,10 @@ class CertifyIT : public ::testing::Test {
   static void SetUpTestSuite() {
     client_ = new kube::Client(kube::testing::admin_config());
     for (const char* f : {"certification", "workloadrun", "validationrequest"}) {
-      ASSERT_EQ(
-          kube::testing::run_command(kubectl() + " apply --server-side --force-conflicts -f " +
-                                     GPUFLEET_SOURCE_DIR "/deploy/crds/" + f + ".yaml >/dev/null"),
-          0);
+      ASSERT_EQ(kube::testing::run_command(
+                    kubectl() + " apply --server-side --force-conflicts -f " + GPUFLEET_SOURCE_DIR +
+                    "/deploy/crds/" + f + ".yaml >/dev/null"),
+                0);
     }
     ASSERT_EQ(kube::testing::run_command(
                   kubectl() + " wait --for=condition=Established --timeout=30s "

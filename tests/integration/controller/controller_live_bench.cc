@@ -26,6 +26,7 @@
 #include "sim/fleet_spec.h"
 #include "sim/node_identity.h"
 #include "sim/node_object.h"
+#include "support/source_paths.h"
 
 using namespace gpufleet;
 using namespace std::chrono_literals;

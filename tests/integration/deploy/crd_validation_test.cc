@@ -14,6 +14,7 @@
 #include "core/yaml.h"
 #include "integration/kube/test_env.h"
 #include "kube/errors.h"
+#include "support/source_paths.h"
 
 namespace gpufleet {
 namespace {

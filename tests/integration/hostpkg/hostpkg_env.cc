@@ -10,6 +10,7 @@
 #include "kube/config.h"
 #include "kube/errors.h"
 #include "sim/fleet_spec.h"
+#include "support/source_paths.h"
 
 namespace gpufleet::hostpkg::testing {
 namespace {

@@ -23,6 +23,7 @@
 #include "kube/api/trim.h"
 #include "kube/informer.h"
 #include "sim/node_object.h"
+#include "support/source_paths.h"
 
 using namespace gpufleet;
 using namespace std::chrono_literals;
@@ -57,7 +58,7 @@ kube::Client make_client(const std::string& kubeconfig) {
 
 int seed(const std::string& kubeconfig, int n) {
   kube::Client client = make_client(kubeconfig);
-  sim::FleetSpec fleet = sim::load_fleet_file(GPUFLEET_SOURCE_DIR "/examples/fleet-h100.yaml");
+  sim::FleetSpec fleet = sim::load_fleet_file(GPUFLEET_SOURCE_DIR + "/examples/fleet-h100.yaml");
   fleet.pools.resize(1);
   fleet.pools[0].count = n;
   std::vector<sim::NodeIdentity> ids = sim::expand_fleet(fleet);

@@ -20,6 +20,7 @@
 #include "kube/api/objects.h"
 #include "kube/api/trim.h"
 #include "kube/informer.h"
+#include "support/source_paths.h"
 
 using namespace gpufleet;
 using namespace std::chrono_literals;

@@ -12,6 +12,7 @@
 #include "kube/api/objects.h"
 #include "kube/api/trim.h"
 #include "kube/informer.h"
+#include "support/source_paths.h"
 #include "test_env.h"
 
 namespace gpufleet::kube {

@@ -15,6 +15,7 @@
 #include "core/yaml.h"
 #include "recipe/recipe.h"
 #include "support/self_signed.h"
+#include "support/source_paths.h"
 #include "test_env.h"
 
 namespace gpufleet::recipe {

@@ -19,6 +19,7 @@
 #include "process.h"
 #include "sentinel/controller.h"
 #include "sentinel/quarantine.h"
+#include "support/source_paths.h"
 #include "test_env.h"
 
 namespace gpufleet::sentinel {
@@ -460,12 +461,14 @@ TEST_F(SentinelTest, BreakerCountsUniqueNodesSurvivesRestartAndResets) {
 TEST_F(SentinelTest, BreakerWindowExpires) {
   create_policy(
       "  drain: {enabled: false}\n  validation: {newNodes: false}\n"
-      "  breaker: {maxNodes: 2, windowSeconds: 3}\n");
+      "  breaker: {maxNodes: 2, windowSeconds: 8}\n");
   const std::string a = node("a"), b = node("b"), c = node("c");
   start_manager();
   health(a, {{"xid/GPU-0", "Fatal"}});
   ASSERT_TRUE(wait_phase(a, "Validating"));
-  std::this_thread::sleep_for(3500ms);  // a leaves the window
+  // a leaves the window. The window is long enough that b is still in it when c is admitted
+  // on a loaded machine (with 3 s, a slow admission of c saw b expire too).
+  std::this_thread::sleep_for(8500ms);
   health(b, {{"xid/GPU-0", "Fatal"}});
   ASSERT_TRUE(wait_phase(b, "Validating"));
   health(c, {{"xid/GPU-0", "Fatal"}});

@@ -22,6 +22,7 @@
 #include "kube/errors.h"
 #include "sentinel/controller.h"
 #include "support/self_signed.h"
+#include "support/source_paths.h"
 #include "test_env.h"
 
 namespace gpufleet {
@@ -96,10 +97,10 @@ class WebhookIT : public ::testing::Test {
   void SetUp() override {
     for (const char* f : {"certification", "workloadrun", "validationrequest", "sentinelpolicy",
                           "remediation", "nodehealth", "hostpackageset", "deploymentpolicy"}) {
-      ASSERT_EQ(
-          kube::testing::run_command(kubectl() + " apply --server-side --force-conflicts -f " +
-                                     GPUFLEET_SOURCE_DIR "/deploy/crds/" + f + ".yaml >/dev/null"),
-          0)
+      ASSERT_EQ(kube::testing::run_command(
+                    kubectl() + " apply --server-side --force-conflicts -f " + GPUFLEET_SOURCE_DIR +
+                    "/deploy/crds/" + f + ".yaml >/dev/null"),
+                0)
           << f;
     }
     ASSERT_EQ(kube::testing::run_command(
