@@ -90,24 +90,61 @@ TEST(IsolationPlanner, MeetsTheRoundAndTestTargetAt1024Nodes) {
   EXPECT_LE(tests / trials, 48.0);
 }
 
-// Two faulty nodes in one screen group (indices 30 and 45 of group 0: their bits OR to 63,
-// so bisection by bits clears nobody in it) plus two alone: the group's 63 members go on an
-// 8 x 8 grid of rows and columns (16 tests) and only the <= 4 crossings are tested alone,
-// where parts of ~sqrt(63) and then every member of each failed part took 8 + 16.
-TEST(IsolationPlanner, TwoFaultyNodesInOneGroupCostAGridNotEveryMember) {
-  SimulatedFleet fleet(1024, 3);
-  for (std::size_t i : {30, 45, 634, 710}) fleet.degrade(i, 0.85);
-  IsolationPlanner planner(fleet.names());
+std::vector<std::size_t> tests_per_round(IsolationPlanner& planner, SimulatedFleet& fleet) {
   std::vector<std::size_t> per_round;
   while (const Round* round = planner.pending()) {
     std::vector<GroupTest> tests = round->tests;
     per_round.push_back(tests.size());
     for (const GroupTest& t : tests) planner.record(t.id, fleet.run(t.nodes));
   }
+  return per_round;
+}
+
+// Two faulty nodes in one screen group (indices 30 = 011110 and 45 = 101101 of group 0: their
+// bits OR to 63, so bisection by bits clears nobody in it) plus two alone: 3 failed groups
+// where 4 faulty nodes are expected, so round 3 confirms the three decoded members and adds
+// 6 complements pooled over the groups (members lacking bit j). Group 0's decoded member 63
+// passes and complements 0, 1, 4, 5 fail: a XOR b = 110011, a AND b = 001100. Round 4 splits
+// the pair with 3 tests, round 5 confirms 45 and 30 and checks every rest in one test.
+TEST(IsolationPlanner, TwoFaultyNodesInOneGroupAreToldApartByComplements) {
+  SimulatedFleet fleet(1024, 3);
+  for (std::size_t i : {30, 45, 634, 710}) fleet.degrade(i, 0.85);
+  IsolationPlanner planner(fleet.names());
+  EXPECT_EQ(tests_per_round(planner, fleet), (std::vector<std::size_t>{16, 18, 9, 3, 3}));
   IsolationVerdict v = planner.verdict();
   EXPECT_EQ(v.faulty(), fleet.faulty_names());
-  EXPECT_EQ(per_round, (std::vector<std::size_t>{16, 18, 4, 17, 4}));
-  EXPECT_EQ(v.tests, 59);
+  EXPECT_EQ(v.tests, 49);  // 59 with the shared check and a grid; 72 with parts
+  EXPECT_EQ(v.rounds, 5);
+}
+
+// As many failed groups as expected faulty nodes (a fifth faulty node, 900): the decoded
+// members are confirmed and the rests share one check. It fails, group 0's decoded member
+// passes, so its 63 members go on an 8 x 8 grid (16 tests, and one re-check of the other
+// rests), and only the <= 4 crossings of failing rows and columns are tested alone, where
+// ~sqrt(63) parts and then every member of each failed part took 8 + 16.
+TEST(IsolationPlanner, TwoFaultyNodesInOneGroupCostAGridNotEveryMember) {
+  SimulatedFleet fleet(1024, 3);
+  for (std::size_t i : {30, 45, 634, 710, 900}) fleet.degrade(i, 0.85);
+  IsolationPlanner planner(fleet.names());
+  EXPECT_EQ(tests_per_round(planner, fleet), (std::vector<std::size_t>{16, 24, 5, 17, 4}));
+  IsolationVerdict v = planner.verdict();
+  EXPECT_EQ(v.faulty(), fleet.faulty_names());
+  EXPECT_EQ(v.tests, 66);
+}
+
+// A pair whose codes nest (b = 12 = 001100 inside a = 45 = 101101): a is decoded and fails
+// its confirmation, the complements of the bits only a has (0, 5) fail, and with no group
+// left holding an undecoded pair, code minus those bits names b. Group 9's decoded member
+// (58) also has bit 5, so its candidate 58 - 32 = 26 is confirmed too (and passes); round 4
+// is those two confirmations and the check of group 0's last two undecided members.
+TEST(IsolationPlanner, NestedPairIsFoundFromTheComplementsInFourRounds) {
+  SimulatedFleet fleet(1024, 3);
+  for (std::size_t i : {12, 45, 634, 710}) fleet.degrade(i, 0.85);
+  IsolationPlanner planner(fleet.names());
+  EXPECT_EQ(tests_per_round(planner, fleet), (std::vector<std::size_t>{16, 18, 9, 3}));
+  IsolationVerdict v = planner.verdict();
+  EXPECT_EQ(v.faulty(), fleet.faulty_names());
+  EXPECT_EQ(v.tests, 46);
 }
 
 TEST(IsolationPlanner, SingletonsArePaddedWithDistinctKnownGoodNodes) {
