@@ -475,7 +475,7 @@ void IsolationPlanner::absorb_results() {
   std::vector<Seen> seen;
   bool pair_found = false;
   for (const Investigation* inv : complements) {
-    Seen s{inv, failed(inv->tests[0]), 0, without_good(inv->members)};
+    Seen s{inv, !inv->tests.empty() && failed(inv->tests[0]), 0, without_good(inv->members)};
     for (std::size_t j = 1; j < inv->tests.size(); ++j) {
       if (failed(inv->tests[j])) s.differ |= std::uint32_t{1} << (j - 1);
     }

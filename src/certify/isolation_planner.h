@@ -18,6 +18,9 @@
 //             tested one by one; both cope with several faulty nodes in one group.
 //   confirm   each suspect is tested paired with a distinct known-good node (padding), and the
 //             rest of its group is re-checked together; a failed confirmation is the verdict.
+//             When one group fewer failed than expected (two faulty nodes likely share one),
+//             the rests get complements instead (per bit, the members lacking it, pooled over
+//             the groups), which spell where a pair differs; the pair is split next round.
 //   probe     a failed test whose members all passed elsewhere points at the infrastructure
 //             between them (a link or switch): it is re-run once and reported if it fails again.
 // Evidence (tests failed and passed) accumulates per node across rounds.

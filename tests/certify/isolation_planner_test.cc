@@ -71,12 +71,15 @@ TEST(IsolationPlanner, HealthyFleetTakesOneRound) {
   }
 }
 
-// The target of issue 11: n = 1,024 with k = 4 in at most 5 rounds and at most 48 tests on
-// average (the information bound is 36), over 1,000 random fleets.
+// The target of issue 11: n = 1,024 with k = 4 in at most 5 rounds and 48 tests, over 1,000
+// random fleets (the information bound is 36). Met for the rounds and on average; the worst
+// trials are not (docs/performance.md): this asserts what the complements reached, 45.8
+// tests on average and 909 of 1,000 trials within 48 on the bench's fleets (47.4 and 737
+// before them).
 TEST(IsolationPlanner, MeetsTheRoundAndTestTargetAt1024Nodes) {
   const int trials = 1000;
   double tests = 0;
-  int max_rounds = 0;
+  int max_rounds = 0, max_tests = 0, within = 0;
   for (int t = 0; t < trials; ++t) {
     SimulatedFleet fleet(1024, 1000 + static_cast<std::uint64_t>(t));
     fleet.degrade_random(4);
@@ -85,9 +88,15 @@ TEST(IsolationPlanner, MeetsTheRoundAndTestTargetAt1024Nodes) {
     ASSERT_EQ(run.verdict.faulty(), fleet.faulty_names()) << "trial " << t;
     tests += run.verdict.tests;
     max_rounds = std::max(max_rounds, run.verdict.rounds);
+    max_tests = std::max(max_tests, run.verdict.tests);
+    within += run.verdict.tests <= 48;
   }
+  RecordProperty("tests_mean", std::to_string(tests / trials));
+  RecordProperty("tests_max", max_tests);
+  RecordProperty("trials_within_48", within);
   EXPECT_LE(max_rounds, 5);
-  EXPECT_LE(tests / trials, 48.0);
+  EXPECT_LE(tests / trials, 46.5);
+  EXPECT_GE(within, 850);
 }
 
 std::vector<std::size_t> tests_per_round(IsolationPlanner& planner, SimulatedFleet& fleet) {
@@ -115,6 +124,46 @@ TEST(IsolationPlanner, TwoFaultyNodesInOneGroupAreToldApartByComplements) {
   EXPECT_EQ(v.faulty(), fleet.faulty_names());
   EXPECT_EQ(v.tests, 49);  // 59 with the shared check and a grid; 72 with parts
   EXPECT_EQ(v.rounds, 5);
+}
+
+// The same trial stored and restored (JSON) after every recorded test: the frames, codes
+// and masks of the complement and pair stages survive, so the plan is the same.
+TEST(IsolationPlanner, ResumesMidComplementsAndPairSplit) {
+  SimulatedFleet fleet(1024, 3);
+  for (std::size_t i : {30, 45, 634, 710}) fleet.degrade(i, 0.85);
+  IsolationPlanner planner(fleet.names());
+  std::vector<std::size_t> per_round;
+  while (const Round* round = planner.pending()) {
+    std::vector<GroupTest> tests = round->tests;
+    per_round.push_back(tests.size());
+    for (const GroupTest& t : tests) {
+      planner.record(t.id, fleet.run(t.nodes));
+      planner = IsolationPlanner::from_value(core::parse_json(core::to_json(planner.to_value())));
+    }
+  }
+  EXPECT_EQ(per_round, (std::vector<std::size_t>{16, 18, 9, 3, 3}));
+  EXPECT_EQ(planner.verdict().faulty(), fleet.faulty_names());
+  // A stored code that does not fit its frame is rejected, naming it.
+  IsolationPlanner p(fleet.names());
+  for (int round = 0; round < 2; ++round) {
+    std::vector<GroupTest> tests = p.pending()->tests;
+    for (const GroupTest& t : tests) p.record(t.id, fleet.run(t.nodes));
+  }
+  core::Value state = p.to_value();
+  bool edited = false;
+  for (core::Value& inv : state["investigations"].as_list()) {
+    if (inv.find("frame") != nullptr) {
+      inv["code"] = std::int64_t{4096};
+      edited = true;
+    }
+  }
+  ASSERT_TRUE(edited) << "round 3 holds complement investigations with frames";
+  try {
+    (void)IsolationPlanner::from_value(state);
+    ADD_FAILURE() << "a code outside its frame was accepted";
+  } catch (const core::InvalidInput& e) {
+    EXPECT_THAT(e.what(), HasSubstr("investigation code 4096 does not fit its frame of 64"));
+  }
 }
 
 // As many failed groups as expected faulty nodes (a fifth faulty node, 900): the decoded
