@@ -15,12 +15,17 @@ namespace {
 using core::InvalidInput;
 
 constexpr std::string_view kPurposeNames[] = {"screen", "isolate", "check", "confirm", "probe"};
-constexpr std::string_view kStageNames[] = {"new",   "bits",   "decoded",     "split", "individual",
-                                            "probe", "narrow", "linkConfirm", "grid"};
+constexpr std::string_view kStageNames[] = {"new",        "bits",       "decoded", "split",
+                                            "individual", "probe",      "narrow",  "linkConfirm",
+                                            "grid",       "complement", "pair",    "rest"};
 // From this many members a failed group's last-but-one round is a grid rather than parts:
 // below it one faulty member (the usual case in small fleets) costs a test more on a grid.
 // Measured with bench/certify_bench.cc (docs/performance.md).
 constexpr std::size_t kGridFrom = 24;
+// Screen groups per expected faulty node (plan_screen). Measured with the complements
+// (bench/certify_bench.cc, docs/performance.md): 2 lowers the mean at 1,024 nodes and 4
+// faulty to 43.7 tests, but two groups each holding two faulty nodes then cost up to 109.
+constexpr std::size_t kScreenGroupsPerFault = 4;
 constexpr const char* kCoarseLink =
     "a group test failed twice although each node passed other tests: a link or switch "
     "between these nodes is faulty";
@@ -160,7 +165,8 @@ void IsolationPlanner::plan_screen(const std::vector<std::vector<std::string>>& 
           1,
           static_cast<std::size_t>(std::lround(std::sqrt(static_cast<double>(rest.size())) / 8)));
     }
-    std::size_t groups = options_.screen_groups != 0 ? options_.screen_groups : 4 * expected;
+    std::size_t groups =
+        options_.screen_groups != 0 ? options_.screen_groups : kScreenGroupsPerFault * expected;
     groups = std::clamp<std::size_t>(
         groups, 1, std::max<std::size_t>(1, rest.size() / options_.min_group_size));
     std::size_t base = rest.size() / groups, extra = rest.size() % groups, at = 0;
@@ -278,8 +284,66 @@ void IsolationPlanner::absorb_results() {
   std::vector<std::uint32_t> failed_check_rest;
   bool rest_blamed = false;
   auto result_of = [&](std::uint32_t id) { return by_id.at(id)->result; };
+  auto failed = [&](std::uint32_t id) { return id != 0 && by_id.at(id)->result == 0; };
+  auto unknown_at = [&](const Investigation& inv, std::uint32_t code) {
+    return code < inv.frame.size() && state_[inv.frame[code]] == NodeState::Unknown;
+  };
+  // A pair with a AND b = code minus mask, and a the one holding `with_p` of the mask:
+  // both are confirmed and the rest joins the shared check, unless the codes point at
+  // members already cleared (more faulty members than two), which makes it a new search.
+  auto decode_pair = [&](const Investigation& inv, std::uint32_t with_p,
+                         std::vector<std::uint32_t> rest) {
+    const std::uint32_t base = inv.code & ~inv.mask;
+    const std::uint32_t a = base | with_p, b = base | (inv.mask & ~with_p);
+    Investigation n;
+    if (a != b && unknown_at(inv, a) && unknown_at(inv, b)) {
+      for (std::uint32_t c : {a, b}) {
+        Investigation d;
+        d.stage = Investigation::Stage::Decoded;
+        d.suspect = inv.frame[c];
+        std::erase(rest, d.suspect);
+        next.push_back(std::move(d));
+      }
+      n.stage = Investigation::Stage::Rest;
+    }
+    n.members = std::move(rest);
+    if (!n.members.empty()) next.push_back(std::move(n));
+  };
+  std::vector<const Investigation*> complements;
   for (Investigation& inv : investigations_) {
     switch (inv.stage) {
+      case Investigation::Stage::Complement:
+        // Decided together below: the pooled complements of one group may be another's.
+        complements.push_back(&inv);
+        break;
+      case Investigation::Stage::Pair: {
+        // tests: one per bit q of mask above its lowest bit p, holding the members with both
+        // p and q: it fails when the faulty member holding p holds q too.
+        std::vector<std::uint32_t> rest = without_good(inv.members);
+        if (rest.empty()) break;
+        const std::uint32_t p = inv.mask & (~inv.mask + 1);
+        std::uint32_t with_p = p;
+        std::size_t t = 0;
+        for (std::uint32_t q = inv.mask & ~p; q != 0; q &= q - 1, ++t) {
+          if (t < inv.tests.size() && failed(inv.tests[t])) with_p |= q & (~q + 1);
+        }
+        decode_pair(inv, with_p, std::move(rest));
+        break;
+      }
+      case Investigation::Stage::Rest: {
+        std::vector<std::uint32_t> rest = without_good(inv.members);
+        if (rest.empty()) break;
+        if (inv.tests.empty()) {
+          // Not checked yet (a pair split was under way): keep waiting for the shared check.
+          Investigation n;
+          n.stage = Investigation::Stage::Rest;
+          n.members = std::move(rest);
+          next.push_back(std::move(n));
+        } else if (failed(inv.tests[0])) {
+          failed_check_rest.insert(failed_check_rest.end(), rest.begin(), rest.end());
+        }
+        break;
+      }
       case Investigation::Stage::Bits: {
         std::vector<std::uint32_t> rest = without_good(inv.members);
         if (rest.empty()) break;
@@ -291,6 +355,8 @@ void IsolationPlanner::absorb_results() {
         if (d < inv.members.size() && state_[inv.members[d]] == NodeState::Unknown) {
           n.stage = Investigation::Stage::Decoded;
           n.suspect = inv.members[d];
+          n.frame = inv.members;
+          n.code = static_cast<std::uint32_t>(d);
           std::erase(rest, n.suspect);
         }
         n.members = std::move(rest);
@@ -393,6 +459,63 @@ void IsolationPlanner::absorb_results() {
         break;
       case Investigation::Stage::New:
       case Investigation::Stage::Individual: break;
+    }
+  }
+  // Complements: tests [confirm the decoded member, then per bit j of the code the pooled
+  // test of the rests lacking bit j]. A group with one faulty member fails its confirmation
+  // and none of its complements; two faulty members a, b fail the complements of the bits
+  // where they differ (a XOR b), so a group whose decoded member passed holds a pair with
+  // a AND b = code minus those bits, told apart next round.
+  struct Seen {
+    const Investigation* inv;
+    bool confirm_failed;
+    std::uint32_t differ;
+    std::vector<std::uint32_t> rest;
+  };
+  std::vector<Seen> seen;
+  bool pair_found = false;
+  for (const Investigation* inv : complements) {
+    Seen s{inv, !inv->tests.empty() && failed(inv->tests[0]), 0, without_good(inv->members)};
+    for (std::size_t j = 1; j < inv->tests.size(); ++j) {
+      if (failed(inv->tests[j])) s.differ |= std::uint32_t{1} << (j - 1);
+    }
+    if (!s.confirm_failed && std::popcount(s.differ) >= 2 && !s.rest.empty()) pair_found = true;
+    seen.push_back(std::move(s));
+  }
+  for (Seen& s : seen) {
+    if (s.rest.empty()) continue;
+    Investigation n;
+    if (!s.confirm_failed) {
+      if (std::popcount(s.differ) >= 2) {
+        n.stage = Investigation::Stage::Pair;
+        n.frame = s.inv->frame;
+        n.code = s.inv->code;
+        n.mask = s.differ;
+      }
+      if (std::popcount(s.differ) == 2) {
+        // a = base + p, b = base + q: code itself passed, so no split is needed.
+        decode_pair(n, s.differ & (~s.differ + 1), std::move(s.rest));
+        continue;
+      }
+      n.members = std::move(s.rest);
+      next.push_back(std::move(n));
+      continue;
+    }
+    // The decoded member is faulty. Failed complements of its bits come from a pair found
+    // elsewhere (then this rest is only checked), or from a second faulty member here whose
+    // code is a subset of the first's: code minus the failed bits.
+    const std::uint32_t b = s.inv->code & ~s.differ;
+    if (!pair_found && b != s.inv->code && unknown_at(*s.inv, b)) {
+      Investigation d;
+      d.stage = Investigation::Stage::Decoded;
+      d.suspect = s.inv->frame[b];
+      std::erase(s.rest, d.suspect);
+      next.push_back(std::move(d));
+    }
+    if (!s.rest.empty()) {
+      n.stage = Investigation::Stage::Rest;
+      n.members = std::move(s.rest);
+      next.push_back(std::move(n));
     }
   }
   if (!failed_check_rest.empty() && !rest_blamed) {
@@ -526,6 +649,61 @@ void IsolationPlanner::plan_narrow(Investigation& inv) {
   across(b, a);
 }
 
+std::size_t IsolationPlanner::expected_faulty() const {
+  if (options_.expected_faulty != 0) return options_.expected_faulty;
+  return std::max<std::size_t>(
+      1, static_cast<std::size_t>(std::lround(std::sqrt(static_cast<double>(names_.size())) / 8)));
+}
+
+// Each decoded member is confirmed beside a known-good node, and for every bit j the rests
+// of all these groups whose code has bit j, members lacking bit j, are tested together: one
+// test per bit for all groups. A group with one faulty member fails none of them (its rest
+// is healthy), so a failing complement names a bit where a group's two faulty members differ.
+void IsolationPlanner::plan_complements(const std::vector<Investigation*>& decoded) {
+  if (decoded.empty()) return;
+  int bits = 0;
+  for (const Investigation* inv : decoded)
+    bits = std::max(bits, static_cast<int>(std::bit_width(inv->frame.size() - 1)));
+  std::vector<std::vector<std::uint32_t>> lacking(static_cast<std::size_t>(bits));
+  for (Investigation* inv : decoded) {
+    inv->stage = Investigation::Stage::Complement;
+    inv->tests = {add_test(TestPurpose::Confirm, {inv->suspect})};
+    for (std::uint32_t c = 0; c < inv->frame.size(); ++c) {
+      const std::uint32_t m = inv->frame[c];
+      if (std::find(inv->members.begin(), inv->members.end(), m) == inv->members.end()) continue;
+      for (int j = 0; j < bits; ++j) {
+        if (((inv->code >> j) & 1U) != 0 && ((c >> j) & 1U) == 0)
+          lacking[static_cast<std::size_t>(j)].push_back(m);
+      }
+    }
+  }
+  std::vector<std::uint32_t> ids;
+  for (auto& group : lacking)
+    ids.push_back(group.empty() ? 0 : add_test(TestPurpose::Check, std::move(group)));
+  for (Investigation* inv : decoded) {
+    for (int j = 0; j < bits; ++j)
+      inv->tests.push_back(((inv->code >> j) & 1U) != 0 ? ids[static_cast<std::size_t>(j)] : 0);
+  }
+}
+
+// A pair a, b with a AND b = code minus mask and a XOR b = mask: name p the lowest bit of
+// mask and a the member holding it; test q holds the members with both p and q, so it fails
+// exactly when a holds q. |mask| - 1 tests spell a, and b is the rest of the mask.
+void IsolationPlanner::plan_pair(Investigation& inv) {
+  inv.tests.clear();
+  const std::uint32_t p = inv.mask & (~inv.mask + 1);
+  for (std::uint32_t q = inv.mask & ~p; q != 0; q &= q - 1) {
+    const std::uint32_t bit = q & (~q + 1);
+    std::vector<std::uint32_t> group;
+    for (std::uint32_t c = 0; c < inv.frame.size(); ++c) {
+      if ((c & p) != 0 && (c & bit) != 0 &&
+          std::find(inv.members.begin(), inv.members.end(), inv.frame[c]) != inv.members.end())
+        group.push_back(inv.frame[c]);
+    }
+    inv.tests.push_back(group.empty() ? 0 : add_test(TestPurpose::Isolate, std::move(group)));
+  }
+}
+
 void IsolationPlanner::plan_next() {
   tests_.clear();
   const int number = round_.number + 1;
@@ -535,16 +713,43 @@ void IsolationPlanner::plan_next() {
   }
   const int rounds_left = options_.round_budget - number + 1;
   std::vector<bool> covered(names_.size(), false);
+  // Groups just decoded from bits: one fewer than the expected faulty nodes means two faulty
+  // nodes likely share a group, whose bits then spell only their OR. With three rounds left
+  // such groups get complements (two rounds more for a pair) instead of the one shared check,
+  // whose failure would leave every member inside the OR to search. Not with fewer than 3
+  // expected (one failed group of an expected 2 is as often a lone faulty node, which the
+  // complements cost log2(s) tests more) nor two or more short (pooled complements of two
+  // pairs mix; measured, the grid does better there).
+  std::vector<Investigation*> fresh;
+  for (Investigation& inv : investigations_) {
+    if (inv.stage == Investigation::Stage::Decoded && !inv.frame.empty()) fresh.push_back(&inv);
+  }
+  const bool complements =
+      rounds_left >= 3 && expected_faulty() >= 3 && fresh.size() + 1 == expected_faulty();
+  if (!complements) fresh.clear();
+  const bool splitting =
+      std::any_of(investigations_.begin(), investigations_.end(),
+                  [](const Investigation& inv) { return inv.stage == Investigation::Stage::Pair; });
   // The rests of all decoded investigations are checked together: they are healthy unless
-  // two faulty nodes shared a group, so one test usually clears all of them.
+  // two faulty nodes shared a group, so one test usually clears all of them. Rests wait for
+  // a pair split under way, whose own rest joins the same check next round.
   std::vector<std::uint32_t> check;
   for (const Investigation& inv : investigations_) {
-    if (inv.stage == Investigation::Stage::Decoded)
+    if ((inv.stage == Investigation::Stage::Decoded && !(complements && !inv.frame.empty())) ||
+        (inv.stage == Investigation::Stage::Rest && !splitting))
       check.insert(check.end(), inv.members.begin(), inv.members.end());
   }
   std::uint32_t check_id = check.empty() ? 0 : add_test(TestPurpose::Check, std::move(check));
+  plan_complements(fresh);
   for (Investigation& inv : investigations_) {
-    if (inv.stage == Investigation::Stage::Decoded) {
+    if (inv.stage == Investigation::Stage::Complement) {
+      covered[inv.suspect] = true;
+    } else if (inv.stage == Investigation::Stage::Rest) {
+      inv.tests.clear();
+      if (!splitting && check_id != 0) inv.tests.push_back(check_id);
+    } else if (inv.stage == Investigation::Stage::Pair) {
+      plan_pair(inv);
+    } else if (inv.stage == Investigation::Stage::Decoded) {
       inv.tests.clear();
       inv.tests.push_back(add_test(TestPurpose::Confirm, {inv.suspect}));
       covered[inv.suspect] = true;
@@ -701,6 +906,11 @@ core::Value IsolationPlanner::to_value() const {
     i["tests"] = std::move(ids);
     i["suspect"] = static_cast<std::int64_t>(inv.suspect);
     i["suspect2"] = static_cast<std::int64_t>(inv.suspect2);
+    if (!inv.frame.empty()) {
+      i["frame"] = index_list(inv.frame);
+      i["code"] = static_cast<std::int64_t>(inv.code);
+      i["mask"] = static_cast<std::int64_t>(inv.mask);
+    }
     invs.push_back(std::move(i));
   }
   v["investigations"] = std::move(invs);
@@ -800,6 +1010,18 @@ IsolationPlanner IsolationPlanner::from_value(const core::Value& s) {
       throw InvalidInput("isolation planner state: suspect2 index out of range");
     }
     inv.suspect2 = static_cast<std::uint32_t>(suspect2);
+    // Optional: only investigations decoded from bits have a frame.
+    inv.frame = read_indices(i.find("frame"), n, "investigation frame");
+    for (const char* key : {"code", "mask"}) {
+      const core::Value* f = i.find(key);
+      std::int64_t v = f == nullptr ? 0 : f->as_int();
+      if (v < 0 || (v != 0 && static_cast<std::uint64_t>(v) >= 2 * inv.frame.size())) {
+        throw InvalidInput("isolation planner state: investigation " + std::string(key) + " " +
+                           std::to_string(v) + " does not fit its frame of " +
+                           std::to_string(inv.frame.size()) + " members");
+      }
+      (std::string_view(key) == "code" ? inv.code : inv.mask) = static_cast<std::uint32_t>(v);
+    }
     p.investigations_.push_back(std::move(inv));
   }
   std::unordered_set<std::uint32_t> ids;
@@ -817,7 +1039,7 @@ IsolationPlanner IsolationPlanner::from_value(const core::Value& s) {
   }
   for (const Investigation& inv : p.investigations_) {
     for (auto id : inv.tests) {
-      if (!ids.contains(id)) {
+      if (id != 0 && !ids.contains(id)) {
         throw InvalidInput("isolation planner state: investigation refers to test " +
                            std::to_string(id) + " that is not pending");
       }

@@ -18,6 +18,9 @@
 //             tested one by one; both cope with several faulty nodes in one group.
 //   confirm   each suspect is tested paired with a distinct known-good node (padding), and the
 //             rest of its group is re-checked together; a failed confirmation is the verdict.
+//             When one group fewer failed than expected (two faulty nodes likely share one),
+//             the rests get complements instead (per bit, the members lacking it, pooled over
+//             the groups), which spell where a pair differs; the pair is split next round.
 //   probe     a failed test whose members all passed elsewhere points at the infrastructure
 //             between them (a link or switch): it is re-run once and reported if it fails again.
 // Evidence (tests failed and passed) accumulates per node across rounds.
@@ -127,7 +130,10 @@ class IsolationPlanner {
   struct Investigation {
     // Probe: re-run a failed group whose members all passed elsewhere; Narrow: split it
     // into halves A, B and find the pair across them by bits in one round; LinkConfirm:
-    // test the decoded pair alone.
+    // test the decoded pair alone. Complement: the decoded member is confirmed while the
+    // rest is tested per bit of the code, pooled with the other groups; Pair: the two
+    // faulty members a group's complements revealed are told apart; Rest: members that are
+    // healthy unless more nodes are faulty than explained, checked in one shared test.
     enum class Stage : std::uint8_t {
       New,
       Bits,
@@ -137,13 +143,22 @@ class IsolationPlanner {
       Probe,
       Narrow,
       LinkConfirm,
-      Grid
+      Grid,
+      Complement,
+      Pair,
+      Rest
     };
     Stage stage = Stage::New;
     std::vector<std::uint32_t> members;
-    std::vector<std::uint32_t> tests;  // ids of this round's tests of this investigation
+    std::vector<std::uint32_t> tests;  // ids of this round's tests of this investigation (0: none)
     std::uint32_t suspect = 0;         // Decoded: the decoded member; LinkConfirm: one end
     std::uint32_t suspect2 = 0;        // LinkConfirm: the other end
+    // Decoded from bits, Complement, Pair: the failed group in bit order (a member's code is
+    // its position), the OR of the faulty members' codes, and (Pair) the bits where the two
+    // faulty members differ.
+    std::vector<std::uint32_t> frame;
+    std::uint32_t code = 0;
+    std::uint32_t mask = 0;
   };
   struct Test {
     std::uint32_t id = 0;
@@ -162,6 +177,9 @@ class IsolationPlanner {
   void plan_next();
   void plan_investigation(Investigation& inv, int rounds_left);
   void plan_narrow(Investigation& inv);
+  void plan_complements(const std::vector<Investigation*>& decoded);
+  void plan_pair(Investigation& inv);
+  [[nodiscard]] std::size_t expected_faulty() const;
   void add_finding(const std::vector<std::uint32_t>& nodes, std::string message);
   std::uint32_t add_test(TestPurpose purpose, std::vector<std::uint32_t> members);
   std::vector<std::uint32_t> without_good(const std::vector<std::uint32_t>& v) const;

@@ -71,12 +71,15 @@ TEST(IsolationPlanner, HealthyFleetTakesOneRound) {
   }
 }
 
-// The target of issue 11: n = 1,024 with k = 4 in at most 5 rounds and at most 48 tests on
-// average (the information bound is 36), over 1,000 random fleets.
+// The target of issue 11: n = 1,024 with k = 4 in at most 5 rounds and 48 tests, over 1,000
+// random fleets (the information bound is 36). Met for the rounds and on average; the worst
+// trials are not (docs/performance.md): this asserts what the complements reached, 45.8
+// tests on average and 909 of 1,000 trials within 48 on the bench's fleets (47.4 and 737
+// before them).
 TEST(IsolationPlanner, MeetsTheRoundAndTestTargetAt1024Nodes) {
   const int trials = 1000;
   double tests = 0;
-  int max_rounds = 0;
+  int max_rounds = 0, max_tests = 0, within = 0;
   for (int t = 0; t < trials; ++t) {
     SimulatedFleet fleet(1024, 1000 + static_cast<std::uint64_t>(t));
     fleet.degrade_random(4);
@@ -85,16 +88,47 @@ TEST(IsolationPlanner, MeetsTheRoundAndTestTargetAt1024Nodes) {
     ASSERT_EQ(run.verdict.faulty(), fleet.faulty_names()) << "trial " << t;
     tests += run.verdict.tests;
     max_rounds = std::max(max_rounds, run.verdict.rounds);
+    max_tests = std::max(max_tests, run.verdict.tests);
+    within += run.verdict.tests <= 48;
   }
+  RecordProperty("tests_mean", std::to_string(tests / trials));
+  RecordProperty("tests_max", max_tests);
+  RecordProperty("trials_within_48", within);
   EXPECT_LE(max_rounds, 5);
-  EXPECT_LE(tests / trials, 48.0);
+  EXPECT_LE(tests / trials, 46.5);
+  EXPECT_GE(within, 850);
 }
 
-// Two faulty nodes in one screen group (indices 30 and 45 of group 0: their bits OR to 63,
-// so bisection by bits clears nobody in it) plus two alone: the group's 63 members go on an
-// 8 x 8 grid of rows and columns (16 tests) and only the <= 4 crossings are tested alone,
-// where parts of ~sqrt(63) and then every member of each failed part took 8 + 16.
-TEST(IsolationPlanner, TwoFaultyNodesInOneGroupCostAGridNotEveryMember) {
+std::vector<std::size_t> tests_per_round(IsolationPlanner& planner, SimulatedFleet& fleet) {
+  std::vector<std::size_t> per_round;
+  while (const Round* round = planner.pending()) {
+    std::vector<GroupTest> tests = round->tests;
+    per_round.push_back(tests.size());
+    for (const GroupTest& t : tests) planner.record(t.id, fleet.run(t.nodes));
+  }
+  return per_round;
+}
+
+// Two faulty nodes in one screen group (indices 30 = 011110 and 45 = 101101 of group 0: their
+// bits OR to 63, so bisection by bits clears nobody in it) plus two alone: 3 failed groups
+// where 4 faulty nodes are expected, so round 3 confirms the three decoded members and adds
+// 6 complements pooled over the groups (members lacking bit j). Group 0's decoded member 63
+// passes and complements 0, 1, 4, 5 fail: a XOR b = 110011, a AND b = 001100. Round 4 splits
+// the pair with 3 tests, round 5 confirms 45 and 30 and checks every rest in one test.
+TEST(IsolationPlanner, TwoFaultyNodesInOneGroupAreToldApartByComplements) {
+  SimulatedFleet fleet(1024, 3);
+  for (std::size_t i : {30, 45, 634, 710}) fleet.degrade(i, 0.85);
+  IsolationPlanner planner(fleet.names());
+  EXPECT_EQ(tests_per_round(planner, fleet), (std::vector<std::size_t>{16, 18, 9, 3, 3}));
+  IsolationVerdict v = planner.verdict();
+  EXPECT_EQ(v.faulty(), fleet.faulty_names());
+  EXPECT_EQ(v.tests, 49);  // 59 with the shared check and a grid; 72 with parts
+  EXPECT_EQ(v.rounds, 5);
+}
+
+// The same trial stored and restored (JSON) after every recorded test: the frames, codes
+// and masks of the complement and pair stages survive, so the plan is the same.
+TEST(IsolationPlanner, ResumesMidComplementsAndPairSplit) {
   SimulatedFleet fleet(1024, 3);
   for (std::size_t i : {30, 45, 634, 710}) fleet.degrade(i, 0.85);
   IsolationPlanner planner(fleet.names());
@@ -102,12 +136,64 @@ TEST(IsolationPlanner, TwoFaultyNodesInOneGroupCostAGridNotEveryMember) {
   while (const Round* round = planner.pending()) {
     std::vector<GroupTest> tests = round->tests;
     per_round.push_back(tests.size());
-    for (const GroupTest& t : tests) planner.record(t.id, fleet.run(t.nodes));
+    for (const GroupTest& t : tests) {
+      planner.record(t.id, fleet.run(t.nodes));
+      planner = IsolationPlanner::from_value(core::parse_json(core::to_json(planner.to_value())));
+    }
   }
+  EXPECT_EQ(per_round, (std::vector<std::size_t>{16, 18, 9, 3, 3}));
+  EXPECT_EQ(planner.verdict().faulty(), fleet.faulty_names());
+  // A stored code that does not fit its frame is rejected, naming it.
+  IsolationPlanner p(fleet.names());
+  for (int round = 0; round < 2; ++round) {
+    std::vector<GroupTest> tests = p.pending()->tests;
+    for (const GroupTest& t : tests) p.record(t.id, fleet.run(t.nodes));
+  }
+  core::Value state = p.to_value();
+  bool edited = false;
+  for (core::Value& inv : state["investigations"].as_list()) {
+    if (inv.find("frame") != nullptr) {
+      inv["code"] = std::int64_t{4096};
+      edited = true;
+    }
+  }
+  ASSERT_TRUE(edited) << "round 3 holds complement investigations with frames";
+  try {
+    (void)IsolationPlanner::from_value(state);
+    ADD_FAILURE() << "a code outside its frame was accepted";
+  } catch (const core::InvalidInput& e) {
+    EXPECT_THAT(e.what(), HasSubstr("investigation code 4096 does not fit its frame of 64"));
+  }
+}
+
+// As many failed groups as expected faulty nodes (a fifth faulty node, 900): the decoded
+// members are confirmed and the rests share one check. It fails, group 0's decoded member
+// passes, so its 63 members go on an 8 x 8 grid (16 tests, and one re-check of the other
+// rests), and only the <= 4 crossings of failing rows and columns are tested alone, where
+// ~sqrt(63) parts and then every member of each failed part took 8 + 16.
+TEST(IsolationPlanner, TwoFaultyNodesInOneGroupCostAGridNotEveryMember) {
+  SimulatedFleet fleet(1024, 3);
+  for (std::size_t i : {30, 45, 634, 710, 900}) fleet.degrade(i, 0.85);
+  IsolationPlanner planner(fleet.names());
+  EXPECT_EQ(tests_per_round(planner, fleet), (std::vector<std::size_t>{16, 24, 5, 17, 4}));
   IsolationVerdict v = planner.verdict();
   EXPECT_EQ(v.faulty(), fleet.faulty_names());
-  EXPECT_EQ(per_round, (std::vector<std::size_t>{16, 18, 4, 17, 4}));
-  EXPECT_EQ(v.tests, 59);
+  EXPECT_EQ(v.tests, 66);
+}
+
+// A pair whose codes nest (b = 12 = 001100 inside a = 45 = 101101): a is decoded and fails
+// its confirmation, the complements of the bits only a has (0, 5) fail, and with no group
+// left holding an undecoded pair, code minus those bits names b. Group 9's decoded member
+// (58) also has bit 5, so its candidate 58 - 32 = 26 is confirmed too (and passes); round 4
+// is those two confirmations and the check of group 0's last two undecided members.
+TEST(IsolationPlanner, NestedPairIsFoundFromTheComplementsInFourRounds) {
+  SimulatedFleet fleet(1024, 3);
+  for (std::size_t i : {12, 45, 634, 710}) fleet.degrade(i, 0.85);
+  IsolationPlanner planner(fleet.names());
+  EXPECT_EQ(tests_per_round(planner, fleet), (std::vector<std::size_t>{16, 18, 9, 3}));
+  IsolationVerdict v = planner.verdict();
+  EXPECT_EQ(v.faulty(), fleet.faulty_names());
+  EXPECT_EQ(v.tests, 46);
 }
 
 TEST(IsolationPlanner, SingletonsArePaddedWithDistinctKnownGoodNodes) {
