@@ -24,6 +24,8 @@
 //          [BURST] [STORM] [THRESHOLD] [DRAIN]
 //        sentinel_live_bench sim KUBECONFIG GPUFLEET_BIN SOURCE_DIR [NODES] [RATE] [SECONDS]
 //          [THRESHOLD]
+//        sentinel_live_bench ref KUBECONFIG GPUFLEET_BIN SOURCE_DIR [NODES] [THREADS...]
+//          (the API server's own write rate by identity, client and admission; see run_ref)
 // Not a test (not in `make test`): run by scripts/bench-sentinel.sh.
 #include <signal.h>
 #include <unistd.h>
@@ -100,6 +102,16 @@ double loadavg() {
   return l;
 }
 
+// The pid kube-local recorded for a component of the control plane whose admin kubeconfig is
+// `kubeconfig` (DIR/admin.kubeconfig, DIR/pids/<component>.pid), or 0.
+pid_t control_plane_pid(const std::string& kubeconfig, const std::string& component) {
+  const fs::path f = fs::path(kubeconfig).parent_path() / "pids" / (component + ".pid");
+  std::ifstream in(f);
+  long pid = 0;
+  in >> pid;
+  return static_cast<pid_t>(pid);
+}
+
 double pct(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -109,6 +121,11 @@ double pct(std::vector<double> v, double p) {
 double since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
+
+// The agents' fault writes come from this many threads: 5,000 agents write concurrently, and
+// with 8 (the figures before 2026-12-02) the generator itself capped the rate it could offer at
+// 8 / (the time of one write): 136-182/s where a write took 44-60 ms.
+constexpr int kWriters = 32;
 
 // Parallel over [0, n) with `threads` workers.
 void parallel(int n, int threads, const std::function<void(int)>& f) {
@@ -469,18 +486,19 @@ int run_api(kube::Client& client, const std::string& kubeconfig, const std::stri
   parallel(drain, 8, [&](int i) { b.create_pod(drain_first + i); });
 
   // 0. Reference: the same generator, no controller, Healthy statuses (no rule matches) on
-  // the storm's nodes, 8 threads as in the other parts, for 3 s.
+  // the storm's nodes, kWriters threads as in the other parts, for 3 s.
   {
     const int first = drain_first + drain;
     std::atomic<int> writes{0};
     const auto start = Clock::now();
     std::vector<std::jthread> ts;
-    for (int t = 0; t < 8; ++t)
+    for (int t = 0; t < kWriters; ++t)
       ts.emplace_back([&, t] {
         // Each thread its own nodes: two writers on one object would meet 409.
-        const int mine = (storm - t + 7) / 8;
+        const int mine = (storm - t + kWriters - 1) / kWriters;
+        if (mine <= 0) return;
         for (int j = 0; since(start) < 3.0; ++j) {
-          const int i = first + t + 8 * (j % mine);
+          const int i = first + t + kWriters * (j % mine);
           b.healths[static_cast<std::size_t>(i)] =
               client.update_status(sentinel::api::node_healths(), b.status_doc(i, "Healthy"));
           ++writes;
@@ -488,7 +506,8 @@ int run_api(kube::Client& client, const std::string& kubeconfig, const std::stri
       });
     ts.clear();
     std::cout << "reference: " << writes / since(start)
-              << " NodeHealth status writes/s accepted from 8 threads, no controller (load "
+              << " NodeHealth status writes/s accepted from " << kWriters
+              << " threads, no controller (load "
                  "average "
               << loadavg() << ")\n";
   }
@@ -510,11 +529,15 @@ int run_api(kube::Client& client, const std::string& kubeconfig, const std::stri
   {
     const auto writes_before = api_writes(client);
     const double cpu_before = cpu_s(ctl.pid());
+    const pid_t apiserver = control_plane_pid(kubeconfig, "apiserver");
+    const pid_t etcd = control_plane_pid(kubeconfig, "etcd");
+    const double plane_before =
+        (apiserver > 0 ? cpu_s(apiserver) : 0) + (etcd > 0 ? cpu_s(etcd) : 0);
     const auto start = Clock::now();
     std::vector<std::jthread> writers;
-    for (int t = 0; t < 8; ++t)
+    for (int t = 0; t < kWriters; ++t)
       writers.emplace_back([&, t] {
-        for (int k = t; k < latency_faults; k += 8) {
+        for (int k = t; k < latency_faults; k += kWriters) {
           std::this_thread::sleep_until(start + std::chrono::microseconds(1'000'000LL * k / rate));
           b.fault(k);
         }
@@ -547,13 +570,17 @@ int run_api(kube::Client& client, const std::string& kubeconfig, const std::stri
               << " ms, max " << pct(lat, 1.0) << " ms; controller writes per quarantine "
               << writes / latency_faults << " (" << writes_text << "), controller CPU "
               << (cpu_s(ctl.pid()) - cpu_before) * 1000 / latency_faults
+              << " ms per quarantine, kube-apiserver + etcd CPU "
+              << ((apiserver > 0 ? cpu_s(apiserver) : 0) + (etcd > 0 ? cpu_s(etcd) : 0) -
+                  plane_before) *
+                     1000 / latency_faults
               << " ms per quarantine (load average " << loadavg() << ")\n";
   }
   // 2. Burst.
   {
     const std::size_t before = w.cordoned_count();
     const auto start = Clock::now();
-    parallel(burst, 8, [&](int i) { b.fault(next + i); });
+    parallel(burst, kWriters, [&](int i) { b.fault(next + i); });
     const double wrote = since(start);
     wait_until([&] { return w.cordoned_count() >= before + static_cast<std::size_t>(burst); },
                120s);
@@ -573,7 +600,7 @@ int run_api(kube::Client& client, const std::string& kubeconfig, const std::stri
     apply_policy(client, b.prefix, nodes + 1, true);
     if (!policy_loaded(client, b.prefix, nodes + 1)) std::cerr << "policy not loaded in 30 s\n";
     const auto start = Clock::now();
-    parallel(drain, 8, [&](int i) { b.fault(drain_first + i); });
+    parallel(drain, kWriters, [&](int i) { b.fault(drain_first + i); });
     auto drained = [&](int i) {
       return w.first_phase(b.node_name(drain_first + i),
                            {"Remediating", "Validating", "Released", "Failed", "Cancelled"});
@@ -613,7 +640,7 @@ int run_api(kube::Client& client, const std::string& kubeconfig, const std::stri
     if (!policy_loaded(client, b.prefix, already + threshold))
       std::cerr << "policy not loaded in 30 s\n";
     const auto start = Clock::now();
-    parallel(storm, 8, [&](int i) { b.fault(next + i); });
+    parallel(storm, kWriters, [&](int i) { b.fault(next + i); });
     // The backlog: every admitted node cordoned, and nothing more for 5 s.
     std::size_t seen = 0;
     auto stable_since = Clock::now();
@@ -665,6 +692,265 @@ int run_api(kube::Client& client, const std::string& kubeconfig, const std::stri
     }
   });
   return failures == 0 ? 0 : 1;
+}
+
+// ---------------------------------------------------------------------------------------
+// Mode ref: what the API server itself accepts, and where its ceiling comes from
+
+// One object per writer thread, written again and again (its own resourceVersion, so no 409):
+// writes/s and the mean time of a write, for `threads` writers through `clients` (one client
+// shared by every thread, or one each).
+struct RefResult {
+  double per_s = 0;
+  double mean_ms = 0;
+  long errors = 0;
+  double apiserver_ms = -1;  // CPU of kube-apiserver per write (-1: its pid is unknown)
+  double etcd_ms = -1;       // CPU of etcd per write
+};
+
+RefResult ref_writes(const std::vector<kube::Client*>& clients, std::vector<core::Value>& objs,
+                     int threads, double seconds, pid_t apiserver, pid_t etcd) {
+  std::atomic<long> writes{0}, errors{0};
+  std::atomic<long long> busy_us{0};
+  const double api_cpu = apiserver > 0 ? cpu_s(apiserver) : 0;
+  const double etcd_cpu = etcd > 0 ? cpu_s(etcd) : 0;
+  const auto start = Clock::now();
+  {
+    std::vector<std::jthread> ts;
+    for (int t = 0; t < threads; ++t)
+      ts.emplace_back([&, t] {
+        kube::Client& c = *clients[static_cast<std::size_t>(t) % clients.size()];
+        core::Value& obj = objs[static_cast<std::size_t>(t)];
+        for (long j = 0; since(start) < seconds; ++j) {
+          obj["status"]["state"] = j % 2 == 0 ? "Healthy" : "Unknown";
+          const auto t0 = Clock::now();
+          try {
+            obj = c.update_status(sentinel::api::node_healths(), obj);
+            ++writes;
+          } catch (const std::exception& e) {
+            if (++errors == 1) std::cerr << "ref write: " << e.what() << "\n";
+            obj = c.get(sentinel::api::node_healths(), "", kube::name_of(obj));
+          }
+          busy_us +=
+              std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
+        }
+      });
+  }
+  const double took = since(start);
+  RefResult r;
+  r.per_s = static_cast<double>(writes) / took;
+  r.mean_ms = writes > 0 ? static_cast<double>(busy_us) / 1000.0 / static_cast<double>(writes) : 0;
+  r.errors = errors;
+  if (writes > 0 && apiserver > 0)
+    r.apiserver_ms = (cpu_s(apiserver) - api_cpu) * 1000 / static_cast<double>(writes);
+  if (writes > 0 && etcd > 0)
+    r.etcd_ms = (cpu_s(etcd) - etcd_cpu) * 1000 / static_cast<double>(writes);
+  return r;
+}
+
+// `sentinel_live_bench ref KUBECONFIG GPUFLEET_BIN SOURCE_DIR [NODES] [THREADS...]`: NODES
+// NodeHealth objects (default 1000), then for each thread count (default 8 32 128), 3 s each:
+//   admin-shared  the admin identity, one client for every thread (as the other modes write);
+//   admin-own     the admin identity, one client (connection) per thread;
+//   agent         each thread as the gpufleet-agent ServiceAccount with a token bound to a
+//                 Pod on its node (as the DaemonSet's agents write: RBAC, not system:masters);
+//   agent+policy  the same with deploy/admission/agent-node-identity.yaml installed (its CEL
+//                 runs on every write).
+// The control plane's own settings (etcd fsync, tmpfs, apiserver flags) are the script's
+// (scripts/bench-sentinel.sh: SENTINEL_BENCH_ETCD, SENTINEL_BENCH_APISERVER_ARGS).
+int run_ref(kube::Client& admin, const kube::ClientConfig& cc, const std::string& kubeconfig,
+            const std::string& src, const std::vector<int>& a) {
+  // The CPU the control plane spends per write does not depend on what else the machine runs
+  // (the rate does): the figure to compare settings by on a shared machine.
+  const pid_t apiserver = control_plane_pid(kubeconfig, "apiserver");
+  const pid_t etcd = control_plane_pid(kubeconfig, "etcd");
+  const int nodes = a.empty() ? 1000 : a[0];
+  std::vector<int> threads(a.size() > 1 ? a.begin() + 1 : a.end(), a.end());
+  if (threads.empty()) threads = {8, 32, 128};
+  const int most = *std::max_element(threads.begin(), threads.end());
+  if (nodes < most) {
+    std::cerr << "NODES (" << nodes << ") must be at least the largest THREADS (" << most << ")\n";
+    return 2;
+  }
+  const std::string prefix = "sr" + std::to_string(::getpid());
+  std::vector<core::Value> objs(static_cast<std::size_t>(nodes));
+  const auto t0 = Clock::now();
+  parallel(nodes, 8, [&](int i) {
+    const std::string name = prefix + "-" + std::to_string(i);
+    core::Value node;
+    node["apiVersion"] = "v1";
+    node["kind"] = "Node";
+    node["metadata"]["name"] = name;
+    if (i < most) admin.create(kube::resources::nodes(), node);
+    core::Value nh;
+    nh["apiVersion"] = "gpufleet.io/v1alpha1";
+    nh["kind"] = "NodeHealth";
+    nh["metadata"]["name"] = name;
+    nh["spec"]["nodeName"] = name;
+    objs[static_cast<std::size_t>(i)] = admin.create(sentinel::api::node_healths(), nh);
+  });
+  std::cout << "setup: " << nodes << " NodeHealth in " << since(t0) << " s (load average "
+            << loadavg() << ")\n";
+
+  // The agents' identities: a ServiceAccount gpufleet-agent, the chart's RBAC for NodeHealth,
+  // one Pod per writer bound to its node, and a token bound to that Pod (it carries the node).
+  const std::string ns = prefix + "-agents";
+  {
+    core::Value n;
+    n["apiVersion"] = "v1";
+    n["kind"] = "Namespace";
+    n["metadata"]["name"] = ns;
+    admin.create(kube::resources::namespaces(), n);
+    core::Value sa;
+    sa["apiVersion"] = "v1";
+    sa["kind"] = "ServiceAccount";
+    sa["metadata"]["name"] = "gpufleet-agent";
+    sa["metadata"]["namespace"] = ns;
+    admin.create(kube::resources::service_accounts(), sa);
+    const kube::ResourceId roles{"rbac.authorization.k8s.io", "v1", "clusterroles", false};
+    const kube::ResourceId bindings{"rbac.authorization.k8s.io", "v1", "clusterrolebindings",
+                                    false};
+    core::Value cr;
+    cr["apiVersion"] = "rbac.authorization.k8s.io/v1";
+    cr["kind"] = "ClusterRole";
+    cr["metadata"]["name"] = ns;
+    core::Value rule;
+    rule["apiGroups"].push_back("gpufleet.io");
+    rule["resources"].push_back("nodehealths");
+    rule["resources"].push_back("nodehealths/status");
+    for (const char* v : {"get", "create", "update", "patch"}) rule["verbs"].push_back(v);
+    cr["rules"].push_back(rule);
+    admin.create(roles, cr);
+    core::Value crb;
+    crb["apiVersion"] = "rbac.authorization.k8s.io/v1";
+    crb["kind"] = "ClusterRoleBinding";
+    crb["metadata"]["name"] = ns;
+    crb["roleRef"]["apiGroup"] = "rbac.authorization.k8s.io";
+    crb["roleRef"]["kind"] = "ClusterRole";
+    crb["roleRef"]["name"] = ns;
+    core::Value subject;
+    subject["kind"] = "ServiceAccount";
+    subject["name"] = "gpufleet-agent";
+    subject["namespace"] = ns;
+    crb["subjects"].push_back(subject);
+    admin.create(bindings, crb);
+  }
+  // The ServiceAccount's token controller needs a moment before a TokenRequest works.
+  std::vector<std::string> tokens(static_cast<std::size_t>(most));
+  parallel(most, 8, [&](int i) {
+    const std::string node = prefix + "-" + std::to_string(i);
+    core::Value pod;
+    pod["apiVersion"] = "v1";
+    pod["kind"] = "Pod";
+    pod["metadata"]["name"] = "agent-" + node;
+    pod["metadata"]["namespace"] = ns;
+    pod["spec"]["nodeName"] = node;
+    pod["spec"]["serviceAccountName"] = "gpufleet-agent";
+    core::Value c;
+    c["name"] = "agent";
+    c["image"] = "registry.invalid/gpufleet:bench";
+    pod["spec"]["containers"].push_back(c);
+    core::Value created;
+    wait_until(
+        [&] {
+          try {
+            created = admin.create(kube::resources::pods(), pod);
+            return true;
+          } catch (const kube::ApiError& e) {
+            return e.is(kube::Reason::AlreadyExists);
+          }
+        },
+        30s);
+    core::Value req;
+    req["apiVersion"] = "authentication.k8s.io/v1";
+    req["kind"] = "TokenRequest";
+    req["spec"]["expirationSeconds"] = 3600;
+    req["spec"]["boundObjectRef"]["apiVersion"] = "v1";
+    req["spec"]["boundObjectRef"]["kind"] = "Pod";
+    req["spec"]["boundObjectRef"]["name"] = "agent-" + node;
+    req["spec"]["boundObjectRef"]["uid"] = std::string(kube::uid_of(created));
+    core::Value tr = admin.create_subresource(kube::resources::service_accounts(), ns,
+                                              "gpufleet-agent", "token", req);
+    tokens[static_cast<std::size_t>(i)] = std::string(tr.get_string({"status", "token"}));
+  });
+
+  std::vector<std::unique_ptr<kube::Client>> own, agents;
+  for (int t = 0; t < most; ++t) {
+    own.push_back(std::make_unique<kube::Client>(cc));
+    kube::ClientConfig ac = cc;
+    ac.client_cert_pem.clear();
+    ac.client_key_pem.clear();
+    ac.token = tokens[static_cast<std::size_t>(t)];
+    agents.push_back(std::make_unique<kube::Client>(ac));
+  }
+  auto ptrs = [](const std::vector<std::unique_ptr<kube::Client>>& v) {
+    std::vector<kube::Client*> out;
+    for (const auto& c : v) out.push_back(c.get());
+    return out;
+  };
+  const std::string policy_file = src + "/deploy/admission/agent-node-identity.yaml";
+  auto policy_docs = core::parse_yaml_documents(read_file(policy_file), policy_file);
+  const kube::ResourceId vaps{"admissionregistration.k8s.io", "v1", "validatingadmissionpolicies",
+                              false};
+  const kube::ResourceId vapbs{"admissionregistration.k8s.io", "v1",
+                               "validatingadmissionpolicybindings", false};
+  struct Variant {
+    const char* name;
+    std::vector<kube::Client*> clients;
+    bool policy;
+  };
+  const std::vector<Variant> variants{{"admin-shared", {&admin}, false},
+                                      {"admin-own", ptrs(own), false},
+                                      {"agent", ptrs(agents), false},
+                                      {"agent+policy", ptrs(agents), true}};
+  std::map<std::string, double> first;
+  for (const auto& v : variants) {
+    if (v.policy) {
+      for (const auto& d : policy_docs)
+        admin.apply(d.get_string({"kind"}) == "ValidatingAdmissionPolicy" ? vaps : vapbs, d,
+                    {.field_manager = "sentinel-bench", .force = true});
+      // Takes effect a moment after it is stored: wait until a write of another node's object
+      // is denied.
+      core::Value other = objs[static_cast<std::size_t>(most - 1)];
+      const bool active = wait_until(
+          [&] {
+            try {
+              other["status"]["state"] = "Unknown";
+              other = agents[0]->update_status(sentinel::api::node_healths(), other);
+              return false;
+            } catch (const kube::ApiError& e) {
+              return e.is(kube::Reason::Forbidden);
+            }
+          },
+          30s);
+      objs[static_cast<std::size_t>(most - 1)] =
+          admin.get(sentinel::api::node_healths(), "", kube::name_of(other));
+      if (!active) std::cerr << "the admission policy did not take effect in 30 s\n";
+    }
+    for (int t : threads) {
+      const RefResult r = ref_writes(v.clients, objs, t, 3.0, apiserver, etcd);
+      const std::string key = std::to_string(t);
+      if (!first.contains(key)) first[key] = r.per_s;
+      std::cout << "ref " << v.name << " threads " << t << ": " << r.per_s
+                << " NodeHealth status writes/s (" << r.mean_ms << " ms a write, ratio "
+                << r.per_s / first[key] << " to admin-shared";
+      if (r.errors > 0) std::cout << ", " << r.errors << " errors";
+      if (r.apiserver_ms >= 0)
+        std::cout << "; CPU per write: kube-apiserver " << r.apiserver_ms << " ms, etcd "
+                  << r.etcd_ms << " ms";
+      std::cout << "; load average " << loadavg() << ")\n";
+    }
+  }
+  for (const auto& d : policy_docs) try {
+      admin.remove(d.get_string({"kind"}) == "ValidatingAdmissionPolicy" ? vaps : vapbs, "",
+                   d.get_string({"metadata", "name"}));
+    } catch (const std::exception&) {
+    }
+  try {
+    admin.remove(kube::resources::namespaces(), "", ns);
+  } catch (const std::exception&) {
+  }
+  return 0;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -942,10 +1228,10 @@ int run_sim(kube::Client& client, const std::string& kubeconfig, const std::stri
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 5 || (std::string(argv[1]) != "api" && std::string(argv[1]) != "sim")) {
-    std::cerr
-        << "usage: sentinel_live_bench api|sim KUBECONFIG GPUFLEET_BIN SOURCE_DIR [NUMBERS...]"
-           " (see the file's header)\n";
+  const std::set<std::string> modes{"api", "sim", "ref"};
+  if (argc < 5 || !modes.contains(argv[1])) {
+    std::cerr << "usage: sentinel_live_bench api|sim|ref KUBECONFIG GPUFLEET_BIN SOURCE_DIR "
+                 "[NUMBERS...] (see the file's header)\n";
     return 2;
   }
   const std::string mode = argv[1], kubeconfig = argv[2], bin = argv[3], src = argv[4];
@@ -956,6 +1242,7 @@ int main(int argc, char** argv) {
   cc.burst = 5000;
   kube::Client client(cc);
   apply_crds(client, src);
+  if (mode == "ref") return run_ref(client, cc, kubeconfig, src, nums);
   return mode == "api" ? run_api(client, kubeconfig, bin, nums)
                        : run_sim(client, kubeconfig, bin, nums);
 }
