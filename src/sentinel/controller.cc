@@ -528,9 +528,22 @@ class NodeReconciler final : public controller::Reconciler {
     if (!rec.incident.empty()) {
       kube::ObjectPtr named = remediations_.get(rec.incident);
       if (named == nullptr) {
-        // Quarantined, then killed before the Remediation existed: create it now.
+        // Quarantined, then killed before the Remediation existed: create it now, with the
+        // rules that match the recorded entities now and their action (without them the
+        // incident would skip its remediation and go straight to Validating).
+        Decision d;
+        std::string action;
+        if (!rec.entities.empty()) {
+          std::set<std::string> still, matched;
+          for (const auto& e : rec.entities)
+            if (faulty.contains(e)) still.insert(e);
+          std::int64_t since = 0;
+          if (health != nullptr && !still.empty())
+            evaluate(*health, *node, still, overridden, d, matched, since);
+          action = d.remediate.empty() ? policy.remediation.default_action : d.remediate;
+        }
         create_incident(*node, rec.incident, rec.entities.empty() ? "NewNode" : "Fault",
-                        rec.entities, {}, rec.cordoned, rec.taints, "");
+                        rec.entities, d.matched, rec.cordoned, rec.taints, action);
         return {.requeue = true};
       }
       const std::string p = phase_of(*named);

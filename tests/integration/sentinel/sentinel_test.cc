@@ -614,5 +614,42 @@ TEST_F(SentinelTest, ControllerKilledMidIncidentResumes) {
   EXPECT_FALSE(kube::node::unschedulable(get_node(n)));
 }
 
+// A policy whose one rule cordons Fatal xid entities and asks for a reboot (drain off: the
+// incident goes straight to Remediating, or to Validating when its action was lost).
+void create_reboot_policy(kube::Client& client, const std::string& name) {
+  client.create(api::sentinel_policies(),
+                core::parse_yaml("apiVersion: gpufleet.io/v1alpha1\nkind: SentinelPolicy\n"
+                                 "metadata: {name: " +
+                                 name +
+                                 "}\nspec:\n  rules:\n"
+                                 "  - {name: xid-reboot, when: \"event.check == 'xid' && "
+                                 "event.state == 'Fatal'\", cordon: true, remediate: reboot}\n" +
+                                 kNoDrain));
+}
+
+// A crash between the cordon and the incident's create leaves only the quarantine annotation
+// naming the incident: the restarted controller creates that incident with the rules that
+// match its entities and their action (an empty one would skip the remediation).
+TEST_F(SentinelTest, CordonWithoutIncidentIsRecoveredWithItsRulesAndAction) {
+  create_reboot_policy(*client_, policy_);
+  const std::string n = node("rec", true, "sentinel");
+  health(n, {{"xid/GPU-0", "Fatal"}});
+  QuarantineRecord rec;
+  rec.cordoned = true;
+  rec.entities = {"xid/GPU-0"};
+  rec.incident = n + "-crash";
+  core::Value patch;
+  patch["metadata"]["annotations"][std::string(kQuarantineAnnotation)] = rec.to_annotation();
+  client_->patch(kube::resources::nodes(), "", n, kube::PatchType::Merge, patch);
+  start_manager();
+  ASSERT_TRUE(wait_phase(n, "Remediating"));
+  auto items = incidents(n);
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(kube::name_of(items[0]), rec.incident);
+  EXPECT_EQ(items[0].get_string({"spec", "action"}), "reboot") << core::to_json(items[0]);
+  EXPECT_EQ(core::to_json(*items[0].get({"spec", "rules"})), "[\"xid-reboot\"]");
+  EXPECT_EQ(core::to_json(*items[0].get({"spec", "entities"})), "[\"xid/GPU-0\"]");
+}
+
 }  // namespace
 }  // namespace gpufleet::sentinel
