@@ -46,8 +46,7 @@ reject agent.maintenance.provider=oci "at '/agent/maintenance/provider'"
 for p in azure aws gcp; do
   "$helm" template t "$chart" --kube-version "$kv" --set agent.maintenance.provider=$p \
     >"$work/maint" 2>&1 || fail "agent.maintenance.provider=$p refused: $(cat "$work/maint")"
-  grep -A1 -- '- name: GPUFLEET_MAINTENANCE_PROVIDER' "$work/maint" | grep -q "value: \"$p\"" \
-    || grep -q "{name: GPUFLEET_MAINTENANCE_PROVIDER, value: \"$p\"}" "$work/maint" \
+  grep -qF "{name: GPUFLEET_MAINTENANCE_PROVIDER, value: \"$p\"}" "$work/maint" \
     || fail "agent.maintenance.provider=$p does not set GPUFLEET_MAINTENANCE_PROVIDER=$p"
 done
 
