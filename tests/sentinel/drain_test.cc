@@ -160,8 +160,7 @@ TEST(Policy, ReplacementNeedsAKnownProvider) {
 // incident), unlike remediate: replace.
 TEST(Policy, EscalationSettingsAndErrors) {
   Policy p = Policy::from_spec(
-      core::parse_yaml("rules: [{name: r, when: 'true', cordon: true, escalate: replace}]
-                       "
+      core::parse_yaml("rules: [{name: r, when: 'true', cordon: true, escalate: replace}]\n"
                        "remediation: {settleSeconds: 45}"));
   EXPECT_EQ(p.remediation.settle_s, 45);
   EXPECT_EQ(p.rules[0].escalate, "replace");
@@ -169,8 +168,7 @@ TEST(Policy, EscalationSettingsAndErrors) {
   EXPECT_EQ(Policy::from_spec(core::parse_yaml("rules: [{name: r, when: 'true', cordon: true}]"))
                 .remediation.settle_s,
             30);
-  EXPECT_EQ(policy_error("rules: [{name: r, when: 'true', cordon: true}]
-                         "
+  EXPECT_EQ(policy_error("rules: [{name: r, when: 'true', cordon: true}]\n"
                          "remediation: {settleSeconds: 0}"),
             "spec.remediation.settleSeconds: 0 is not an integer in [1, 3600]");
   EXPECT_EQ(policy_error("rules: [{name: r, when: 'true', escalate: reset}]"),
