@@ -5,6 +5,8 @@
 #include <signal.h>
 
 #include <fstream>
+#include <functional>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -271,9 +273,28 @@ class SentinelTest : public ::testing::Test {
     return !client_->try_get(kube::resources::pods(), ns, name).has_value();
   }
 
+  // Read-modify-write of a status that someone else may write too (the node lifecycle
+  // controller writes Nodes): again on 409.
+  void update_status_retrying(const kube::ResourceId& r, const std::string& name,
+                              const std::function<void(core::Value&)>& change) {
+    for (int i = 0;; ++i) {
+      core::Value obj = client_->get(r, "", name);
+      change(obj);
+      try {
+        client_->update_status(r, obj);
+        return;
+      } catch (const kube::ApiError& e) {
+        if (!e.is(kube::Reason::Conflict) || i >= 20) throw;
+      }
+    }
+  }
+
   // Plays the kubelet: the Node's boot id and a fresh Ready condition.
   void node_status(const std::string& name, const std::string& boot_id) {
-    core::Value n = get_node(name);
+    update_status_retrying(kube::resources::nodes(), name,
+                           [&](core::Value& n) { set_node_status(n, boot_id); });
+  }
+  static void set_node_status(core::Value& n, const std::string& boot_id) {
     n["status"]["nodeInfo"]["bootID"] = boot_id;
     core::Value ready;
     ready["type"] = "Ready";
@@ -284,14 +305,12 @@ class SentinelTest : public ::testing::Test {
     ready["lastTransitionTime"] = now;
     n["status"]["conditions"] = core::Value::list();
     n["status"]["conditions"].push_back(ready);
-    client_->update_status(kube::resources::nodes(), n);
   }
 
   // Plays the agent that took a remediation request: NodeHealth status.remediation.
   void agent_reports(const std::string& node, const std::string& incident, std::int64_t request,
                      const std::string& action, const std::string& state,
                      const std::string& error = "") {
-    core::Value nh = client_->get(api::node_healths(), "", node);
     core::Value r;
     r["incident"] = incident;
     r["attempt"] = request;
@@ -301,8 +320,8 @@ class SentinelTest : public ::testing::Test {
     if (!error.empty()) r["error"] = error;
     r["recordId"] = 100 + request;
     r["time"] = core::Timestamp::now().to_rfc3339(core::TimestampPrecision::Micros);
-    nh["status"]["remediation"] = r;
-    client_->update_status(api::node_healths(), nh);
+    update_status_retrying(api::node_healths(), node,
+                           [&](core::Value& nh) { nh["status"]["remediation"] = r; });
   }
 
   // The node's remediation request annotation, as the agent reads it ({} when none).
@@ -951,7 +970,9 @@ TEST_F(SentinelTest, RuleEscalationToReplaceIsActedOnOrSaysWhyNot) {
             "rule 'repeat-xid' escalates reboot to replace; not applied: "
             "spec.remediation.replacement.provider is not set; name the provider that replaces "
             "nodes, e.g. replacement: {provider: simulator}");
-  EXPECT_EQ(request_of(third).get_string({"action"}), "reboot");
+  // The reboot is asked right after its status write.
+  EXPECT_TRUE(
+      wait_until([&] { return request_of(third).get_string({"action"}) == "reboot"; }, 15s));
   ASSERT_TRUE(wait_until([&] { return !node_events(third, "EscalationNotApplied").empty(); }, 15s));
 }
 
