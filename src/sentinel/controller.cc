@@ -100,6 +100,19 @@ core::Value node_ref(const core::Value& node) { return regarding(node, "v1", "No
 
 bool is_gpu_node(const core::Value& node) { return kube::label_of(node, kGpuLabel) == "true"; }
 
+// NodeHealth's status.history for the rules, each entry with ageSeconds (now - time), so a
+// pattern can say "within 24 h" (rules.h). An entry without a readable time has no age.
+core::Value history_with_age(const core::Value* history, std::int64_t now) {
+  if (history == nullptr || !history->is_list()) return core::Value::list();
+  core::Value out = *history;
+  for (auto& h : out.as_list()) {
+    if (!h.is_map()) continue;
+    if (const std::int64_t at = ms_of(h.get_string({"time"})); at > 0)
+      h["ageSeconds"] = std::max<std::int64_t>(0, (now - at) / 1000);
+  }
+  return out;
+}
+
 // Incident names: "<node>-<milliseconds since the epoch, base 36>", unique per node (one
 // incident per node at a time), at most 253 characters.
 std::string incident_name(std::string_view node, std::int64_t ms) {
@@ -600,10 +613,18 @@ class NodeReconciler final : public controller::Reconciler {
     }
     std::string action =
         decision.remediate.empty() ? policy.remediation.default_action : decision.remediate;
-    std::optional<core::Value> rem = create_incident(
-        *node, name, "Fault", entities, decision.matched, decision.cordon, decision.taints, action);
+    const std::optional<core::Value> escalation = rule_escalation(policy, decision, action);
+    std::optional<core::Value> rem =
+        create_incident(*node, name, "Fault", entities, decision.matched, decision.cordon,
+                        decision.taints, action, escalation ? &*escalation : nullptr);
     events_.record(node_ref(*node), kube::EventType::Warning, "Quarantined", "Quarantine",
                    "rules " + join(decision.matched) + " matched " + join(entities));
+    if (escalation) {
+      const bool applied = escalation->find("applied")->as_bool();
+      events_.record(node_ref(*node), kube::EventType::Warning,
+                     applied ? "RemediationEscalated" : "EscalationNotApplied", "Remediate",
+                     std::string(escalation->get_string({"message"})));
+    }
     const std::int64_t latency = fault_since > 0 ? cordoned - fault_since : -1;
     if (rem) {
       // The quarantine is known to be on the Node (the patch answered, or there was nothing
@@ -633,13 +654,39 @@ class NodeReconciler final : public controller::Reconciler {
     return out.size() > 400 ? out.substr(0, 400) + "..." : out;
   }
 
+  // A rule's `escalate` (rules.h) over the action the matching rules asked for: applied when
+  // it is stronger and the policy can carry it out (a replacement needs a provider), else
+  // recorded with the reason and the fix. nullopt when no rule escalates above `action`.
+  // Recorded in the incident's spec.escalation (what was decided at detection).
+  static std::optional<core::Value> rule_escalation(const Policy& policy, const Decision& d,
+                                                    std::string& action) {
+    if (d.escalate.empty() || action_strength(d.escalate) <= action_strength(action))
+      return std::nullopt;
+    core::Value e = core::Value::map();
+    e["rule"] = d.escalate_rule;
+    e["from"] = action;
+    e["to"] = d.escalate;
+    std::string why;
+    if (!policy.remediation.enabled) {
+      why = "spec.remediation.enabled is false; set it to true for sentinel to act";
+    } else if (d.escalate == "replace" && policy.remediation.provider.empty()) {
+      why =
+          "spec.remediation.replacement.provider is not set; name the provider that replaces "
+          "nodes, e.g. replacement: {provider: simulator}";
+    }
+    e["applied"] = why.empty();
+    e["message"] = "rule '" + d.escalate_rule + "' escalates " + action + " to " + d.escalate +
+                   (why.empty() ? "" : "; not applied: " + why);
+    if (why.empty()) action = d.escalate;
+    return e;
+  }
+
   void evaluate(const core::Value& health, const core::Value& node,
                 const std::set<std::string>& faulty,
                 const std::map<std::string, std::int64_t>& overridden, Decision& decision,
                 std::set<std::string>& entities, std::int64_t& fault_since) {
     const core::Value* checks = health.get({"status", "checks"});
-    const core::Value* history = health.get({"status", "history"});
-    const core::Value hist = history != nullptr ? *history : core::Value::list();
+    const core::Value hist = history_with_age(health.get({"status", "history"}), now_ms());
     std::lock_guard lock(state_->mu);
     if (!state_->loaded) return;
     for (const auto& c : checks->as_list()) {
@@ -672,6 +719,10 @@ class NodeReconciler final : public controller::Reconciler {
         }
         auto strength = [](std::string_view a) { return action_strength(a); };
         if (strength(d.remediate) > strength(decision.remediate)) decision.remediate = d.remediate;
+        if (strength(d.escalate) > strength(decision.escalate)) {
+          decision.escalate = d.escalate;
+          decision.escalate_rule = d.escalate_rule;
+        }
         for (const auto& m : d.matched)
           if (std::find(decision.matched.begin(), decision.matched.end(), m) ==
               decision.matched.end())
@@ -754,7 +805,8 @@ class NodeReconciler final : public controller::Reconciler {
                                              const std::set<std::string>& entities,
                                              const std::vector<std::string>& rules, bool cordon,
                                              const std::vector<Taint>& taints,
-                                             const std::string& action) {
+                                             const std::string& action,
+                                             const core::Value* escalation = nullptr) {
     core::Value rem;
     rem["apiVersion"] = "gpufleet.io/v1alpha1";
     rem["kind"] = "Remediation";
@@ -773,6 +825,7 @@ class NodeReconciler final : public controller::Reconciler {
     for (const auto& x : taints) t.push_back(x.to_string());
     rem["spec"]["taints"] = std::move(t);
     if (!action.empty()) rem["spec"]["action"] = action;
+    if (escalation != nullptr) rem["spec"]["escalation"] = *escalation;
     rem["spec"]["detectedAt"] = rfc3339(now_ms());
     try {
       return client_.create(api::remediations(), rem);
@@ -1062,11 +1115,12 @@ class NodeReconciler final : public controller::Reconciler {
     }
     if (phase == "Remediating") {
       const core::Value* a = rem.get({"status", "action"});
-      // The spec's action, or "replace" once a reboot whose attempts were used up escalated
-      // (the spec is immutable; status.escalatedFrom says so).
+      // The spec's action, or a stronger one once an action's attempts were used up
+      // (gpu-reset → reboot → replace; the spec is immutable; status.escalatedFrom says so).
       const std::string spec_action(rem.get_string({"spec", "action"}));
+      const std::string recorded(a != nullptr ? a->get_string({"type"}) : "");
       const std::string action =
-          a != nullptr && a->get_string({"type"}) == "replace" ? "replace" : spec_action;
+          action_strength(recorded) > action_strength(spec_action) ? recorded : spec_action;
       if (!policy.remediation.enabled || action.empty() || action == "none") {
         enter_validating(policy, node, rem, "no remediation action; validating", nullptr);
         return {};
@@ -1075,6 +1129,11 @@ class NodeReconciler final : public controller::Reconciler {
       const std::string uid(kube::uid_of(node));
       const std::int64_t attempt =
           a != nullptr && a->find("attempt") ? a->find("attempt")->as_int() : 0;
+      // The number the remediator's request carries: the agent takes each (incident, number)
+      // once and never a lower one, so it rises over the incident's actions (a reboot after
+      // two resets is request 3, attempt 1). An incident recorded before it existed: attempt.
+      const core::Value* rn = a != nullptr ? a->find("request") : nullptr;
+      const std::int64_t request_no = rn != nullptr && rn->is_int() ? rn->as_int() : attempt;
       ReplacementProvider* provider = nullptr;
       if (auto it = providers_.find(policy.remediation.provider); it != providers_.end())
         provider = it->second.get();
@@ -1083,22 +1142,26 @@ class NodeReconciler final : public controller::Reconciler {
       };
       // A gpu-reset names the GPUs of the incident that are still faulty (a GPU that
       // recovered meanwhile is not reset); each attempt decides again and records its list.
-      auto ask = [&](const std::string& type, std::int64_t n, const std::vector<std::string>& gpus,
-                     const std::string& old_uid) {
+      auto ask = [&](const std::string& type, std::int64_t n, std::int64_t seq,
+                     const std::vector<std::string>& gpus, const std::string& old_uid) {
         if (type == "wait") return;
         if (type == "replace") {
           if (provider != nullptr) provider->request(replacement(n, old_uid));
         } else if (type == "gpu-reset") {
-          remediator_->request_reset(node_name, name, static_cast<int>(n), gpus);
+          remediator_->request_reset(node_name, name, static_cast<int>(seq), gpus);
         } else {
-          remediator_->request(node_name, name, static_cast<int>(n), type);
+          remediator_->request(node_name, name, static_cast<int>(seq), type);
         }
       };
-      auto request = [&](const std::string& type, std::int64_t n, const std::string& escalated) {
+      // Records attempt `n` of `type` and asks for it. `from` (the action whose attempts were
+      // used up), `reason` and `why` say why it escalated; `why` alone, why a new attempt.
+      auto request = [&](const std::string& type, std::int64_t n, const std::string& from,
+                         const std::string& reason, const std::string& why) {
         core::Value s = status_of(rem);
         core::Value act = core::Value::map();
         act["type"] = type;
         act["attempt"] = n;
+        act["request"] = request_no + 1;
         act["requestedAt"] = rfc3339(now);
         act["bootID"] = boot;
         if (type == "replace") {
@@ -1113,25 +1176,36 @@ class NodeReconciler final : public controller::Reconciler {
           act["gpus"] = std::move(g);
         }
         s["action"] = std::move(act);
-        if (!escalated.empty()) s["escalatedFrom"] = escalated;
-        s["message"] = (escalated.empty() ? "" : escalated + " attempts used up; ") + type +
-                       " requested (attempt " + std::to_string(n) + ")" +
-                       (gpus.empty() ? "" : " for " + join(gpus));
+        std::string message = type + " requested (attempt " + std::to_string(n) + ")" +
+                              (gpus.empty() ? "" : " for " + join(gpus));
+        if (!from.empty()) {
+          message = from + " attempts used up (" + why + "); " + message;
+          s["escalatedFrom"] = from;
+          record_escalation(s, from, type, reason, why, now);
+        } else if (!why.empty()) {
+          message = why + "; " + message;
+        }
+        s["message"] = message.substr(0, 1000);
         clear_budget_wait(s);
         write_status(rem, std::move(s));  // recorded first: a crash never loses an attempt
-        ask(type, n, gpus, uid);
+        ask(type, n, request_no + 1, gpus, uid);
         metrics_.remediation_requests.with({type}).inc();
+        if (!from.empty()) {
+          events_.record(node_ref(node), kube::EventType::Warning, "RemediationEscalated",
+                         "Remediate", message.substr(0, 1000));
+        }
       };
       if (attempt == 0) {
         // The node is out already (it adds nothing to the count), but a reboot or reset
         // disturbs its NVLink / rack domain: it waits while the domain is full without it.
         if (auto why = budget_wait(node, rem)) return hold_for_budget(rem, *why);
-        request(action, 1, "");
+        request(action, 1, "", "", "");
         return {.requeue_after = 2s};
       }
       const std::string old_uid(a->get_string({"nodeUID"}));
       bool done = false;
-      bool provider_failed = false;
+      std::string failure;         // why this attempt counts as failed ("" while it may still work)
+      std::string failure_reason;  // ActionFailed | FaultPersisted | TimedOut
       std::string provider_message;
       if (action == "replace") {
         // The provider's word and the API's: the Node under this name is a new object that
@@ -1142,8 +1216,11 @@ class NodeReconciler final : public controller::Reconciler {
                 ? provider->poll(replacement(attempt, old_uid))
                 : ReplacementStatus{ReplacementStatus::State::Failed,
                                     "no provider \"" + policy.remediation.provider + "\""};
-        provider_failed = st.state == ReplacementStatus::State::Failed;
         provider_message = st.message;
+        if (st.state == ReplacementStatus::State::Failed) {
+          failure_reason = "ActionFailed";
+          failure = "the provider failed" + (st.message.empty() ? "" : ": " + st.message);
+        }
         const std::string before(a->get_string({"bootID"}));
         done = st.state == ReplacementStatus::State::Done && !old_uid.empty() && uid != old_uid &&
                !boot.empty() && boot != before && kube::node::ready(node);
@@ -1168,30 +1245,81 @@ class NodeReconciler final : public controller::Reconciler {
         });
         return {};
       }
+      // The agent's word on this request (NodeHealth status.remediation, journalled by the
+      // agent that took it): a failed command is a failed attempt now, not at the timeout; a
+      // reset it finished whose GPU is still faulty after the settle time is one too.
+      const core::Value* said =
+          health != nullptr ? health->get({"status", "remediation"}) : nullptr;
+      if (failure.empty() && said != nullptr && (action == "gpu-reset" || action == "reboot") &&
+          said->get_string({"incident"}) == name && said->get_string({"action"}) == action &&
+          said->find("attempt") != nullptr && said->find("attempt")->is_int() &&
+          said->find("attempt")->as_int() == request_no) {
+        const std::string state(said->get_string({"state"}));
+        if (state == "Failed" || state == "Rejected") {
+          std::string detail(said->get_string({"error"}));
+          if (detail.empty()) detail = said->get_string({"message"});
+          failure_reason = "ActionFailed";
+          failure = "the agent reported " + state + (detail.empty() ? "" : ": " + detail);
+          if (failure.size() > 400) failure = failure.substr(0, 400) + "...";
+        } else if (state == "Succeeded" && action == "gpu-reset") {
+          const std::int64_t finished = ms_of(a->get_string({"finishedAt"}));
+          const std::int64_t settle_ms = policy.remediation.settle_s * 1000;
+          if (finished == 0) {
+            // Recorded when first seen, so the settle time survives a restart (level-
+            // triggered from the incident) and does not lean on the node's clock.
+            core::Value s = status_of(rem);
+            s["action"]["finishedAt"] = rfc3339(now);
+            s["message"] = "gpu-reset done by the agent (attempt " + std::to_string(attempt) +
+                           "); waiting up to " + std::to_string(policy.remediation.settle_s) +
+                           " s for the GPU(s) to report healthy";
+            write_status(rem, std::move(s));
+            return {.requeue_after = std::chrono::milliseconds(settle_ms)};
+          }
+          if (now - finished < settle_ms)
+            return {.requeue_after = std::chrono::milliseconds(settle_ms - (now - finished))};
+          std::vector<std::string> still;
+          for (const auto& e : entities)
+            if (faulty.contains(e)) still.push_back(e);
+          failure_reason = "FaultPersisted";
+          failure = join(still) + " still faulty " + std::to_string(policy.remediation.settle_s) +
+                    " s after the agent reported the reset done";
+        }
+      }
       const std::int64_t requested = ms_of(a->get_string({"requestedAt"}));
-      if (provider_failed || now - requested > policy.remediation.timeout_s * 1000) {
+      if (failure.empty() && now - requested > policy.remediation.timeout_s * 1000) {
+        failure_reason = "TimedOut";
+        failure = "not done within timeoutSeconds " + std::to_string(policy.remediation.timeout_s);
+      }
+      if (!failure.empty()) {
+        const std::string why = action + " attempt " + std::to_string(attempt) + ": " + failure;
         if (attempt >= policy.remediation.max_attempts) {
+          if (action == "gpu-reset") {
+            // A GPU the reset did not repair: a reboot, the next stronger action. It disturbs
+            // the node's domain like any reboot, so it claims its room in the budget first.
+            if (auto wait = budget_wait(node, rem)) return hold_for_budget(rem, *wait);
+            request("reboot", 1, "gpu-reset", failure_reason, why);
+            return {.requeue_after = 2s};
+          }
           if (action == "reboot" && policy.remediation.replace_when_reboot_fails &&
               provider != nullptr) {
-            request("replace", 1, "reboot");
+            request("replace", 1, "reboot", failure_reason, why);
             return {.requeue_after = 2s};
           }
           finish(rem, "Failed",
-                 action + " did not complete in " + std::to_string(attempt) + " attempts" +
-                     (provider_message.empty() ? "" : " (" + provider_message + ")") +
-                     "; the node stays out",
+                 action + " did not complete in " + std::to_string(attempt) + " attempts (" + why +
+                     "); the node stays out",
                  &node);
           return {};
         }
-        request(action, attempt + 1, "");
+        request(action, attempt + 1, "", "", why);
         return {.requeue_after = 2s};
       }
-      // Idempotent per (incident, attempt): asks again only if the first ask was lost.
-      std::vector<std::string> recorded;
+      // Idempotent per (incident, request): asks again only if the first ask was lost.
+      std::vector<std::string> gpus;
       if (const core::Value* g = a->find("gpus"); g != nullptr && g->is_list())
         for (const auto& u : g->as_list())
-          if (u.is_string()) recorded.push_back(u.as_string());
-      ask(action, attempt, recorded, old_uid);
+          if (u.is_string()) gpus.push_back(u.as_string());
+      ask(action, attempt, request_no, gpus, old_uid);
       return {.requeue_after = 2s};
     }
     if (phase == "Validating") {
@@ -1352,6 +1480,29 @@ class NodeReconciler final : public controller::Reconciler {
     s["conditions"] = std::move(conds);
     if (!(s == before)) write_status(rem, std::move(s));
     return {.requeue_after = 2s};
+  }
+
+  // An escalation in the incident's status: appended to status.escalations (the newest 4)
+  // and the condition Escalated (reason: why the action before it failed).
+  static void record_escalation(core::Value& s, const std::string& from, const std::string& to,
+                                const std::string& reason, const std::string& why,
+                                std::int64_t now) {
+    core::Value list = s.find("escalations") != nullptr && s.find("escalations")->is_list()
+                           ? *s.find("escalations")
+                           : core::Value::list();
+    core::Value e = core::Value::map();
+    e["from"] = from;
+    e["to"] = to;
+    e["reason"] = reason;
+    e["message"] = why.substr(0, 1000);
+    e["at"] = rfc3339(now);
+    list.push_back(std::move(e));
+    while (list.size() > 4) list.as_list().erase(list.as_list().begin());
+    s["escalations"] = std::move(list);
+    core::Value conds = s.find("conditions") ? *s.find("conditions") : core::Value::list();
+    kube::set_condition(conds, kube::Condition{"Escalated", "True", reason,
+                                               (from + " → " + to + ": " + why).substr(0, 4000)});
+    s["conditions"] = std::move(conds);
   }
 
   static void clear_budget_wait(core::Value& s) {

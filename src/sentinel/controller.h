@@ -45,6 +45,8 @@ inline constexpr std::string_view kNodeLabel = "sentinel.gpufleet.io/node";
 
 // Carries out a remediation action on a node. request() is called on every look while the
 // action is pending, so it must be idempotent per (incident, attempt): the same pair asks once.
+// `attempt` is the incident's request number (status.action.request): it rises over all of the
+// incident's actions (a reboot after a failed GPU reset is 2), never repeats for another one.
 // Completion is observed in the API (a new boot id, the entity healthy), never reported here.
 class Remediator {
  public:

@@ -11,6 +11,7 @@
 #include "core/file_reader.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "core/text.h"
 #include "core/time.h"
 #include "sentinel/maintenance_http.h"
 
@@ -143,6 +144,141 @@ std::vector<MaintenanceEvent> parse_aws_scheduled_events(std::string_view json,
   return out;
 }
 
+namespace {
+
+// An RFC 3339 member in ms since the epoch; 0 when absent or empty.
+std::int64_t rfc3339_field(const core::Value& m, std::string_view key, std::string_view source,
+                           const std::string& path) {
+  const std::string text = text_field(m, key, source, path);
+  if (text.empty()) return 0;
+  auto t = core::Timestamp::try_parse_rfc3339(text);
+  if (!t)
+    core::fail_field(source, path + "." + std::string(key),
+                     core::quoted(text) + " is not an RFC 3339 time",
+                     "expected e.g. \"2024-12-01T19:00:01Z\"");
+  return t->seconds * 1000;
+}
+
+constexpr std::string_view kGcpEventValues =
+    "expected NONE, MIGRATE_ON_HOST_MAINTENANCE or TERMINATE_ON_HOST_MAINTENANCE";
+
+}  // namespace
+
+std::vector<MaintenanceEvent> parse_gcp_maintenance(std::string_view maintenance_event,
+                                                    std::string_view upcoming,
+                                                    std::string_view source) {
+  std::vector<MaintenanceEvent> out;
+  // instance/maintenance-event: one word, changed about 60 s before the host event starts and
+  // kept while it lasts.
+  const std::string_view word = core::trim(maintenance_event);
+  if (word.empty()) core::fail_field(source, "maintenance-event", "is empty", kGcpEventValues);
+  if (word == "MIGRATE_ON_HOST_MAINTENANCE" || word == "TERMINATE_ON_HOST_MAINTENANCE") {
+    MaintenanceEvent m;
+    m.id = "maintenance-event";
+    m.type = std::string(word);
+    m.status = "Started";
+    m.description = word == "MIGRATE_ON_HOST_MAINTENANCE"
+                        ? "live migration to another host within 60 s"
+                        : "the host's maintenance stops this VM within 60 s";
+    out.push_back(std::move(m));
+  } else if (word != "NONE") {
+    core::fail_field(source, "maintenance-event", core::quoted(word) + " is not a known value",
+                     kGcpEventValues);
+  }
+
+  // instance/upcoming-maintenance?alt=json: the scheduled window, if any.
+  const std::string_view body = core::trim(upcoming);
+  if (body.empty() || body == "NONE") return out;
+  const core::Value doc = core::parse_json(body, std::string(source) + " upcoming-maintenance");
+  if (!doc.is_map())
+    core::fail_field(source, "upcoming-maintenance",
+                     "is " + core::describe_value(doc) + ", not an object",
+                     "expected {\"maintenance_status\": \"PENDING\", \"window_start_time\": ...} "
+                     "or {} when nothing is scheduled");
+  const core::Value* notice = &doc;
+  std::string path = "upcoming-maintenance.";
+  // The documentation shows the notice under "Upcoming maintenance"; accept both shapes.
+  if (const core::Value* inner = doc.find("Upcoming maintenance");
+      inner != nullptr && doc.size() == 1) {
+    if (!inner->is_map())
+      core::fail_field(source, "upcoming-maintenance.Upcoming maintenance",
+                       "is " + core::describe_value(*inner) + ", not an object",
+                       "expected the notice's fields (window_start_time, maintenance_status, ...)");
+    notice = inner;
+    path = "upcoming-maintenance.Upcoming maintenance.";
+  }
+  const bool has_notice =
+      notice->find("window_start_time") != nullptr || notice->find("maintenance_status") != nullptr;
+  if (!has_notice) {
+    // {} is "nothing scheduled"; before its first notice the server answers {"error": "no
+    // notifications have been received yet, try again later"}, which is the same.
+    if (notice->size() == 0 || (notice->size() == 1 && notice->find("error") != nullptr &&
+                                notice->find("error")->is_string()))
+      return out;
+    std::string keys;
+    for (const auto& e : notice->as_map()) keys += (keys.empty() ? "" : ", ") + e.key;
+    core::fail_field(source, "upcoming-maintenance",
+                     "has neither window_start_time nor maintenance_status (fields: " + keys + ")",
+                     "expected the metadata server's notice, or {} when nothing is scheduled");
+  }
+  const std::string where = path.substr(0, path.size() - 1);
+  MaintenanceEvent m;
+  m.id = "upcoming-maintenance";
+  m.type = text_field(*notice, "type", source, where);
+  const std::string status = text_field(*notice, "maintenance_status", source, where);
+  if (status.empty() || status == "PENDING") {
+    m.status = "Scheduled";
+  } else if (status == "ONGOING") {
+    m.status = "Started";
+  } else if (status == "COMPLETE") {
+    m.status = "Completed";
+  } else {
+    core::fail_field(source, path + "maintenance_status", core::quoted(status) + " is not known",
+                     "expected PENDING, ONGOING or COMPLETE");
+  }
+  m.not_before_ms = rfc3339_field(*notice, "window_start_time", source, where);
+  m.not_after_ms = rfc3339_field(*notice, "window_end_time", source, where);
+  if (m.not_before_ms > 0 && m.not_after_ms >= m.not_before_ms)
+    m.duration_s = (m.not_after_ms - m.not_before_ms) / 1000;
+  const std::int64_t latest = rfc3339_field(*notice, "latest_window_start_time", source, where);
+  std::string reasons;
+  if (const core::Value* r = notice->find("maintenance_reasons"); r != nullptr && !r->is_null()) {
+    if (!r->is_list())
+      core::fail_field(source, path + "maintenance_reasons",
+                       "is " + core::describe_value(*r) + ", not a list", "a list of reasons");
+    for (const auto& x : r->as_list()) {
+      if (!x.is_string())
+        core::fail_field(source, path + "maintenance_reasons",
+                         "holds " + core::describe_value(x) + ", not a string",
+                         "reasons are words like PLANNED_UPDATE");
+      reasons += (reasons.empty() ? "" : ", ") + x.as_string();
+    }
+  }
+  bool reschedule = false;
+  if (const core::Value* c = notice->find("can_reschedule"); c != nullptr && !c->is_null()) {
+    // The metadata server writes it as a string ("true"), the Compute API as a bool.
+    if (c->is_bool()) {
+      reschedule = c->as_bool();
+    } else if (c->is_string() && (c->as_string() == "true" || c->as_string() == "false")) {
+      reschedule = c->as_string() == "true";
+    } else {
+      core::fail_field(source, path + "can_reschedule",
+                       core::describe_value(*c) + " is not true or false",
+                       "expected true, false, \"true\" or \"false\"");
+    }
+  }
+  if (!reasons.empty()) m.description = reasons;
+  if (reschedule)
+    m.description += std::string(m.description.empty() ? "" : "; ") +
+                     "can be started early (gcloud compute instances "
+                     "perform-maintenance)";
+  if (latest > 0)
+    m.description +=
+        std::string(m.description.empty() ? "" : "; ") + "starts by " + at_text(latest);
+  out.push_back(std::move(m));
+  return out;
+}
+
 MaintenanceProvider simulator_maintenance_provider(const agent::NodeContext& node) {
   const std::string path = node.host_path(kSimScheduledEventsPath).string();
   MaintenanceProvider p;
@@ -201,14 +337,48 @@ MaintenanceProvider aws_maintenance_provider(std::string endpoint,
   return p;
 }
 
+MaintenanceProvider gcp_maintenance_provider(std::string endpoint,
+                                             std::chrono::milliseconds timeout) {
+  MaintenanceProvider p;
+  p.name = "gcp";
+  const std::string event_url = endpoint + "/computeMetadata/v1/instance/maintenance-event";
+  const std::string upcoming_url =
+      endpoint + "/computeMetadata/v1/instance/upcoming-maintenance?alt=json";
+  // One document for the monitor: both answers, parsed together.
+  p.fetch = [event_url, upcoming_url, timeout] {
+    MetadataRequest r;
+    r.url = event_url;
+    r.headers = {"Metadata-Flavor: Google"};
+    r.timeout = timeout;
+    r.max_bytes = 4096;
+    core::Value both = core::Value::map();
+    both["maintenance-event"] = metadata_request(r);
+    r.url = upcoming_url;
+    r.max_bytes = kMaxDocument;
+    r.not_found_is_empty = true;  // a machine type without announced windows has no such key
+    both["upcoming-maintenance"] = metadata_request(r);
+    return core::to_json(both);
+  };
+  p.parse = [endpoint](std::string_view text) {
+    const core::Value both = core::parse_json(text, "gcp metadata");
+    return parse_gcp_maintenance(both.get_string({"maintenance-event"}),
+                                 both.get_string({"upcoming-maintenance"}),
+                                 endpoint + "/computeMetadata/v1/instance");
+  };
+  return p;
+}
+
 MaintenanceProvider maintenance_provider(std::string_view name, const agent::NodeContext& node,
                                          const std::string& endpoint) {
   if (name == "simulator") return simulator_maintenance_provider(node);
   const std::string base = endpoint.empty() ? "http://169.254.169.254" : endpoint;
   if (name == "azure") return azure_maintenance_provider(base);
   if (name == "aws") return aws_maintenance_provider(base);
+  if (name == "gcp")
+    return gcp_maintenance_provider(endpoint.empty() ? "http://metadata.google.internal"
+                                                     : endpoint);
   throw core::InvalidInput("maintenance provider \"" + std::string(name) +
-                           "\" is not known; use azure, aws or simulator");
+                           "\" is not known; use azure, aws, gcp or simulator");
 }
 
 MaintenanceMonitor::MaintenanceMonitor(const agent::NodeContext& node, MaintenanceProvider provider,
@@ -353,7 +523,7 @@ std::unique_ptr<agent::Monitor> make_maintenance_monitor(const agent::NodeContex
     // registered monitor by default).
     core::log::info(
         "cloud-maintenance: off (no provider: set GPUFLEET_MAINTENANCE_PROVIDER to "
-        "azure or aws; chart value agent.maintenance.provider)",
+        "azure, aws or gcp; chart value agent.maintenance.provider)",
         {{"node", node.identity.node_name}});
     return nullptr;
   }

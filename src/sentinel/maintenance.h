@@ -10,6 +10,10 @@
 //   Metadata: true);
 // - "aws": EC2 instance metadata, IMDSv2 (PUT /latest/api/token, then GET
 //   /latest/meta-data/events/maintenance/scheduled);
+// - "gcp": the Compute Engine metadata server (header Metadata-Flavor: Google):
+//   instance/maintenance-event (NONE, MIGRATE_ON_HOST_MAINTENANCE, TERMINATE_ON_HOST_MAINTENANCE;
+//   the value changes about 60 s before the event) and instance/upcoming-maintenance?alt=json
+//   (the scheduled window, when the machine type announces one);
 // - "simulator": the simulator's node file run/cloud/scheduledevents.json (the Azure
 //   document; see docs/sim.md), read below the node's host root.
 #pragma once
@@ -51,6 +55,13 @@ std::vector<MaintenanceEvent> parse_azure_scheduled_events(std::string_view json
                                                            std::string_view source);
 std::vector<MaintenanceEvent> parse_aws_scheduled_events(std::string_view json,
                                                          std::string_view source);
+// GCE's two metadata keys: `maintenance_event` is the text of instance/maintenance-event,
+// `upcoming` the body of instance/upcoming-maintenance?alt=json ("" when the key is absent:
+// 404, a machine type without announced windows). Entities: "maintenance-event" (the imminent
+// migration or termination, in progress) and "upcoming-maintenance" (the scheduled window).
+std::vector<MaintenanceEvent> parse_gcp_maintenance(std::string_view maintenance_event,
+                                                    std::string_view upcoming,
+                                                    std::string_view source);
 
 // Where maintenance comes from. fetch() returns the provider's document ("" = no events) or
 // throws std::runtime_error when the provider cannot be reached.
@@ -69,7 +80,10 @@ MaintenanceProvider azure_maintenance_provider(
 MaintenanceProvider aws_maintenance_provider(
     std::string endpoint = "http://169.254.169.254",
     std::chrono::milliseconds timeout = std::chrono::seconds(2));
-// By name: simulator | azure | aws. Throws core::InvalidInput naming the known ones.
+MaintenanceProvider gcp_maintenance_provider(
+    std::string endpoint = "http://metadata.google.internal",
+    std::chrono::milliseconds timeout = std::chrono::seconds(2));
+// By name: simulator | azure | aws | gcp. Throws core::InvalidInput naming the known ones.
 MaintenanceProvider maintenance_provider(std::string_view name, const agent::NodeContext& node,
                                          const std::string& endpoint = "");
 
@@ -111,7 +125,7 @@ class MaintenanceMonitor final : public agent::Monitor {
   bool unreachable_ = false;
 };
 
-// The agent's factory: the provider from GPUFLEET_MAINTENANCE_PROVIDER (azure | aws |
+// The agent's factory: the provider from GPUFLEET_MAINTENANCE_PROVIDER (azure | aws | gcp |
 // simulator; GPUFLEET_MAINTENANCE_ENDPOINT overrides the metadata URL), else "simulator"
 // when the node's host root is not "/" (simulation), else none: nullptr, the monitor is off.
 // Lead and interval from GPUFLEET_MAINTENANCE_LEAD / GPUFLEET_MAINTENANCE_INTERVAL

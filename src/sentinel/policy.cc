@@ -135,6 +135,7 @@ Policy Policy::from_spec(const core::Value& spec) {
     p.remediation.default_action = action_field(*r, "defaultAction", "reboot", at);
     p.remediation.max_attempts = static_cast<int>(int_field(*r, "maxAttempts", 2, 1, 10, at));
     p.remediation.timeout_s = int_field(*r, "timeoutSeconds", 600, 5, 86400, at);
+    p.remediation.settle_s = int_field(*r, "settleSeconds", 30, 1, 3600, at);
     if (const core::Value* rep = field(*r, "replacement")) {
       const std::string rat = at + ".replacement";
       if (const core::Value* pr = field(*rep, "provider")) {

@@ -40,6 +40,10 @@ struct RemediationPolicy {
   std::string default_action = "reboot";  // none | wait | gpu-reset | reboot | replace
   int max_attempts = 2;  // per action (a replacement after failed reboots has its own)
   std::int64_t timeout_s = 600;
+  // A GPU reset the agent reported done whose GPU is still faulty this long after is a failed
+  // attempt (the monitors had time to see the GPU recover); its attempts used up, a reboot
+  // follows.
+  std::int64_t settle_s = 30;
   // spec.remediation.replacement: the ReplacementProvider a `replace` goes through ("" when
   // none), and whether a reboot whose attempts are used up escalates to a replacement.
   std::string provider;

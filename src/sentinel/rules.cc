@@ -44,8 +44,10 @@ const cel::Sizes& rule_input_sizes() {
                                       {"message", text(1100)},
                                       {"lastTransitionTime", time},
                                       {"entities", Shape::list(64, entity)}});
+    // ageSeconds: added by the controller (now - time), for windows like "in 24 h".
     const auto history = Shape::list(32, Shape::object({{"recordId", Shape::scalar()},
                                                         {"time", time},
+                                                        {"ageSeconds", Shape::scalar()},
                                                         {"check", text(63)},
                                                         {"entity", text(128)},
                                                         {"state", state},
@@ -168,6 +170,12 @@ RuleSpec RuleSpec::from_value(const core::Value& v, std::string_view where) {
   r.name = str("name", true);
   r.when = str("when", true);
   r.escalate = str("escalate", false);
+  if (!r.escalate.empty() && r.escalate != "gpu-reset" && r.escalate != "reboot" &&
+      r.escalate != "replace") {
+    throw core::InvalidInput(
+        at + ".escalate: \"" + r.escalate +
+        "\" is not an action to escalate to; use gpu-reset, reboot or replace");
+  }
   r.remediate = str("remediate", false);
   if (!r.remediate.empty() && r.remediate != "none" && r.remediate != "wait" &&
       r.remediate != "gpu-reset" && r.remediate != "reboot" && r.remediate != "replace") {
@@ -263,7 +271,10 @@ Decision RuleSet::evaluate(const core::Value& event, const core::Value& health,
       taken[{r.spec.taint->key, r.spec.taint->effect}] = true;
       d.taints.push_back(*r.spec.taint);
     }
-    if (d.escalate.empty()) d.escalate = r.spec.escalate;
+    if (d.escalate.empty() && !r.spec.escalate.empty()) {
+      d.escalate = r.spec.escalate;
+      d.escalate_rule = r.spec.name;
+    }
     // Strength order: "" < none < wait < gpu-reset < reboot < replace (a reboot covers a
     // pending GPU reset, a new machine covers both; an action covers waiting).
     auto strength = [](std::string_view a) { return action_strength(a); };

@@ -50,7 +50,10 @@ struct RuleSpec {
   int priority = 0;
   bool cordon = false;
   std::optional<Taint> taint;
-  std::string escalate;  // e.g. "replace"; "" for none
+  // The action a match escalates the incident to when it is stronger than the one asked for
+  // (gpu-reset, reboot or replace; "" for none): a pattern over `history` (the same Xid on the
+  // same GPU again and again) asks for more than the single fault would.
+  std::string escalate;
   // The remediation asked for: "" (none asked), "none", "wait" (no action: until every faulty
   // entity recovered, e.g. a cloud maintenance window ended), "gpu-reset" or "reboot".
   std::string remediate;
@@ -65,6 +68,7 @@ struct Decision {
   bool cordon = false;
   std::vector<Taint> taints;
   std::string escalate;
+  std::string escalate_rule;  // the rule `escalate` came from
   // The strongest remediation any acting rule asked for ("" none asked; a reboot covers a GPU
   // reset, so "reboot" wins over "gpu-reset").
   std::string remediate;

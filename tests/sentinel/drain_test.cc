@@ -154,6 +154,79 @@ TEST(Policy, ReplacementNeedsAKnownProvider) {
             std::string::npos);
 }
 
+// Escalation settings: settleSeconds (the time a reset's GPU has to report healthy) and a
+// rule's escalate, which names an action or is refused with the field, the value and the fix.
+// An escalation to replace without a provider is admitted (recorded as not applied per
+// incident), unlike remediate: replace.
+TEST(Policy, EscalationSettingsAndErrors) {
+  Policy p = Policy::from_spec(
+      core::parse_yaml("rules: [{name: r, when: 'true', cordon: true, escalate: replace}]\n"
+                       "remediation: {settleSeconds: 45}"));
+  EXPECT_EQ(p.remediation.settle_s, 45);
+  EXPECT_EQ(p.rules[0].escalate, "replace");
+  EXPECT_FALSE(p.may_replace());
+  EXPECT_EQ(Policy::from_spec(core::parse_yaml("rules: [{name: r, when: 'true', cordon: true}]"))
+                .remediation.settle_s,
+            30);
+  EXPECT_EQ(policy_error("rules: [{name: r, when: 'true', cordon: true}]\n"
+                         "remediation: {settleSeconds: 0}"),
+            "spec.remediation.settleSeconds: 0 is not an integer in [1, 3600]");
+  EXPECT_EQ(policy_error("rules: [{name: r, when: 'true', escalate: reset}]"),
+            "spec.rules[0].escalate: \"reset\" is not an action to escalate to; use gpu-reset, "
+            "reboot or replace");
+}
+
+// The first escalating rule in combination order is named with its escalation.
+TEST(Rules, EscalationNamesItsRule) {
+  RuleSpec low;
+  low.name = "a-low";
+  low.when = "true";
+  low.escalate = "reboot";
+  RuleSpec high = low;
+  high.name = "b-high";
+  high.priority = 5;
+  high.escalate = "replace";
+  RuleSpec none = low;
+  none.name = "0-cordon";
+  none.priority = 10;
+  none.escalate = "";
+  none.cordon = true;
+  Decision d = RuleSet::compile({low, high, none})
+                   .evaluate(core::Value::map(), core::Value::map(), core::Value::map(),
+                             core::Value::list());
+  EXPECT_EQ(d.escalate, "replace");
+  EXPECT_EQ(d.escalate_rule, "b-high");
+  EXPECT_TRUE(d.cordon);
+}
+
+// The documented pattern over history with ageSeconds compiles under the default cost limit
+// and counts only bursts within the window.
+TEST(Rules, HistoryAgeSecondsWindow) {
+  RuleSpec r = RuleSpec::from_value(core::parse_yaml(R"(
+name: repeat-xid
+when: >-
+  event.check == 'xid' && history.filter(h, h.check == 'xid' && h.entity == event.entity &&
+  h.reason == event.reason && h.state == 'Fatal' && h.ageSeconds < 86400).size() >= 2
+escalate: replace
+)"),
+                                    "docs");
+  RuleSet set = RuleSet::compile({r});
+  const core::Value event = core::parse_json(
+      R"({"check":"xid","entity":"GPU-3","kind":"GPU","state":"Fatal","reason":"Xid79"})");
+  auto burst = [](std::int64_t age) {
+    return core::parse_json(R"({"recordId":1,"time":"2026-12-01T00:00:00Z","check":"xid",)"
+                            R"("entity":"GPU-3","state":"Fatal","reason":"Xid79","ageSeconds":)" +
+                            std::to_string(age) + "}");
+  };
+  core::Value history = core::Value::list();
+  history.push_back(burst(90'000));  // 25 h ago
+  history.push_back(burst(60));
+  EXPECT_EQ(set.evaluate(event, core::Value::map(), core::Value::map(), history).escalate, "");
+  history.push_back(burst(30));
+  EXPECT_EQ(set.evaluate(event, core::Value::map(), core::Value::map(), history).escalate,
+            "replace");
+}
+
 TEST(Rules, ReplaceCoversRebootCoversReset) {
   EXPECT_GT(action_strength("replace"), action_strength("reboot"));
   EXPECT_GT(action_strength("reboot"), action_strength("gpu-reset"));

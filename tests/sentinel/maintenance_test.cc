@@ -5,7 +5,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include "agent/nodehealth.h"
 #include "core/errors.h"
@@ -265,6 +267,243 @@ TEST(MaintenanceHttp, AzureProviderAgainstALoopbackMetadataService) {
   MaintenanceProvider gone =
       azure_maintenance_provider("http://127.0.0.1:1", std::chrono::milliseconds(500));
   EXPECT_THROW(gone.fetch(), std::runtime_error);
+}
+
+// GCE's metadata server (docs.cloud.google.com/ai-hypercomputer/docs/manage/host-events,
+// "View the maintenance state"; cloud.google.com/compute/docs/metadata/
+// getting-live-migration-notice): instance/maintenance-event is one word, instance/
+// upcoming-maintenance?alt=json the scheduled window ({} when none).
+constexpr std::string_view kGcpUpcoming = R"({
+  "can_reschedule": "true",
+  "latest_window_start_time": "2024-12-01T19:00:01Z",
+  "maintenance_reasons": ["PLANNED_UPDATE", "PLANNED_NETWORK_UPDATE"],
+  "maintenance_status": "PENDING",
+  "type": "SCHEDULED",
+  "window_end_time": "2024-12-01T21:00:01Z",
+  "window_start_time": "2024-12-01T19:00:01Z"
+})";
+
+std::int64_t rfc_ms(std::string_view t) { return core::Timestamp::parse_rfc3339(t).seconds * 1000; }
+
+TEST(MaintenanceParse, GcpMaintenanceEventAndUpcomingWindow) {
+  EXPECT_TRUE(parse_gcp_maintenance("NONE", "", "mds").empty());
+  EXPECT_TRUE(parse_gcp_maintenance("NONE\n", "{ }", "mds").empty());
+  // Before its first notice the server answers with an error object: nothing scheduled.
+  EXPECT_TRUE(parse_gcp_maintenance(
+                  "NONE",
+                  R"({ "error": "no notifications have been received yet, try again later" })",
+                  "mds")
+                  .empty());
+
+  auto events = parse_gcp_maintenance("NONE", kGcpUpcoming, "mds");
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].id, "upcoming-maintenance");
+  EXPECT_EQ(events[0].type, "SCHEDULED");
+  EXPECT_EQ(events[0].status, "Scheduled");
+  EXPECT_EQ(events[0].not_before_ms, rfc_ms("2024-12-01T19:00:01Z"));
+  EXPECT_EQ(events[0].not_after_ms, rfc_ms("2024-12-01T21:00:01Z"));
+  EXPECT_EQ(events[0].duration_s, 7200);
+  EXPECT_NE(events[0].description.find("PLANNED_UPDATE, PLANNED_NETWORK_UPDATE"),
+            std::string::npos);
+  EXPECT_NE(events[0].description.find("perform-maintenance"), std::string::npos);
+  EXPECT_NE(events[0].description.find("starts by 2024-12-01T19:00:01Z"), std::string::npos);
+
+  // The shape the documentation prints (under "Upcoming maintenance"), ONGOING, and the
+  // imminent event as well: two entities.
+  std::string wrapped = R"({"Upcoming maintenance": )" + std::string(kGcpUpcoming) + "}";
+  const auto pos = wrapped.find("PENDING");
+  wrapped.replace(pos, 7, "ONGOING");
+  events = parse_gcp_maintenance("TERMINATE_ON_HOST_MAINTENANCE", wrapped, "mds");
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].id, "maintenance-event");
+  EXPECT_EQ(events[0].type, "TERMINATE_ON_HOST_MAINTENANCE");
+  EXPECT_EQ(events[0].status, "Started");
+  EXPECT_EQ(events[1].id, "upcoming-maintenance");
+  EXPECT_EQ(events[1].status, "Started");
+
+  events = parse_gcp_maintenance(" MIGRATE_ON_HOST_MAINTENANCE ", "{}", "mds");
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_NE(events[0].description.find("live migration"), std::string::npos);
+  EXPECT_EQ(parse_gcp_maintenance("NONE", R"({"maintenance_status": "COMPLETE"})", "mds")[0].status,
+            "Completed");
+}
+
+TEST(MaintenanceParse, GcpHostileAnswersNameTheFieldTheValueAndTheFix) {
+  auto message = [](std::string_view event, std::string_view upcoming) {
+    try {
+      parse_gcp_maintenance(event, upcoming, "mds");
+    } catch (const core::InvalidInput& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("REBOOT_SOON", ""),
+            "mds: maintenance-event: \"REBOOT_SOON\" is not a known value (expected NONE, "
+            "MIGRATE_ON_HOST_MAINTENANCE or TERMINATE_ON_HOST_MAINTENANCE)");
+  EXPECT_EQ(message("", ""),
+            "mds: maintenance-event: is empty (expected NONE, MIGRATE_ON_HOST_MAINTENANCE or "
+            "TERMINATE_ON_HOST_MAINTENANCE)");
+  EXPECT_NE(message("NONE", "{\"window_start_time\": ").find("mds upcoming-maintenance"),
+            std::string::npos);
+  EXPECT_NE(message("NONE", "[\"some event\"]")
+                .find("mds: upcoming-maintenance: is a list, not an object (expected"),
+            std::string::npos)
+      << message("NONE", "[\"some event\"]");
+  EXPECT_NE(message("NONE", R"({"maintenance_status": "SOON"})")
+                .find("upcoming-maintenance.maintenance_status: \"SOON\" is not known (expected "
+                      "PENDING, ONGOING or COMPLETE)"),
+            std::string::npos);
+  EXPECT_NE(message("NONE", R"({"maintenance_status": "PENDING", "window_start_time": "tomorrow"})")
+                .find("upcoming-maintenance.window_start_time: \"tomorrow\" is not an RFC 3339 "
+                      "time (expected e.g. \"2024-12-01T19:00:01Z\")"),
+            std::string::npos);
+  EXPECT_NE(message("NONE", R"({"window_start_time": 17})")
+                .find("upcoming-maintenance.window_start_time: is 17, not a string"),
+            std::string::npos)
+      << message("NONE", R"({"window_start_time": 17})");
+  EXPECT_NE(message("NONE", R"({"windowStartTime": "2024-12-01T19:00:01Z"})")
+                .find("has neither window_start_time nor maintenance_status (fields: "
+                      "windowStartTime)"),
+            std::string::npos);
+  EXPECT_NE(message("NONE", R"({"maintenance_status": "PENDING", "can_reschedule": "maybe"})")
+                .find("upcoming-maintenance.can_reschedule: \"maybe\" is not true or false"),
+            std::string::npos);
+  EXPECT_NE(message("NONE", R"({"maintenance_status": "PENDING", "maintenance_reasons": "x"})")
+                .find("upcoming-maintenance.maintenance_reasons: is \"x\", not a list"),
+            std::string::npos);
+}
+
+// The gcp provider against a loopback metadata server: both keys, a 404 for the upcoming key
+// (a machine type without announced windows), a metadata server that answers too late.
+TEST(MaintenanceHttp, GcpProviderAgainstALoopbackMetadataService) {
+  std::mutex mu;
+  std::string event = "NONE", upcoming = std::string(kGcpUpcoming);
+  int upcoming_status = 200;
+  core::HttpServerOptions o;
+  o.registry = nullptr;
+  o.handlers["/computeMetadata/v1/instance/maintenance-event"] = [&] {
+    std::lock_guard lock(mu);
+    core::HttpResponse r;
+    r.body = event;
+    return r;
+  };
+  o.handlers["/computeMetadata/v1/instance/upcoming-maintenance"] = [&] {
+    std::lock_guard lock(mu);
+    core::HttpResponse r;
+    r.status = upcoming_status;
+    r.content_type = "application/json";
+    r.body = upcoming_status == 200 ? upcoming : "not found";
+    return r;
+  };
+  core::HttpServer server(o);
+  const std::string base = "http://127.0.0.1:" + std::to_string(server.port());
+  MaintenanceProvider gcp = gcp_maintenance_provider(base);
+  EXPECT_EQ(gcp.name, "gcp");
+  auto events = gcp.parse(gcp.fetch());
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].id, "upcoming-maintenance");
+  EXPECT_EQ(events[0].not_before_ms, rfc_ms("2024-12-01T19:00:01Z"));
+
+  {
+    std::lock_guard lock(mu);
+    event = "MIGRATE_ON_HOST_MAINTENANCE";
+    upcoming_status = 404;
+  }
+  events = gcp.parse(gcp.fetch());
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].id, "maintenance-event");
+
+  {
+    std::lock_guard lock(mu);
+    event = "MAYBE_LATER";
+  }
+  try {
+    (void)gcp.parse(gcp.fetch());
+    FAIL() << "no error";
+  } catch (const core::InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find(base + "/computeMetadata/v1/instance: maintenance-event: "
+                                                "\"MAYBE_LATER\" is not a known value"),
+              std::string::npos)
+        << e.what();
+  }
+
+  // By name, as the agent's factory makes it (GPUFLEET_MAINTENANCE_ENDPOINT = base).
+  agent::NodeContext node;
+  MaintenanceProvider named = maintenance_provider("gcp", node, base);
+  EXPECT_EQ(named.name, "gcp");
+  try {
+    (void)maintenance_provider("oci", node, base);
+    FAIL() << "no error";
+  } catch (const core::InvalidInput& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "maintenance provider \"oci\" is not known; use azure, aws, gcp or simulator");
+  }
+}
+
+TEST(MaintenanceHttp, GcpMetadataServerThatDoesNotAnswerInTimeIsAnError) {
+  core::HttpServerOptions o;
+  o.registry = nullptr;
+  o.handlers["/computeMetadata/v1/instance/maintenance-event"] = [] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    core::HttpResponse r;
+    r.body = "NONE";
+    return r;
+  };
+  core::HttpServer server(o);
+  const std::string base = "http://127.0.0.1:" + std::to_string(server.port());
+  MaintenanceProvider gcp = gcp_maintenance_provider(base, std::chrono::milliseconds(300));
+  try {
+    (void)gcp.fetch();
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(base + "/computeMetadata/v1/instance/maintenance-event: "),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("imeout"), std::string::npos) << e.what();
+  }
+}
+
+// The monitor over the gcp provider: the announced window is reported ahead of time, the
+// imminent event as in progress, and both as completed once the server clears them.
+TEST_F(MaintenanceMonitorTest, GcpWindowAndImminentEventThroughTheMonitor) {
+  std::string event = "NONE";
+  MaintenanceProvider p;
+  p.name = "gcp";
+  p.fetch = [this, &event] {
+    core::Value both = core::Value::map();
+    both["maintenance-event"] = event;
+    both["upcoming-maintenance"] = doc_;
+    return core::to_json(both);
+  };
+  p.parse = gcp_maintenance_provider("http://127.0.0.1:1").parse;
+  MaintenanceMonitor m(node_, p, opts_);
+  Collect out;
+  auto window = [&](std::int64_t start_ms, std::string_view status) {
+    doc_ = R"({"maintenance_status": ")" + std::string(status) +
+           R"(", "type": "SCHEDULED", )"
+           R"("window_start_time": ")" +
+           core::Timestamp{start_ms / 1000, 0}.to_rfc3339(core::TimestampPrecision::Seconds) +
+           R"("})";
+  };
+  window(now_ + 3600'000, "PENDING");  // an hour ahead, lead 10 minutes
+  m.poll(out);
+  EXPECT_EQ(out.last("upcoming-maintenance"), "Healthy/MaintenanceUpcoming");
+  now_ += 3000'000;
+  m.poll(out);
+  EXPECT_EQ(out.last("upcoming-maintenance"), "Warning/MaintenanceScheduled");
+  EXPECT_NE(std::string(out.health.back().get_string({"message"})).find("SCHEDULED at "),
+            std::string::npos)
+      << core::to_json(out.health.back());
+  event = "TERMINATE_ON_HOST_MAINTENANCE";
+  window(now_ + 600'000, "ONGOING");
+  m.poll(out);
+  EXPECT_EQ(out.last("maintenance-event"), "Warning/MaintenanceInProgress");
+  EXPECT_EQ(out.last("upcoming-maintenance"), "Warning/MaintenanceInProgress");
+  event = "NONE";
+  doc_ = "{}";
+  m.poll(out);
+  EXPECT_EQ(out.last("maintenance-event"), "Healthy/MaintenanceCompleted");
+  EXPECT_EQ(out.last("upcoming-maintenance"), "Healthy/MaintenanceCompleted");
 }
 
 TEST(MaintenanceSim, TheSimulatorsDocumentIsReadByTheAzureParser) {

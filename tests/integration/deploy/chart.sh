@@ -41,6 +41,14 @@ reject agent.bogus=1 "at '/agent': additional properties 'bogus' not allowed"
 reject controller.leaseDuration=soon "at '/controller/leaseDuration'"
 reject image.pullPolicy=Sometimes "at '/image/pullPolicy'"
 reject webhook.failurePolicy=Sometimes "at '/webhook/failurePolicy'"
+reject agent.maintenance.provider=oci "at '/agent/maintenance/provider'"
+# Each cloud-maintenance provider reaches the agent's environment (docs/sentinel.md).
+for p in azure aws gcp; do
+  "$helm" template t "$chart" --kube-version "$kv" --set agent.maintenance.provider=$p \
+    >"$work/maint" 2>&1 || fail "agent.maintenance.provider=$p refused: $(cat "$work/maint")"
+  grep -qF "{name: GPUFLEET_MAINTENANCE_PROVIDER, value: \"$p\"}" "$work/maint" \
+    || fail "agent.maintenance.provider=$p does not set GPUFLEET_MAINTENANCE_PROVIDER=$p"
+done
 
 # The recipe library's reference to this chart must be true: the chart is built into gpufleet
 # (embedded from deploy/chart at build time, carried by every bundle), named and versioned as here.

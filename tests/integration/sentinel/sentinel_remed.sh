@@ -12,11 +12,17 @@
 #    id), sentinel cordons it and asks certify (a ValidationRequest) before it takes work. A
 #    policy naming an unknown provider is refused (condition Ready=False/InvalidPolicy, the
 #    message naming the field, the value and the providers there are).
+#  - MODE escalate: Xid 79 (fallen off the bus) and a rule that asks for a GPU reset
+#    (maxAttempts 1): the agent asks the simulator, which refuses to reset a GPU off the bus; the
+#    agent's part is done, but the GPU stays Fatal past settleSeconds, so the incident escalates
+#    to a reboot (request 2, status.escalations FaultPersisted), which brings the GPU back:
+#    validated, released, one incident, one reset and one reboot in the simulator's inbox.
 # Usage: sentinel_remed.sh REPO_ROOT MODE   (env: KUBECONFIG, GPUFLEET_BIN, KUBE_LOCAL_BIN)
 set -euo pipefail
 repo="$1"
-mode="${2:?MODE: gpureset or replace}"
-[[ $mode == gpureset || $mode == replace ]] || { echo "sentinel_remed: MODE '$mode': use gpureset or replace" >&2; exit 2; }
+mode="${2:?MODE: gpureset, replace or escalate}"
+[[ $mode == gpureset || $mode == replace || $mode == escalate ]] \
+  || { echo "sentinel_remed: MODE '$mode': use gpureset, replace or escalate" >&2; exit 2; }
 test_name=sentinel_remed
 policy=sentinel-remed
 fail_context=$mode
@@ -111,6 +117,55 @@ YAML
   pass_validation "$node"
   wait_phase 30 Released
   echo "sentinel_remed: PASS (gpureset: $node GPU 3 $gpu3 reset alone, GPU 5 kept its faults; bundle $bytes bytes)"
+  exit 0
+fi
+
+if [[ $mode == escalate ]]; then
+  kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: gpufleet.io/v1alpha1
+kind: SentinelPolicy
+metadata: {name: sentinel-remed}
+spec:
+  rules:
+  - {name: xid-fatal, when: "event.check == 'xid' && event.state == 'Fatal'", cordon: true,
+     remediate: gpu-reset}
+  breaker: {maxNodes: 2}
+  drain: {deadlineSeconds: 10}
+  remediation: {maxAttempts: 1, timeoutSeconds: 120, settleSeconds: 4}
+  validation: {newNodes: false}
+YAML
+  "$gpufleet" agent --sim-state-dir "$state" --monitors kmsg-xid --fsync=false --run-for 150s \
+    --sim-reboot-down 2s >"$work/agent.log" 2>&1 &
+  agent_pid=$!
+  "$gpufleet" controller --controllers=sentinel --metrics-addr "" --set sentinel.policy=$policy \
+    >"$work/controller.log" 2>&1 &
+  controller_pid=$!
+  ready_policy() { [[ $(kubectl get sentinelpolicy $policy -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}') == True ]]; }
+  until_ok 30 "policy Ready" ready_policy
+  boot_before=$(kubectl get node "$node" -o jsonpath='{.status.nodeInfo.bootID}')
+  "$gpufleet" sim inject --state-dir "$state" --event "{node: $node, type: xid, gpu: 3, code: 79}" >/dev/null
+  wait_phase 40 Remediating
+  rem=$(kubectl get remediations -l "sentinel.gpufleet.io/node=$node" -o jsonpath='{.items[-1:].metadata.name}')
+  rebooting() { [[ $(kubectl get remediation "$rem" -o jsonpath='{.status.action.type}') == reboot ]]; }
+  until_ok 60 "gpu-reset → reboot escalation" rebooting
+  got=$(kubectl get remediation "$rem" -o jsonpath='{.status.escalatedFrom}/{.status.escalations[0].reason}/{.status.action.attempt}/{.status.action.request}')
+  [[ $got == gpu-reset/FaultPersisted/1/2 ]] || fail "escalation recorded as '$got', want gpu-reset/FaultPersisted/1/2: $(kubectl get remediation "$rem" -o jsonpath='{.status}')"
+  kubectl get remediation "$rem" -o jsonpath='{.status.escalations[0].message}' | grep -q 'still faulty 4 s after the agent reported the reset done' \
+    || fail "escalation message: $(kubectl get remediation "$rem" -o jsonpath='{.status.escalations[0].message}')"
+  wait_phase 60 Validating
+  [[ $(kubectl get node "$node" -o jsonpath='{.status.nodeInfo.bootID}') != "$boot_before" ]] || fail "$node did not reboot"
+  resets=$(grep -l "node: $node" "$state"/control/done/* | xargs grep -l 'type: gpuReset' || true)
+  reboots=$(grep -l "node: $node" "$state"/control/done/* | xargs grep -l 'type: reboot' || true)
+  [[ -n $resets ]] && (($(wc -l <<<"$resets") == 1)) || fail "want one gpuReset in the simulator's inbox, got: '$resets'"
+  grep -q 'off the bus' $resets || fail "the simulator did not refuse the reset of a GPU off the bus: $(cat $resets)"
+  [[ -n $reboots ]] && (($(wc -l <<<"$reboots") == 1)) || fail "want one reboot in the simulator's inbox, got: '$reboots'"
+  said=$(kubectl get nodehealth "$node" -o jsonpath='{.status.remediation.attempt}/{.status.remediation.action}/{.status.remediation.state}')
+  [[ $said == 2/reboot/* ]] || fail "NodeHealth status.remediation is '$said', want the reboot as request 2"
+  pass_validation "$node"
+  wait_phase 30 Released
+  ((  $(incidents "$node") == 1 )) || fail "$(incidents "$node") incidents for $node, want 1"
+  ((  $(incidents "$other") == 0 )) || fail "$other has an incident"
+  echo "sentinel_remed: PASS (escalate: $node GPU 3 off the bus, reset refused, fault persisted → reboot, released)"
   exit 0
 fi
 

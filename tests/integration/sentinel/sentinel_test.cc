@@ -5,9 +5,12 @@
 #include <signal.h>
 
 #include <fstream>
+#include <functional>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
+#include "controller/budget.h"
 #include "controller/manager.h"
 #include "core/json.h"
 #include "core/metrics.h"
@@ -39,7 +42,8 @@ class SentinelTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     kube::Client client(kube::testing::admin_config());
-    for (const char* f : {"nodehealth", "sentinelpolicy", "remediation", "validationrequest"}) {
+    for (const char* f :
+         {"nodehealth", "sentinelpolicy", "remediation", "validationrequest", "disruptionbudget"}) {
       core::Value crd = core::parse_yaml(
           read_file(std::string(GPUFLEET_SOURCE_DIR) + "/deploy/crds/" + f + ".yaml"));
       client.apply(kube::resources::custom_resource_definitions(), crd,
@@ -110,7 +114,7 @@ class SentinelTest : public ::testing::Test {
     client_->create(api::sentinel_policies(), core::parse_yaml(yaml));
   }
 
-  void start_manager() {
+  void start_manager(std::map<std::string, std::shared_ptr<ReplacementProvider>> providers = {}) {
     controller::ManagerOptions mo;
     mo.name = prefix_;
     mo.metrics_address = "";
@@ -118,6 +122,7 @@ class SentinelTest : public ::testing::Test {
     manager_ = std::make_unique<controller::Manager>(*client_, mo);
     SentinelOptions o;
     o.policy = policy_;
+    o.providers = std::move(providers);
     setup_sentinel(*manager_, std::move(o));
     run_ = std::jthread([this](std::stop_token stop) { manager_->run(stop); });
   }
@@ -267,6 +272,73 @@ class SentinelTest : public ::testing::Test {
 
   bool pod_gone(const std::string& ns, const std::string& name) {
     return !client_->try_get(kube::resources::pods(), ns, name).has_value();
+  }
+
+  // Read-modify-write of a status that someone else may write too (the node lifecycle
+  // controller writes Nodes): again on 409.
+  void update_status_retrying(const kube::ResourceId& r, const std::string& name,
+                              const std::function<void(core::Value&)>& change) {
+    for (int i = 0;; ++i) {
+      core::Value obj = client_->get(r, "", name);
+      change(obj);
+      try {
+        client_->update_status(r, obj);
+        return;
+      } catch (const kube::ApiError& e) {
+        if (!e.is(kube::Reason::Conflict) || i >= 20) throw;
+      }
+    }
+  }
+
+  // Plays the kubelet: the Node's boot id and a fresh Ready condition.
+  void node_status(const std::string& name, const std::string& boot_id) {
+    update_status_retrying(kube::resources::nodes(), name,
+                           [&](core::Value& n) { set_node_status(n, boot_id); });
+  }
+  static void set_node_status(core::Value& n, const std::string& boot_id) {
+    n["status"]["nodeInfo"]["bootID"] = boot_id;
+    core::Value ready;
+    ready["type"] = "Ready";
+    ready["status"] = "True";
+    ready["reason"] = "KubeletReady";
+    const std::string now = core::Timestamp::now().to_rfc3339(core::TimestampPrecision::Seconds);
+    ready["lastHeartbeatTime"] = now;
+    ready["lastTransitionTime"] = now;
+    n["status"]["conditions"] = core::Value::list();
+    n["status"]["conditions"].push_back(ready);
+  }
+
+  // Plays the agent that took a remediation request: NodeHealth status.remediation.
+  void agent_reports(const std::string& node, const std::string& incident, std::int64_t request,
+                     const std::string& action, const std::string& state,
+                     const std::string& error = "") {
+    core::Value r;
+    r["incident"] = incident;
+    r["attempt"] = request;
+    r["action"] = action;
+    r["state"] = state;
+    r["message"] = action + " " + state;
+    if (!error.empty()) r["error"] = error;
+    r["recordId"] = 100 + request;
+    r["time"] = core::Timestamp::now().to_rfc3339(core::TimestampPrecision::Micros);
+    update_status_retrying(api::node_healths(), node,
+                           [&](core::Value& nh) { nh["status"]["remediation"] = r; });
+  }
+
+  // The node's remediation request annotation, as the agent reads it ({} when none).
+  core::Value request_of(const std::string& node) {
+    std::string text(
+        kube::annotation_of(get_node(node), "sentinel.gpufleet.io/remediation-request"));
+    return text.empty() ? core::Value::map() : core::parse_json(text, "request");
+  }
+
+  // Events sentinel recorded about `node` with this reason.
+  std::vector<core::Value> node_events(const std::string& node, const std::string& reason) {
+    std::vector<core::Value> out;
+    for (const auto& e : client_->list(kube::resources::events(), "default").items)
+      if (e.get_string({"regarding", "name"}) == node && e.get_string({"reason"}) == reason)
+        out.push_back(e);
+    return out;
   }
 
   core::metrics::Registry registry_;
@@ -649,6 +721,299 @@ TEST_F(SentinelTest, CordonWithoutIncidentIsRecoveredWithItsRulesAndAction) {
   EXPECT_EQ(items[0].get_string({"spec", "action"}), "reboot") << core::to_json(items[0]);
   EXPECT_EQ(core::to_json(*items[0].get({"spec", "rules"})), "[\"xid-reboot\"]");
   EXPECT_EQ(core::to_json(*items[0].get({"spec", "entities"})), "[\"xid/GPU-0\"]");
+}
+
+// A replacement provider that records what it was asked and leaves it pending: the cloud's
+// side is not what these tests look at (sentinel_remed_replace carries one out).
+struct RecordingProvider final : ReplacementProvider {
+  std::mutex mu;
+  std::vector<ReplacementRequest> asked;
+  void request(const ReplacementRequest& r) override {
+    std::lock_guard lock(mu);
+    for (const auto& a : asked)
+      if (a.incident == r.incident && a.attempt == r.attempt) return;
+    asked.push_back(r);
+  }
+  ReplacementStatus poll(const ReplacementRequest&) override { return {}; }
+  std::size_t count() {
+    std::lock_guard lock(mu);
+    return asked.size();
+  }
+};
+
+// Issue 12: a GPU reset the agent reports failed escalates to a reboot — after the controller
+// was killed between the failure and the reboot request (level-triggered from the incident's
+// status), and only once the DisruptionBudget has room in the node's domain.
+TEST_F(SentinelTest, FailedGpuResetEscalatesToARebootWithinTheBudgetAfterAKill) {
+  create_policy(
+      "  - {name: ecc, when: \"event.check == 'gpu-nvml' && event.state == 'Fatal'\", cordon: "
+      "true, remediate: gpu-reset}\n"
+      "  drain: {enabled: false}\n"
+      "  validation: {newNodes: false}\n"
+      "  breaker: {maxNodes: 100}\n"
+      "  remediation: {maxAttempts: 1, timeoutSeconds: 600, settleSeconds: 600}\n");
+  const std::string rack = prefix_ + "-rack";
+  const std::string n = node("reset");
+  const std::string other = node("other");
+  for (const auto& x : {n, other}) {
+    core::Value patch;
+    patch["metadata"]["labels"]["sentinel-test/rack"] = rack;
+    client_->patch(kube::resources::nodes(), "", x, kube::PatchType::Merge, patch);
+  }
+  node_status(n, "boot-1");
+  node_status(other, "boot-1");
+  const std::string log = ::testing::TempDir() + prefix_ + "-escalate.log";
+  const std::vector<std::string> args{controller::testing::gpufleet_bin(),
+                                      "controller",
+                                      "--controllers=sentinel",
+                                      "--metrics-addr",
+                                      "",
+                                      "--set",
+                                      "sentinel.policy=" + policy_,
+                                      "--kubeconfig",
+                                      kube::testing::env_or_empty("KUBECONFIG")};
+  std::string incident;
+  {
+    controller::testing::Child first(args, log + ".1");
+    health(n, {{"gpu-nvml/GPU-5a1e", "Fatal"}});
+    ASSERT_TRUE(wait_phase(n, "Remediating", 30s)) << read_file(log + ".1");
+    ASSERT_TRUE(
+        wait_until([&] { return request_of(n).get_string({"action"}) == "gpu-reset"; }, 20s))
+        << read_file(log + ".1");
+    first.signal(SIGKILL);
+    ASSERT_TRUE(first.wait(10s).has_value());
+  }
+  core::Value req = request_of(n);
+  incident = std::string(req.get_string({"incident"}));
+  EXPECT_EQ(req.get({"attempt"})->as_int(), 1);
+  EXPECT_EQ(core::to_json(*req.get({"gpus"})), "[\"GPU-5a1e\"]");
+  core::Value rem = incidents(n).back();
+  EXPECT_EQ(rem.get({"status", "action", "request"})->as_int(), 1);
+
+  // While the controller is down: the rack gets full (another node out in it) and the agent
+  // reports the reset failed.
+  core::Value cordon;
+  cordon["spec"]["unschedulable"] = true;
+  client_->patch(kube::resources::nodes(), "", other, kube::PatchType::Merge, cordon);
+  client_->create(
+      controller::disruption_budgets(),
+      core::parse_yaml("apiVersion: gpufleet.io/v1alpha1\nkind: DisruptionBudget\n"
+                       "metadata: {name: default}\nspec: {maxUnavailable: 1000, "
+                       "topologyKey: sentinel-test/rack, maxUnavailablePerDomain: 1}\n"));
+  struct DropBudget {
+    kube::Client& c;
+    ~DropBudget() {
+      try {
+        c.remove(controller::disruption_budgets(), "", "default");
+      } catch (const std::exception&) {
+      }
+    }
+  } drop{*client_};
+  agent_reports(n, incident, 1, "gpu-reset", "Failed",
+                "nvidia-smi exited 255: GPU 00000000:B3:00.0 is in use by another client");
+
+  controller::testing::Child second(args, log + ".2");
+  // The reboot waits for room in the rack; the reset's failure is not forgotten meanwhile.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return incidents(n).back().get_string({"status", "waitingFor"}) == "budget";
+      },
+      30s))
+      << core::to_json(incidents(n).back()) << read_file(log + ".2");
+  rem = incidents(n).back();
+  EXPECT_EQ(rem.get_string({"status", "action", "type"}), "gpu-reset");
+  EXPECT_NE(rem.get_string({"status", "message"}).find(other), std::string::npos)
+      << core::to_json(rem);
+  EXPECT_EQ(request_of(n).get_string({"action"}), "gpu-reset");
+
+  // Room again (the other node left the rack): the reboot goes, as request 2 (the agent takes
+  // each number once), attempt 1.
+  client_->remove(kube::resources::nodes(), "", other);
+  ASSERT_TRUE(wait_until([&] { return request_of(n).get_string({"action"}) == "reboot"; }, 30s))
+      << core::to_json(incidents(n).back()) << read_file(log + ".2");
+  req = request_of(n);
+  EXPECT_EQ(req.get_string({"incident"}), incident);
+  EXPECT_EQ(req.get({"attempt"})->as_int(), 2);
+  EXPECT_EQ(req.find("gpus"), nullptr);
+  rem = incidents(n).back();
+  EXPECT_EQ(rem.get_string({"status", "action", "type"}), "reboot");
+  EXPECT_EQ(rem.get({"status", "action", "attempt"})->as_int(), 1);
+  EXPECT_EQ(rem.get({"status", "action", "request"})->as_int(), 2);
+  EXPECT_EQ(rem.get_string({"status", "escalatedFrom"}), "gpu-reset");
+  EXPECT_EQ(rem.get({"status", "waitingFor"}), nullptr);
+  const core::Value* esc = rem.get({"status", "escalations"});
+  ASSERT_TRUE(esc != nullptr && esc->size() == 1) << core::to_json(rem);
+  EXPECT_EQ((*esc)[0].get_string({"from"}), "gpu-reset");
+  EXPECT_EQ((*esc)[0].get_string({"to"}), "reboot");
+  EXPECT_EQ((*esc)[0].get_string({"reason"}), "ActionFailed");
+  EXPECT_NE((*esc)[0].get_string({"message"}).find("is in use by another client"),
+            std::string::npos);
+  const core::Value* cond = kube::find_condition(rem, "Escalated");
+  ASSERT_NE(cond, nullptr) << core::to_json(rem);
+  EXPECT_EQ(cond->get_string({"status"}), "True");
+  EXPECT_EQ(cond->get_string({"reason"}), "ActionFailed");
+  EXPECT_NE(rem.get_string({"status", "message"}).find("gpu-reset attempts used up"),
+            std::string::npos);
+  ASSERT_TRUE(wait_until([&] { return !node_events(n, "RemediationEscalated").empty(); }, 15s));
+
+  // The reboot happens (a new boot id) and fixes the GPU: validated, released, one incident.
+  node_status(n, "boot-2");
+  health(n, {{"gpu-nvml/GPU-5a1e", "Healthy"}});
+  ASSERT_TRUE(wait_phase(n, "Validating", 30s)) << read_file(log + ".2");
+  answer_validation(n, "Passed");
+  ASSERT_TRUE(wait_phase(n, "Released", 30s));
+  EXPECT_EQ(incidents(n).size(), 1u);
+  EXPECT_EQ(request_of(n).get({"attempt"})->as_int(), 2);  // nothing asked after the reboot
+}
+
+// The whole chain on one incident: a reset the agent finished whose GPU stays faulty past the
+// settle time → reboot; the agent reports the reboot failed → replacement (whenRebootFails).
+TEST_F(SentinelTest, PersistingFaultAfterResetEscalatesToRebootThenReplace) {
+  create_policy(
+      "  - {name: ecc, when: \"event.check == 'gpu-nvml' && event.state == 'Fatal'\", cordon: "
+      "true, remediate: gpu-reset}\n"
+      "  drain: {enabled: false}\n"
+      "  validation: {newNodes: false}\n"
+      "  breaker: {maxNodes: 100}\n"
+      "  remediation: {maxAttempts: 1, timeoutSeconds: 600, settleSeconds: 2, replacement: "
+      "{provider: test-cloud, whenRebootFails: true}}\n");
+  const std::string n = node("chain");
+  node_status(n, "boot-1");
+  auto cloud = std::make_shared<RecordingProvider>();
+  start_manager({{"test-cloud", cloud}});
+  health(n, {{"gpu-nvml/GPU-77aa", "Fatal"}});
+  ASSERT_TRUE(wait_until([&] { return request_of(n).get_string({"action"}) == "gpu-reset"; }, 30s));
+  const std::string incident(request_of(n).get_string({"incident"}));
+  agent_reports(n, incident, 1, "gpu-reset", "Succeeded");
+  // Done by the agent: sentinel waits settleSeconds for the GPU to report healthy...
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return !incidents(n).back().get_string({"status", "action", "finishedAt"}).empty();
+      },
+      15s))
+      << core::to_json(incidents(n).back());
+  EXPECT_EQ(request_of(n).get_string({"action"}), "gpu-reset");
+  // ...it does not: a reboot, request 2.
+  ASSERT_TRUE(wait_until([&] { return request_of(n).get_string({"action"}) == "reboot"; }, 20s))
+      << core::to_json(incidents(n).back());
+  EXPECT_EQ(request_of(n).get({"attempt"})->as_int(), 2);
+  core::Value rem = incidents(n).back();
+  ASSERT_EQ(rem.get({"status", "escalations"})->size(), 1u);
+  EXPECT_EQ((*rem.get({"status", "escalations"}))[0].get_string({"reason"}), "FaultPersisted");
+  EXPECT_NE((*rem.get({"status", "escalations"}))[0]
+                .get_string({"message"})
+                .find("gpu-nvml/GPU-77aa still faulty 2 s after the agent reported the reset done"),
+            std::string::npos)
+      << core::to_json(rem);
+
+  // The reboot command fails on the node: at once (not at the timeout) a replacement.
+  agent_reports(n, incident, 2, "reboot", "Failed", "systemctl: Failed to reboot: Access denied");
+  ASSERT_TRUE(wait_until([&] { return cloud->count() == 1; }, 20s))
+      << core::to_json(incidents(n).back());
+  rem = incidents(n).back();
+  EXPECT_EQ(rem.get_string({"status", "action", "type"}), "replace");
+  EXPECT_EQ(rem.get_string({"status", "action", "provider"}), "test-cloud");
+  EXPECT_EQ(rem.get_string({"status", "escalatedFrom"}), "reboot");
+  const core::Value& esc = *rem.get({"status", "escalations"});
+  ASSERT_EQ(esc.size(), 2u) << core::to_json(rem);
+  EXPECT_EQ(esc[1].get_string({"from"}), "reboot");
+  EXPECT_EQ(esc[1].get_string({"to"}), "replace");
+  EXPECT_EQ(esc[1].get_string({"reason"}), "ActionFailed");
+  EXPECT_NE(esc[1].get_string({"message"}).find("Access denied"), std::string::npos);
+  {
+    std::lock_guard lock(cloud->mu);
+    EXPECT_EQ(cloud->asked[0].incident, incident);
+    EXPECT_EQ(cloud->asked[0].attempt, 1);
+    EXPECT_EQ(cloud->asked[0].node_uid, std::string(kube::uid_of(get_node(n))));
+  }
+  EXPECT_EQ(request_of(n).get_string({"action"}), "reboot");  // the agent is not asked again
+  EXPECT_EQ(phase(n), "Remediating");
+}
+
+// Issue 12: a pattern rule's `escalate: replace` (the same GPU Fatal 3 times within 24 h in
+// NodeHealth's history) makes the incident's action replace when a provider is configured,
+// and records why not when none is.
+TEST_F(SentinelTest, RuleEscalationToReplaceIsActedOnOrSaysWhyNot) {
+  const std::string repeat =
+      "  - {name: xid-reboot, when: \"event.check == 'xid' && event.state == 'Fatal'\", "
+      "remediate: reboot}\n"
+      "  - {name: repeat-xid, escalate: replace, when: \"event.check == 'xid' && "
+      "history.filter(h, h.check == 'xid' && h.entity == event.entity && h.state == 'Fatal' && "
+      "h.ageSeconds < 86400).size() >= 3\"}\n";
+  create_policy(repeat +
+                "  drain: {enabled: false}\n"
+                "  validation: {newNodes: false}\n"
+                "  breaker: {maxNodes: 100}\n"
+                "  remediation: {defaultAction: reboot, replacement: {provider: test-cloud}}\n");
+  auto cloud = std::make_shared<RecordingProvider>();
+  // Bursts of Fatal on GPU-aa: `recent` within the last day, and `old` ones 2 days ago.
+  auto history = [&](const std::string& node, int recent, int old) {
+    core::Value nh = client_->get(api::node_healths(), "", node);
+    core::Value list = core::Value::list();
+    std::int64_t id = 1;
+    const auto now = std::chrono::system_clock::now();
+    auto entry = [&](std::chrono::system_clock::duration ago) {
+      core::Value h;
+      h["recordId"] = id++;
+      h["time"] =
+          core::Timestamp::from_time_point(now - ago).to_rfc3339(core::TimestampPrecision::Seconds);
+      h["check"] = "xid";
+      h["entity"] = "GPU-aa";
+      h["state"] = "Fatal";
+      h["reason"] = "Xid79";
+      list.push_back(h);
+    };
+    for (int i = 0; i < old; ++i) entry(std::chrono::hours(48 + i));
+    for (int i = 0; i < recent; ++i) entry(std::chrono::hours(recent - i));
+    nh["status"]["history"] = std::move(list);
+    client_->update_status(api::node_healths(), nh);
+  };
+  const std::string hit = node("hit"), once = node("once");
+  for (const auto& n : {hit, once}) health(n, {});
+  history(hit, 3, 0);
+  history(once, 2, 3);  // three more, but older than a day
+  start_manager({{"test-cloud", cloud}});
+  health(hit, {{"xid/GPU-aa", "Fatal"}});
+  health(once, {{"xid/GPU-aa", "Fatal"}});
+  ASSERT_TRUE(wait_until([&] { return cloud->count() == 1; }, 30s))
+      << core::to_json(incidents(hit).back());
+  core::Value rem = incidents(hit).back();
+  EXPECT_EQ(rem.get_string({"spec", "action"}), "replace");
+  EXPECT_EQ(rem.get_string({"spec", "escalation", "rule"}), "repeat-xid");
+  EXPECT_EQ(rem.get_string({"spec", "escalation", "from"}), "reboot");
+  EXPECT_EQ(rem.get_string({"spec", "escalation", "to"}), "replace");
+  EXPECT_TRUE(rem.get({"spec", "escalation", "applied"})->as_bool());
+  EXPECT_EQ(rem.get_string({"status", "action", "type"}), "replace");
+  EXPECT_EQ(request_of(hit).find("action"), nullptr);  // no reboot asked of the agent
+  ASSERT_TRUE(wait_phase(once, "Remediating"));
+  rem = incidents(once).back();
+  EXPECT_EQ(rem.get_string({"spec", "action"}), "reboot");
+  EXPECT_EQ(rem.get({"spec", "escalation"}), nullptr);
+  EXPECT_EQ(cloud->count(), 1u);
+  ASSERT_TRUE(wait_until([&] { return !node_events(hit, "RemediationEscalated").empty(); }, 15s));
+
+  // The same policy without a provider: the escalation is recorded as not applied, and why.
+  stop_manager();
+  core::Value pol = client_->get(api::sentinel_policies(), "", policy_);
+  pol["spec"]["remediation"] = core::parse_yaml("{defaultAction: reboot}");
+  client_->update(api::sentinel_policies(), pol);
+  const std::string third = node("third");
+  health(third, {});
+  history(third, 4, 0);
+  start_manager();
+  health(third, {{"xid/GPU-aa", "Fatal"}});
+  ASSERT_TRUE(wait_phase(third, "Remediating"));
+  rem = incidents(third).back();
+  EXPECT_EQ(rem.get_string({"spec", "action"}), "reboot");
+  EXPECT_FALSE(rem.get({"spec", "escalation", "applied"})->as_bool());
+  EXPECT_EQ(rem.get_string({"spec", "escalation", "message"}),
+            "rule 'repeat-xid' escalates reboot to replace; not applied: "
+            "spec.remediation.replacement.provider is not set; name the provider that replaces "
+            "nodes, e.g. replacement: {provider: simulator}");
+  // The reboot is asked right after its status write.
+  EXPECT_TRUE(
+      wait_until([&] { return request_of(third).get_string({"action"}) == "reboot"; }, 15s));
+  ASSERT_TRUE(wait_until([&] { return !node_events(third, "EscalationNotApplied").empty(); }, 15s));
 }
 
 }  // namespace
