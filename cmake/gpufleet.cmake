@@ -129,7 +129,9 @@ function(gpufleet_lane_of test out_lane out_cost)
   gpufleet_plan_lanes()
   get_property(lane GLOBAL PROPERTY GPUFLEET_LANE_OF_${test})
   get_property(cost GLOBAL PROPERTY GPUFLEET_COST_OF_${test})
-  if(lane STREQUAL "")
+  # Quoted: get_property leaves `lane` undefined for an unlisted test, and an undefined name in
+  # if() is compared as the literal string "lane".
+  if("${lane}" STREQUAL "")
     set(cost 15)
     math(EXPR last "${GPUFLEET_INTEGRATION_LANES} - 1")
     set(lane 0)
