@@ -36,42 +36,32 @@ class SimRemediator final : public sentinel::Remediator {
  public:
   SimRemediator(std::string state_dir, std::string down)
       : dir_(std::move(state_dir)), down_(std::move(down)) {}
-  void request(const std::string& node, const std::string& incident, int attempt,
-               const std::string& action) override {
-    ask(node, incident, attempt, action, {});
-  }
-  void request_reset(const std::string& node, const std::string& incident, int attempt,
-                     const std::vector<std::string>& gpus) override {
-    ask(node, incident, attempt, "gpu-reset", gpus);
-  }
-
- private:
-  void ask(const std::string& node, const std::string& incident, int attempt,
-           const std::string& action, const std::vector<std::string>& gpus) {
+  void request(const sentinel::RemediationRequest& r) override {
     const std::filesystem::path marks = std::filesystem::path(dir_) / "control" / "sentinel";
-    const std::filesystem::path mark = marks / (incident + "-" + std::to_string(attempt));
+    const std::filesystem::path mark = marks / (r.incident + "-" + std::to_string(r.attempt));
     std::error_code ec;
     if (std::filesystem::exists(mark, ec)) return;
     core::Value ev = core::Value::map();
-    ev["node"] = node;
-    if (action == "reboot") {
+    ev["node"] = r.node;
+    if (r.action == "reboot") {
       ev["type"] = "reboot";
       ev["down"] = down_;
       sim::submit_control_event(dir_, ev);
-    } else if (gpus.empty()) {
+    } else if (r.gpus.empty()) {
       ev["type"] = "gpuReset";
       sim::submit_control_event(dir_, ev);
     } else {
       ev["type"] = "gpuReset";
-      for (const auto& uuid : gpus) {  // only the faulty GPUs
+      for (const auto& uuid : r.gpus) {  // only the faulty GPUs
         ev["uuid"] = uuid;
         sim::submit_control_event(dir_, ev);
       }
     }
     std::filesystem::create_directories(marks, ec);
-    std::ofstream(mark) << action << "\n";
+    std::ofstream(mark) << r.action << "\n";
   }
 
+ private:
   std::string dir_;
   std::string down_;
 };

@@ -197,32 +197,22 @@ struct State {
 class AnnotationRemediator final : public Remediator {
  public:
   explicit AnnotationRemediator(kube::Client& client) : client_(client) {}
-  void request(const std::string& node, const std::string& incident, int attempt,
-               const std::string& action) override {
-    ask(node, incident, attempt, action, {});
-  }
-  void request_reset(const std::string& node, const std::string& incident, int attempt,
-                     const std::vector<std::string>& gpus) override {
-    ask(node, incident, attempt, "gpu-reset", gpus);
-  }
-
- private:
-  void ask(const std::string& node, const std::string& incident, int attempt,
-           const std::string& action, const std::vector<std::string>& gpus) {
+  void request(const RemediationRequest& r) override {
     core::Value req = core::Value::map();
-    req["incident"] = incident;
-    req["attempt"] = attempt;
-    req["action"] = action;
-    if (!gpus.empty()) {
+    req["incident"] = r.incident;
+    req["attempt"] = r.attempt;
+    req["action"] = r.action;
+    if (!r.gpus.empty()) {
       core::Value g = core::Value::list();
-      for (const auto& u : gpus) g.push_back(u);
+      for (const auto& u : r.gpus) g.push_back(u);
       req["gpus"] = std::move(g);
     }
     core::Value patch;
     patch["metadata"]["annotations"][kRequestAnnotation] = core::to_json(req);
-    client_.patch(kube::resources::nodes(), "", node, kube::PatchType::Merge, patch);
+    client_.patch(kube::resources::nodes(), "", r.node, kube::PatchType::Merge, patch);
   }
 
+ private:
   kube::Client& client_;
 };
 
@@ -1147,10 +1137,9 @@ class NodeReconciler final : public controller::Reconciler {
         if (type == "wait") return;
         if (type == "replace") {
           if (provider != nullptr) provider->request(replacement(n, old_uid));
-        } else if (type == "gpu-reset") {
-          remediator_->request_reset(node_name, name, static_cast<int>(seq), gpus);
         } else {
-          remediator_->request(node_name, name, static_cast<int>(seq), type);
+          remediator_->request({node_name, name, static_cast<int>(seq), type,
+                                type == "gpu-reset" ? gpus : std::vector<std::string>{}});
         }
       };
       // Records attempt `n` of `type` and asks for it. `from` (the action whose attempts were

@@ -43,6 +43,16 @@ inline constexpr std::string_view kResetBreakerAnnotation = "sentinel.gpufleet.i
 inline constexpr std::string_view kValidatedAnnotation = "sentinel.gpufleet.io/validated";
 inline constexpr std::string_view kNodeLabel = "sentinel.gpufleet.io/node";
 
+// One remediation the incident asks of a node.
+struct RemediationRequest {
+  std::string node;
+  std::string incident;
+  int attempt = 0;
+  std::string action;             // "reboot" or "gpu-reset"
+  std::vector<std::string> gpus;  // gpu-reset: the UUIDs of the incident's GPUs still faulty;
+                                  // empty: the whole node (a GPU known only by PCI address)
+};
+
 // Carries out a remediation action on a node. request() is called on every look while the
 // action is pending, so it must be idempotent per (incident, attempt): the same pair asks once.
 // `attempt` is the incident's request number (status.action.request): it rises over all of the
@@ -51,16 +61,7 @@ inline constexpr std::string_view kNodeLabel = "sentinel.gpufleet.io/node";
 class Remediator {
  public:
   virtual ~Remediator() = default;
-  // action: "reboot" or "gpu-reset".
-  virtual void request(const std::string& node, const std::string& incident, int attempt,
-                       const std::string& action) = 0;
-  // A gpu-reset of the faulty GPUs only (UUIDs from the incident's entities). The default
-  // resets the whole node, for a remediator that cannot name a GPU.
-  virtual void request_reset(const std::string& node, const std::string& incident, int attempt,
-                             const std::vector<std::string>& gpus) {
-    (void)gpus;
-    request(node, incident, attempt, "gpu-reset");
-  }
+  virtual void request(const RemediationRequest& r) = 0;
 };
 
 // Asks the node's agent through the Node annotation sentinel.gpufleet.io/remediation-request

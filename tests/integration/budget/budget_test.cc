@@ -47,10 +47,9 @@ constexpr const char* kRack = "gpufleet.io/budget-itest-rack";
 // happens (so a node stays out as long as a case needs).
 class RecordingRemediator : public sentinel::Remediator {
  public:
-  void request(const std::string& node, const std::string&, int,
-               const std::string& action) override {
+  void request(const sentinel::RemediationRequest& r) override {
     std::lock_guard lock(mu_);
-    asked_[node] = action;
+    asked_[r.node] = r.action;
   }
   bool asked(const std::string& node) {
     std::lock_guard lock(mu_);
