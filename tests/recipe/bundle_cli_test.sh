@@ -57,7 +57,7 @@ expect_bad_input "--set 'nope:a=1': component 'nope' is not in recipe" \
 # --node-os is checked before helm runs and needs --images.
 expect_bad_input "--charts-from \"$work/over\": no vendor/provenance.yaml; give the directory of a bundle written with --vendor-charts" \
   bundle -r "$work/recipe.yaml" --deployer helm -o "$work/bad3" --charts-from "$work/over"
-expect_bad_input "excludes --vendor-charts" \
+expect_bad_input "--vendor-charts excludes --charts-from" \
   bundle -r "$work/recipe.yaml" --deployer helm -o "$work/bad4" --charts-from "$work/over" --vendor-charts
 expect_bad_input "--node-os \"Ubuntu 22.04\": not a node OS tag; give the os_release ID and VERSION_ID joined" \
   bundle -r "$work/recipe.yaml" --deployer helm -o "$work/bad5" --images --helm /nonexistent/helm \
