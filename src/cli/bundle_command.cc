@@ -39,7 +39,9 @@ struct BundleFlags {
   recipe::BundleOptions options;
   std::string config_file;
   bool vendor_charts = false;
+  std::string charts_from;
   bool images = false;
+  std::vector<std::string> node_os;
   recipe::HelmToolOptions helm;
   recipe::OciOptions oci;  // -o oci://...
 };
@@ -165,16 +167,19 @@ void run_bundle(const BundleFlags& f) {
   s.storage_class = f.storage_class;
   if (f.vendor_charts)
     options.vendored = recipe::fetch_charts(recipe::bundled_recipe(r, options), f.helm);
+  if (!f.charts_from.empty())
+    options.vendored =
+        recipe::charts_from_bundle(recipe::bundled_recipe(r, options), f.charts_from);
   recipe::Bundle bundle = recipe::render_bundle(r, deployer, options);
   std::size_t images = 0;
   if (f.images) {
-    // For mirroring: one image per line, covered by the checksums like every other file.
-    std::string text;
-    for (const std::string& image : recipe::bundle_images(r, bundle, options, f.helm)) {
-      text += image + "\n";
-      ++images;
-    }
-    bundle["images.txt"] = {text, false};
+    // For mirroring: one image per line, covered by the checksums like every other file; the
+    // notes (images left to an operator's default) also go to standard error.
+    const recipe::BundleImages found = recipe::bundle_images(r, bundle, options, f.helm, f.node_os);
+    for (const std::string& note : found.notes)
+      std::cerr << "gpufleet bundle: note: " << note << "\n";
+    images = found.images.size();
+    bundle["images.txt"] = {recipe::images_text(found), false};
     bundle["checksums.txt"] = {recipe::checksums_of(bundle), false};
   }
   // A push writes the bundle as usual into a private folder, signs it there, and pushes
@@ -287,9 +292,22 @@ void setup_bundle(CLI::App& root) {
   cmd->add_flag("--vendor-charts", flags->vendor_charts,
                 "pull every chart from its repository into the bundle (vendor/, with "
                 "provenance); the scripts install from there (helm, helmfile deployers)");
+  auto* vendor = cmd->get_option("--vendor-charts");
+  cmd->add_option("--charts-from", flags->charts_from,
+                  "DIR: take the chart archives from the bundle in DIR (written with "
+                  "--vendor-charts;\nchecked against its vendor/provenance.yaml) instead of "
+                  "pulling them: no network")
+      ->check(CLI::ExistingDirectory)
+      ->excludes(vendor);
   cmd->add_flag("--images", flags->images,
                 "list every container image the bundle runs in images.txt (helm template with "
-                "the bundle's values), for mirroring");
+                "the bundle's values,\nand the images operators create from the registry's "
+                "operatorImages), for mirroring");
+  cmd->add_option("--node-os", flags->node_os,
+                  "OS tag of the GPU nodes for operator images tagged per OS (repeatable; "
+                  "ubuntu22.04, rhel9.6;\ndefault: what the recipe's node.os and node.osVersion "
+                  "constraints enumerate)")
+      ->needs(cmd->get_option("--images"));
   cmd->add_option("--helm", flags->helm.helm, "helm binary for --vendor-charts and --images")
       ->capture_default_str();
   cmd->add_option("--chart-ca-file", flags->helm.ca_file,

@@ -6,6 +6,7 @@
 
 #include "core/errors.h"
 #include "core/text.h"
+#include "recipe/operator_images.h"
 #include "recipe/performance.h"
 #include "recipe/pin.h"
 #include "recipe/requirement.h"
@@ -191,7 +192,7 @@ Value normalize_component(const Value& v, std::string_view where, bool registry)
   if (registry) {
     check_keys(m,
                {"description", "chart", "manifests", "namespace", "values", "dependencies",
-                "health", "scheduling"},
+                "health", "scheduling", "operatorImages"},
                where);
   } else {
     check_keys(m,
@@ -261,6 +262,13 @@ Value normalize_component(const Value& v, std::string_view where, bool registry)
         expect_string(p, field_path(w, e.key));
     }
     out["scheduling"] = *f;
+  }
+  // Registry only: the value paths of the images the component's operator creates at run
+  // time (operator_images.h), checked against the component's own values.
+  if (const Value* f = m.find("operatorImages")) {
+    const Value* values = m.find("values");
+    out["operatorImages"] = operator_images_to_value(operator_images_from_value(
+        *f, field_path(where, "operatorImages"), values ? *values : Value()));
   }
   return out;
 }

@@ -153,6 +153,8 @@ Value recipe_to_value(const Recipe& r) {
       e["externalReason"] = c.external_reason;
     }
     if (!c.scheduling.as_map().empty()) e["scheduling"] = c.scheduling;
+    if (!c.operator_images.empty())
+      e["operatorImages"] = operator_images_to_value(c.operator_images);
     comps.push_back(std::move(e));
   }
   spec["components"] = std::move(comps);
@@ -229,7 +231,7 @@ Recipe recipe_from_value(const Value& doc, std::string_view source) {
     const Value& e = list[i];
     check_keys(expect_map(e, w),
                {"name", "description", "chart", "namespace", "values", "dependencies", "level",
-                "manifests", "external", "externalReason", "scheduling"},
+                "manifests", "external", "externalReason", "scheduling", "operatorImages"},
                w);
     if (const Value* chart = e.find("chart")) {
       check_keys(expect_map(*chart, w + ".chart"), {"repository", "name", "version"}, w + ".chart");
@@ -284,6 +286,8 @@ Recipe recipe_from_value(const Value& doc, std::string_view source) {
       }
       c.scheduling = *s;
     }
+    if (const Value* oi = e.find("operatorImages"))
+      c.operator_images = operator_images_from_value(*oi, w + ".operatorImages", c.values);
     c.dependencies = strings(e, "dependencies", w);
     std::sort(c.dependencies.begin(), c.dependencies.end());
     if (std::adjacent_find(c.dependencies.begin(), c.dependencies.end()) != c.dependencies.end()) {

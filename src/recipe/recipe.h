@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/value.h"
+#include "recipe/operator_images.h"
 
 namespace gpufleet::recipe {
 
@@ -57,6 +58,9 @@ struct Component {
   // {systemNodeSelector: [operator.nodeSelector, ...], systemTolerations, acceleratedNodeSelector,
   //  acceleratedTolerations, storageClass}; empty when the component declares none.
   core::Value scheduling = core::Value::map();
+  // Images the component's operator creates at run time, as value paths (registry
+  // `operatorImages`); `bundle --images` lists them (operator_images.h).
+  std::vector<OperatorImage> operator_images;
 };
 
 struct Constraint {

@@ -217,6 +217,8 @@ void add_components(Recipe& r, const Library& lib, const Value& merged) {
     comp.namespace_ = std::string(c.get_string({"namespace"}));
     if (const Value* v = c.find("values")) comp.values = *v;
     if (const Value* s = c.find("scheduling")) comp.scheduling = *s;
+    if (const Value* oi = c.find("operatorImages"))
+      comp.operator_images = operator_images_from_value(*oi, "component " + name);
     comp.dependencies = graph.at(name);
     comp.level = plan.level_of.at(name);
     if (const Value* h = c.find("health")) {

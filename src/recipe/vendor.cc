@@ -3,12 +3,16 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include "core/errors.h"
+#include "core/field_reader.h"
 #include "core/file_reader.h"
 #include "core/sha256.h"
+#include "core/text.h"
 #include "core/yaml.h"
 #include "recipe/builtin_charts.h"
+#include "recipe/requirement.h"
 #include "recipe/tool_process.h"
 
 namespace gpufleet::recipe {
@@ -98,9 +102,158 @@ std::set<std::string> images_in_manifests(const std::string& yaml, const std::st
   return out;
 }
 
-std::set<std::string> bundle_images(const Recipe& given, const Bundle& bundle,
-                                    const BundleOptions& options, const HelmToolOptions& helm) {
+std::vector<VendoredChart> charts_from_bundle(const Recipe& recipe, const std::string& dir,
+                                              std::string_view flag_sv) {
+  const std::string flag(flag_sv);
+  const fs::path root(dir);
+  const std::string prov_path = (root / "vendor/provenance.yaml").string();
+  std::error_code ec;
+  if (!fs::is_regular_file(prov_path, ec)) {
+    throw core::InvalidInput(flag + " " + core::quoted(dir) +
+                             ": no vendor/provenance.yaml; give the directory of a bundle "
+                             "written with --vendor-charts");
+  }
+  const std::string text = core::read_file(prov_path);
+  core::DocumentScope scope(prov_path, text);
+  const core::Value doc = core::parse_yaml(text, prov_path);
+  if (doc.get_string({"kind"}) != "VendoredCharts" || !doc.get({"charts"}) ||
+      !doc.get({"charts"})->is_list()) {
+    throw core::InvalidInput(prov_path +
+                             ": not a vendored-charts record (kind VendoredCharts with a list "
+                             "of charts); give the directory of a bundle written with "
+                             "--vendor-charts");
+  }
+  std::map<std::string, const core::Value*> by_component;
+  for (const core::Value& e : doc.get({"charts"})->as_list())
+    by_component[std::string(e.get_string({"component"}))] = &e;
+  core::InputLimits limits = core::input_limits();
+  limits.max_bytes = kMaxArchiveBytes;
+  std::vector<VendoredChart> out;
+  for (const Component& c : recipe.components) {
+    if (c.chart.in_bundle()) continue;
+    auto it = by_component.find(c.name);
+    if (it == by_component.end()) {
+      throw core::InvalidInput(flag + " " + core::quoted(dir) +
+                               ": the bundle carries no archive of " + c.name + " (chart " +
+                               c.chart.name + " " + c.chart.version +
+                               "); bundle a recipe that installs it with --vendor-charts, or "
+                               "leave it out with --set " +
+                               c.name + ":enabled=false");
+    }
+    const core::Value& e = *it->second;
+    const std::string chart(e.get_string({"chart"})), version(e.get_string({"version"}));
+    if (chart != c.chart.name || version != c.chart.version) {
+      throw core::InvalidInput(flag + " " + core::quoted(dir) + ": the bundle carries " + chart +
+                               " " + version + " for " + c.name + ", the recipe pins " +
+                               c.chart.name + " " + c.chart.version +
+                               "; give a bundle of the same recipe");
+    }
+    const std::string file(e.get_string({"file"}));
+    const std::string name = fs::path(file).filename().string();
+    if (file != "vendor/" + name || name.empty() || name.starts_with(".")) {
+      throw core::InvalidInput(prov_path + ": file " + core::quoted(file) + " of " + c.name +
+                               " must be vendor/<archive>.tgz");
+    }
+    VendoredChart v;
+    v.component = c.name;
+    v.repository = std::string(e.get_string({"repository"}));
+    v.chart = chart;
+    v.version = version;
+    v.file = name;
+    v.content = core::read_file((root / file).string(), limits);
+    v.sha256 = core::sha256_hex(v.content);
+    if (v.sha256 != e.get_string({"sha256"})) {
+      throw core::InvalidInput(flag + " " + core::quoted(dir) + ": " + file +
+                               " changed since it was bundled: its SHA-256 is " + v.sha256 +
+                               ", provenance.yaml records " +
+                               std::string(e.get_string({"sha256"})) +
+                               "; take the archive from the original bundle");
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+namespace {
+
+// "== X" or "in X, Y": the values a constraint allows, if it enumerates them.
+std::optional<std::vector<std::string>> enumerated(const Constraint* c) {
+  if (c == nullptr) return std::nullopt;
+  const Requirement r = parse_requirement(c->requirement, c->name);
+  if (r.op == RequirementOp::Eq) return std::vector<std::string>{r.operand};
+  if (r.op == RequirementOp::In) return r.alternatives;
+  return std::nullopt;
+}
+
+const Constraint* find_fact(const std::vector<Constraint>& list, std::string_view fact) {
+  for (const Constraint& c : list)
+    if (c.fact == fact) return &c;
+  return nullptr;
+}
+
+bool is_os_tag(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size() && s[i] >= 'a' && s[i] <= 'z') ++i;
+  if (i == 0 || i == s.size()) return false;
+  bool digit = false;
+  for (; i < s.size(); ++i) {
+    if (s[i] >= '0' && s[i] <= '9') {
+      digit = true;
+    } else if (s[i] != '.' || !digit) {
+      return false;
+    } else {
+      digit = false;
+    }
+  }
+  return digit;
+}
+
+}  // namespace
+
+NodeOsTags node_os_tags(const Recipe& recipe, const std::vector<std::string>& given) {
+  NodeOsTags out;
+  if (!given.empty()) {
+    for (const std::string& g : given) {
+      if (!is_os_tag(g)) {
+        throw core::InvalidInput("--node-os " + core::quoted(g) +
+                                 ": not a node OS tag; give the os_release ID and VERSION_ID "
+                                 "joined, as the GPU Operator tags its driver images (ubuntu22.04, "
+                                 "rhel9.6, rhcos4.18)");
+      }
+      out.tags.insert(g);
+    }
+    return out;
+  }
+  std::vector<const NodePool*> pools;
+  for (const NodePool& p : recipe.pools) pools.push_back(&p);
+  if (pools.empty()) pools.push_back(nullptr);  // the cluster-wide constraints alone
+  std::set<std::string> unknown;
+  for (const NodePool* p : pools) {
+    const Constraint* os = p ? find_fact(p->constraints, "node.os") : nullptr;
+    const Constraint* ver = p ? find_fact(p->constraints, "node.osVersion") : nullptr;
+    if (os == nullptr) os = find_fact(recipe.constraints, "node.os");
+    if (ver == nullptr) ver = find_fact(recipe.constraints, "node.osVersion");
+    if (os == nullptr && ver == nullptr) continue;
+    const auto ids = enumerated(os);
+    const auto versions = enumerated(ver);
+    if (ids && versions) {
+      for (const std::string& id : *ids)
+        for (const std::string& v : *versions) out.tags.insert(id + v);
+      continue;
+    }
+    std::string why = p ? "pool " + p->name + ": " : "";
+    why += os ? "node.os " + os->requirement : "no node.os constraint";
+    why += ver ? ", node.osVersion " + ver->requirement : ", no node.osVersion constraint";
+    unknown.insert(why);
+  }
+  out.unknown.assign(unknown.begin(), unknown.end());
+  return out;
+}
+
+BundleImages bundle_images(const Recipe& given, const Bundle& bundle, const BundleOptions& options,
+                           const HelmToolOptions& helm, const std::vector<std::string>& node_os) {
   const Recipe recipe = bundled_recipe(given, options);
+  const NodeOsTags os = node_os_tags(recipe, node_os);
   ToolTempDir tmp("gpufleet-images");
   // The charts the bundle carries, on disk for helm.
   for (const auto& [path, file] : bundle) {
@@ -111,27 +264,59 @@ std::set<std::string> bundle_images(const Recipe& given, const Bundle& bundle,
   }
   std::map<std::string, std::string> vendored;  // component -> archive in the bundle
   for (const VendoredChart& v : options.vendored) vendored[v.component] = "vendor/" + v.file;
-  std::set<std::string> images;
+  BundleImages out;
   for (const Component& c : recipe.components) {
     const std::string values = tmp.path + "/" + c.name + "-values.yaml";
     std::ofstream(values, std::ios::trunc) << core::to_yaml(c.values);
-    std::vector<std::string> args = {helm.helm, "template", c.name};
+    // The chart as helm finds it: the bundle's copy, else the repository.
+    std::vector<std::string> chart;
     if (auto it = vendored.find(c.name); it != vendored.end()) {
-      args.push_back(tmp.path + "/bundle/" + it->second);
+      chart.push_back(tmp.path + "/bundle/" + it->second);
     } else if (c.chart.is_builtin()) {
-      args.push_back(tmp.path + "/bundle/" + builtin_chart_dir(c.chart.name));
+      chart.push_back(tmp.path + "/bundle/" + builtin_chart_dir(c.chart.name));
     } else if (c.chart.is_local()) {
-      args.push_back(tmp.path + "/bundle/local-charts/" + c.name);
+      chart.push_back(tmp.path + "/bundle/local-charts/" + c.name);
     } else {
-      for (std::string& a : repository_args(c, helm)) args.push_back(std::move(a));
+      chart = repository_args(c, helm);
     }
+    const ToolLimits limits{.max_output = 64u << 20, .timeout = helm.timeout};
+    std::vector<std::string> args = {helm.helm, "template", c.name};
+    args.insert(args.end(), chart.begin(), chart.end());
     args.insert(args.end(), {"--namespace", c.namespace_, "--values", values});
     const std::string what = "--images: helm template of " + c.name;
-    const std::string rendered = run_tool(args, tmp.path + "/stderr", what, kHelmHint,
-                                          {.max_output = 64u << 20, .timeout = helm.timeout});
-    for (const std::string& image : images_in_manifests(rendered, what)) images.insert(image);
+    const std::string rendered = run_tool(args, tmp.path + "/stderr", what, kHelmHint, limits);
+    for (const std::string& image : images_in_manifests(rendered, what)) out.images.insert(image);
+    if (c.operator_images.empty()) continue;
+    // Operator images: the chart's own default values under the bundle's.
+    auto show = [&](const char* part) {
+      std::vector<std::string> a = {helm.helm, "show", part};
+      a.insert(a.end(), chart.begin(), chart.end());
+      const std::string w = "--images: helm show " + std::string(part) + " of " + c.name;
+      core::Value v = core::parse_yaml(run_tool(a, tmp.path + "/stderr", w, kHelmHint, limits), w);
+      return v.is_null() ? core::Value::map() : v;
+    };
+    const core::Value defaults = show("values");
+    bool need_app_version = false;
+    for (const OperatorImage& img : c.operator_images)
+      need_app_version = need_app_version || img.app_version_default;
+    const std::string app_version =
+        need_app_version ? std::string(show("chart").get_string({"appVersion"})) : "";
+    OperatorImagesResult r = resolve_operator_images(
+        c.name, c.operator_images, merge_chart_values(defaults, c.values), app_version, os);
+    out.images.insert(r.images.begin(), r.images.end());
+    out.notes.insert(out.notes.end(), r.notes.begin(), r.notes.end());
   }
-  return images;
+  return out;
+}
+
+std::string images_text(const BundleImages& images) {
+  std::string text;
+  if (!images.notes.empty()) {
+    text += "# Notes (lines starting with # are not images; grep -v '^#' images.txt):\n";
+    for (const std::string& n : images.notes) text += "# " + n + "\n";
+  }
+  for (const std::string& image : images.images) text += image + "\n";
+  return text;
 }
 
 }  // namespace gpufleet::recipe

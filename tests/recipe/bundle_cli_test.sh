@@ -2,7 +2,7 @@
 # `gpufleet bundle` overrides and signing through the binary: --set/--set-json/--set-file/-f,
 # enabled=false, the record and digest, bad overrides; --sign-key with ssh-keygen and
 # `gpufleet verify` on a good, a wrong-key, a changed, an added, a re-summed and an unsigned
-# bundle. Usage: bundle_cli_test.sh path/to/gpufleet
+# bundle; bad --charts-from and --node-os. Usage: bundle_cli_test.sh path/to/gpufleet
 set -euo pipefail
 bin="$1"
 work="$(mktemp -d)"
@@ -52,6 +52,19 @@ expect_bad_input "--set 'gpu-operator.driver=1': expected COMPONENT:PATH=VALUE" 
 expect_bad_input "--set 'nope:a=1': component 'nope' is not in recipe" \
   bundle -r "$work/recipe.yaml" --deployer helm -o "$work/bad2" --set nope:a=1
 [[ -e "$work/bad1" || -e "$work/bad2" ]] && fail "a bad override wrote a bundle"
+
+# --images companions: --charts-from reads a vendored bundle (the online one carries none),
+# --node-os is checked before helm runs and needs --images.
+expect_bad_input "--charts-from \"$work/over\": no vendor/provenance.yaml; give the directory of a bundle written with --vendor-charts" \
+  bundle -r "$work/recipe.yaml" --deployer helm -o "$work/bad3" --charts-from "$work/over"
+expect_bad_input "--vendor-charts excludes --charts-from" \
+  bundle -r "$work/recipe.yaml" --deployer helm -o "$work/bad4" --charts-from "$work/over" --vendor-charts
+expect_bad_input "--node-os \"Ubuntu 22.04\": not a node OS tag; give the os_release ID and VERSION_ID joined" \
+  bundle -r "$work/recipe.yaml" --deployer helm -o "$work/bad5" --images --helm /nonexistent/helm \
+  --node-os 'Ubuntu 22.04'
+expect_bad_input "--node-os requires --images" \
+  bundle -r "$work/recipe.yaml" --deployer helm -o "$work/bad6" --node-os ubuntu22.04
+[[ -e "$work/bad3" || -e "$work/bad5" ]] && fail "a bad --charts-from or --node-os wrote a bundle"
 
 # Signing and offline verification (SSH Ed25519, ssh-keygen -Y sign).
 if command -v ssh-keygen >/dev/null; then

@@ -6,8 +6,9 @@
 # fetch fails with no route, the registry that served the charts cannot be reached, and the
 # same recipe bundled without --vendor-charts fails to install); the vendored
 # bundle's deploy.sh (preflight, both levels, the readiness gate) and uninstall.sh then
-# succeed, so they made no call that needed the network. Where strace exists, every connect()
-# of the deploy is recorded and must target loopback or a Unix socket.
+# succeed, so they made no call that needed the network; `bundle --charts-from --images` there
+# lists the same images (operator images included) as outside. Where strace exists, every
+# connect() of the deploy is recorded and must target loopback or a Unix socket.
 # Usage: airgap_deploy.sh REPO_ROOT   (env: GPUFLEET_BIN; HELM_BIN, KUBE_LOCAL_BIN,
 # OCI_REGISTRY_BIN optional)
 # Exit 77 (skipped) without helm, kube-local or the registry, or where `unshare -n` is not
@@ -44,36 +45,11 @@ registry_pid=$!
 for _ in $(seq 100); do [[ -s $work/registry.addr ]] && break; sleep 0.1; done
 addr="$(head -n1 "$work/registry.addr")"
 [[ $addr == 127.0.0.1:* ]] || fail "registry did not start: $(cat "$work/registry.log")"
-mkdir -p "$work/charts/demo/templates" "$work/charts/demo-app/templates"
-printf 'apiVersion: v2\nname: demo\nversion: 1.2.3\n' >"$work/charts/demo/Chart.yaml"
-printf 'image: registry.example/demo:1.2.3\nreplicas: 0\n' >"$work/charts/demo/values.yaml"
-cat >"$work/charts/demo/templates/demo.yaml" <<'YAML'
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: demo-settings}
-data: {image: {{ .Values.image | quote }}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: demo}
-spec:
-  replicas: {{ .Values.replicas }}
-  selector: {matchLabels: {app: demo}}
-  template:
-    metadata: {labels: {app: demo}}
-    spec:
-      containers: [{name: demo, image: {{ .Values.image | quote }}}]
-YAML
-printf 'apiVersion: v2\nname: demo-app\nversion: 0.4.0\n' >"$work/charts/demo-app/Chart.yaml"
-printf 'greeting: hello\n' >"$work/charts/demo-app/values.yaml"
-cat >"$work/charts/demo-app/templates/app.yaml" <<'YAML'
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: demo-app}
-data: {greeting: {{ .Values.greeting | quote }}}
-YAML
+# The charts (testdata/charts): demo renders its image and carries operator-style values
+# (driver, toolkit, validator, dcgm, sriov) that no template renders.
+charts="$repo/tests/integration/recipe/testdata/charts"
 for c in demo demo-app; do
-  "$helm" package "$work/charts/$c" -d "$work/packages" >/dev/null
+  "$helm" package "$charts/$c" -d "$work/packages" >/dev/null
 done
 "$helm" push "$work/packages/demo-1.2.3.tgz" "oci://$addr/charts" --plain-http >/dev/null 2>&1 ||
   fail "helm push demo to oci://$addr/charts"
@@ -95,6 +71,12 @@ spec:
     name: demo
     namespace: $ns
     values: {image: registry.example/demo:2.0.0}
+    operatorImages:
+      driver: {repository: driver.repository, image: driver.image, version: driver.version, enabled: [driver.enabled], osTag: true}
+      toolkit: {repository: toolkit.repository, image: toolkit.image, version: toolkit.version, enabled: [toolkit.enabled]}
+      validator: {repository: validator.repository, image: validator.image, version: validator.version, defaultVersion: appVersion}
+      dcgm: {repository: dcgm.repository, image: dcgm.image, version: dcgm.version, enabled: [dcgm.enabled]}
+      sriov-cni: {reference: sriov.cni, enabled: [sriov.enabled]}
   - chart: {name: demo-app, repository: oci://$addr/charts, version: 0.4.0}
     dependencies: [demo]
     level: 1
@@ -108,10 +90,33 @@ spec:
   - {component: demo, kind: Deployment, name: demo, namespace: $ns}
   - {component: demo-app, kind: Pods, namespace: $ns}
 YAML
+# Overrides: a newer driver, the toolkit by digest, DCGM off; the driver is tagged per node OS.
+digest="sha256:$(printf toolkit | sha256sum | cut -d' ' -f1)"
+overrides=(--set demo:driver.version=580.126.20 --set "demo:toolkit.version=$digest"
+  --set demo:dcgm.enabled=false --node-os ubuntu22.04 --node-os ubuntu24.04)
 "$bin" bundle -r "$work/recipe.yaml" --deployer helm --vendor-charts --plain-http --helm "$helm" \
-  -o "$work/bundle" >"$work/bundle.out"
+  --images "${overrides[@]}" -o "$work/bundle" >"$work/bundle.out" 2>"$work/bundle.err" ||
+  fail "bundle --images: $(cat "$work/bundle.err")"
 grep -q '2 charts vendored' "$work/bundle.out" || fail "bundle: $(cat "$work/bundle.out")"
 (cd "$work/bundle" && sha256sum -c --quiet checksums.txt) || fail "bundle checksums"
+# images.txt: the rendered image and the operator images with the overrides applied (the
+# driver once per OS, the toolkit by digest, no DCGM, no SR-IOV CNI, the validator at the
+# chart's appVersion, which a note says).
+cat >"$work/images.expected" <<TXT
+# Notes (lines starting with # are not images; grep -v '^#' images.txt):
+# demo operatorImages.validator: validator.version is unset; the operator uses the chart's appVersion, v9.8.7
+registry.example/demo:2.0.0
+registry.example/operands/container-toolkit@$digest
+registry.example/operands/driver:580.126.20-ubuntu22.04
+registry.example/operands/driver:580.126.20-ubuntu24.04
+registry.example/operands/validator:v9.8.7
+TXT
+diff -u "$work/images.expected" "$work/bundle/images.txt" || fail "images.txt differs (above)"
+grep -q "note: demo operatorImages.validator" "$work/bundle.err" || fail "no note: $(cat "$work/bundle.err")"
+# The component left out lists nothing of it (from the vendored archives, no pull).
+"$bin" bundle -r "$work/recipe.yaml" --deployer helm --charts-from "$work/bundle" --helm "$helm" \
+  --images --set demo:enabled=false -o "$work/off" >/dev/null
+[[ ! -s $work/off/images.txt ]] || fail "demo:enabled=false still lists: $(cat "$work/off/images.txt")"
 # The same recipe bundled without --vendor-charts: its install reaches for the registry.
 "$bin" bundle -r "$work/recipe.yaml" --deployer helm -o "$work/online" >/dev/null
 # Outside the namespace the registry serves the chart (the control below fails for a reason).
@@ -169,10 +174,13 @@ helm status demo-app -n "$NS" >"$WORK/status-app.txt" 2>&1
 kubectl get deployment demo -n "$NS" -o 'jsonpath={.spec.template.spec.containers[0].image}' >"$WORK/image.txt"
 kubectl get configmap demo-app -n "$NS" -o 'jsonpath={.data.greeting}' >"$WORK/greeting.txt"
 "$WORK/bundle/uninstall.sh" >"$WORK/uninstall.txt" 2>&1 || fail "uninstall.sh: $(cat "$WORK/uninstall.txt")"
+# The mirroring list from the vendored archives alone: the same images.txt as outside.
+gpufleet bundle -r "$WORK/recipe.yaml" --deployer helm --charts-from "$WORK/bundle" --images \
+  $OVERRIDES -o "$WORK/again" >"$WORK/again.txt" 2>&1 || fail "bundle --images inside: $(cat "$WORK/again.txt")"
 helm list -n "$NS" -q >"$WORK/after-uninstall.txt"
 "$KUBE_LOCAL" down --data-dir "$WORK/kube" >/dev/null
 SH
-export WORK="$work" ADDR="$addr" NS="$ns" KUBE_LOCAL="$kube_local"
+export WORK="$work" ADDR="$addr" NS="$ns" KUBE_LOCAL="$kube_local" OVERRIDES="${overrides[*]}"
 export PATH="$work/bin:$PATH" HELM_CACHE_HOME="$work/helm/cache" HELM_CONFIG_HOME="$work/helm/config" \
   HELM_DATA_HOME="$work/helm/data" DOCKER_CONFIG="$work/docker"
 export TRACER="${tracer[*]:-}"
@@ -191,6 +199,9 @@ grep -q 'STATUS: deployed' "$work/status-app.txt" || fail "demo-app: $(cat "$wor
 [[ $(cat "$work/image.txt") == registry.example/demo:2.0.0 ]] || fail "demo image: $(cat "$work/image.txt")"
 [[ $(cat "$work/greeting.txt") == air-gapped ]] || fail "demo-app greeting: $(cat "$work/greeting.txt")"
 [[ ! -s $work/after-uninstall.txt ]] || fail "releases left after uninstall.sh: $(cat "$work/after-uninstall.txt")"
+cmp "$work/bundle/images.txt" "$work/again/images.txt" ||
+  fail "images.txt made inside differs: $(diff "$work/bundle/images.txt" "$work/again/images.txt")"
+echo "images.txt inside the namespace, from the vendored archives: $(grep -vc '^#' "$work/again/images.txt") images, same as outside"
 if [[ -s $work/connect.log ]]; then
   # connect(fd, {sa_family=AF_INET, sin_port=htons(P), sin_addr=inet_addr("A")}, ...) per call.
   inet="$(grep -c 'sa_family=AF_INET' "$work/connect.log" || true)"
@@ -202,4 +213,4 @@ if [[ -s $work/connect.log ]]; then
 else
   echo "note: no strace; the proof rests on the namespace having no route"
 fi
-echo "PASS: air-gapped deploy (2 vendored charts, 2 levels, readiness gates, uninstall)"
+echo "PASS: air-gapped deploy (2 vendored charts, 2 levels, readiness gates, uninstall) and images.txt"
