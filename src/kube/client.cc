@@ -440,6 +440,10 @@ ListResult Client::list_streamed(const ResourceId& r, std::string_view ns, const
   // A whole unpaginated list (resourceVersion=0) of thousands of objects takes longer than one
   // request; bound it generously rather than by the per-request timeout.
   req.timeout = std::max<std::chrono::milliseconds>(req.timeout, std::chrono::minutes(5));
+  // Backpressure: the server sends a list of thousands of objects faster than they are decoded,
+  // and without it the unread rest piles up in this process (the peak memory of an informer's
+  // sync). Paused at kListBacklogBytes, the list waits in the socket and the server instead.
+  req.pause_above = kListBacklogBytes;
   std::shared_ptr<HttpStream> stream = impl_->transport.stream(std::move(req));
   struct Cancel {
     HttpStream& s;
@@ -800,7 +804,7 @@ void Client::invalidate_discovery() {
 
 Client::TransportStats Client::transport_stats() const {
   HttpTransport::Stats s = impl_->transport.stats();
-  return {s.transfers, s.new_connections, s.http2};
+  return {s.transfers, s.new_connections, s.http2, s.stream_pauses, s.max_stream_backlog};
 }
 
 std::string Client::get_raw(std::string_view path) {

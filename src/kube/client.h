@@ -215,12 +215,18 @@ class Client {
   // A raw GET of a path ("/version", "/readyz"), returning the body.
   std::string get_raw(std::string_view path);
 
-  // Connection use so far: with HTTP/2 every request and watch shares one connection.
+  // Connection use so far: with HTTP/2 every request and watch shares one connection (streamed
+  // lists excepted, below).
   struct TransportStats {
     std::uint64_t requests = 0;  // finished requests and watches
     std::uint64_t connections = 0;
     std::uint64_t http2_requests = 0;
+    std::uint64_t stream_pauses = 0;       // streamed lists paused for a slower reader
+    std::uint64_t max_stream_backlog = 0;  // bytes: the largest unread backlog of a stream
   };
+  // A streamed list (list_page_streamed*) runs on its own HTTP/1.1 connection and pauses while
+  // this many bytes wait unread: the bound on what a list holds besides the decoded objects.
+  static constexpr std::size_t kListBacklogBytes = std::size_t{1} << 20;
   [[nodiscard]] TransportStats transport_stats() const;
 
  private:

@@ -21,9 +21,11 @@ long HttpStream::wait_status() {
 }
 
 bool HttpStream::read(std::string& out) {
-  std::unique_lock lock(mu_);
-  cv_.wait(lock, [&] { return !blocks_.empty() || done_; });
-  if (!blocks_.empty()) {
+  std::function<void()> resume;
+  {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !blocks_.empty() || done_; });
+    if (blocks_.empty()) return false;
     buffered_ -= blocks_.front().size();
     if (out.empty()) {
       out.swap(blocks_.front());  // no copy
@@ -31,9 +33,33 @@ bool HttpStream::read(std::string& out) {
       out.append(blocks_.front());
     }
     blocks_.pop_front();
-    return true;
+    // Resume at half the threshold, not just below it: one pause per half-threshold of bytes
+    // rather than one per block.
+    if (paused_ && buffered_ <= pause_above_ / 2 && !done_) {
+      paused_ = false;
+      resume = resumer_;
+    }
   }
-  return false;
+  if (resume) resume();
+  return true;
+}
+
+bool HttpStream::pause_now() {
+  std::lock_guard lock(mu_);
+  if (pause_above_ == 0 || buffered_ < pause_above_) return false;
+  if (!paused_) ++pauses_;
+  paused_ = true;
+  return true;
+}
+
+std::size_t HttpStream::peak_buffered() {
+  std::lock_guard lock(mu_);
+  return peak_buffered_;
+}
+
+std::size_t HttpStream::pauses() {
+  std::lock_guard lock(mu_);
+  return pauses_;
 }
 
 std::optional<TransportError> HttpStream::error() {
@@ -76,6 +102,7 @@ bool HttpStream::on_data(const char* p, std::size_t n) {
     }
     blocks_.back().append(p, n);
     buffered_ += n;
+    peak_buffered_ = std::max(peak_buffered_, buffered_);
   }
   cv_.notify_all();
   return true;
@@ -87,6 +114,7 @@ void HttpStream::on_done(std::optional<TransportError> error) {
     done_ = true;
     if (!cancelled_) error_ = std::move(error);
     canceller_ = nullptr;
+    resumer_ = nullptr;
   }
   cv_.notify_all();
 }
@@ -160,9 +188,11 @@ struct HttpTransport::Impl {
   std::mutex mu;
   std::deque<std::unique_ptr<Transfer>> pending;
   std::vector<std::shared_ptr<HttpStream>> to_cancel;
+  std::vector<std::shared_ptr<HttpStream>> to_resume;
   bool stopping = false;
   std::map<CURL*, std::unique_ptr<Transfer>> running;
   std::atomic<std::uint64_t> transfers{0}, new_connections{0}, http2{0};
+  std::atomic<std::uint64_t> stream_pauses{0}, max_stream_backlog{0};
 
   Impl() {
     std::call_once(g_curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
@@ -210,6 +240,8 @@ struct HttpTransport::Impl {
     if (t->stream) {
       t->report_status();
       if (t->stream->cancelled()) return 0;  // aborts the transfer
+      // libcurl offers these same bytes again after curl_easy_pause(CURLPAUSE_CONT).
+      if (t->stream->pause_now()) return CURL_WRITEFUNC_PAUSE;
       if (!t->stream->on_data(data, size * n)) {
         t->stream_overflow = true;
         return 0;  // aborts the transfer
@@ -232,8 +264,16 @@ struct HttpTransport::Impl {
     curl_easy_setopt(e, CURLOPT_PRIVATE, &t);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t.error_buffer);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
-    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);  // prefer multiplexing over a new connection
+    if (r.pause_above > 0) {
+      // Pausing works per connection on HTTP/1.1 (libcurl stops reading the socket); a fresh
+      // connection, closed afterwards, so no other request waits behind a paused one.
+      curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+      curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+      curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+    } else {
+      curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
+      curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);  // prefer multiplexing over a new connection
+    }
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, r.tls.allow_plain_http ? "http,https" : "https");
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
@@ -308,6 +348,11 @@ struct HttpTransport::Impl {
       if (version == CURL_HTTP_VERSION_2_0) ++http2;
     }
     if (t.stream) {
+      stream_pauses += t.stream->pauses();
+      std::uint64_t peak = t.stream->peak_buffered();
+      std::uint64_t seen = max_stream_backlog.load();
+      while (peak > seen && !max_stream_backlog.compare_exchange_weak(seen, peak)) {
+      }
       if (!t.status_reported) t.stream->on_status(0);
       t.stream->on_done(std::move(error));
     } else if (error) {
@@ -321,11 +366,13 @@ struct HttpTransport::Impl {
     for (;;) {
       std::deque<std::unique_ptr<Transfer>> starting;
       std::vector<std::shared_ptr<HttpStream>> cancelling;
+      std::vector<std::shared_ptr<HttpStream>> resuming;
       {
         std::lock_guard lock(mu);
         if (stopping) return;
         starting.swap(pending);
         cancelling.swap(to_cancel);
+        resuming.swap(to_resume);
       }
       for (auto& t : starting) {
         setup(*t);
@@ -341,6 +388,12 @@ struct HttpTransport::Impl {
             running.erase(it);
             break;
           }
+        }
+      }
+      for (auto& s : resuming) {
+        for (auto& [easy, t] : running) {
+          // May deliver the held bytes at once, through on_body, on this thread.
+          if (t->stream == s) curl_easy_pause(easy, CURLPAUSE_CONT);
         }
       }
       int still_running = 0;
@@ -383,11 +436,20 @@ HttpResponse HttpTransport::perform(HttpRequest request) {
 
 std::shared_ptr<HttpStream> HttpTransport::stream(HttpRequest request) {
   auto t = std::make_unique<Transfer>();
+  auto s = std::make_shared<HttpStream>(request.pause_above);
   t->request = std::move(request);
-  auto s = std::make_shared<HttpStream>();
   t->stream = s;
   Impl* impl = impl_.get();
   std::weak_ptr<HttpStream> weak = s;
+  s->resumer_ = [impl, weak] {
+    if (auto strong = weak.lock()) {
+      {
+        std::lock_guard lock(impl->mu);
+        impl->to_resume.push_back(strong);
+      }
+      curl_multi_wakeup(impl->multi);
+    }
+  };
   s->canceller_ = [impl, weak] {
     if (auto strong = weak.lock()) {
       {
@@ -402,7 +464,8 @@ std::shared_ptr<HttpStream> HttpTransport::stream(HttpRequest request) {
 }
 
 HttpTransport::Stats HttpTransport::stats() const {
-  return {impl_->transfers.load(), impl_->new_connections.load(), impl_->http2.load()};
+  return {impl_->transfers.load(), impl_->new_connections.load(), impl_->http2.load(),
+          impl_->stream_pauses.load(), impl_->max_stream_backlog.load()};
 }
 
 std::string url_encode(std::string_view s) {

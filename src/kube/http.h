@@ -39,6 +39,11 @@ struct HttpRequest {
   std::string body;
   std::chrono::milliseconds timeout{0};  // whole transfer; 0: none
   TlsSettings tls;                       // per request: exec plugins may rotate certificates
+  // Streams only. Non-zero: the transfer gets its own HTTP/1.1 connection and is paused while
+  // the consumer has this many bytes unread, so TCP flow control holds the server back and the
+  // backlog stays near this bound (a large list read by a slower decoder). Zero: the stream
+  // shares the HTTP/2 connection and is bounded only by HttpStream::kBufferLimit.
+  std::size_t pause_above = 0;
 };
 
 struct HttpResponse {
@@ -49,14 +54,18 @@ struct HttpResponse {
   std::string http_version;  // "2" or "1.1", for tests and diagnostics
 };
 
-// Body of a streaming request (a watch), filled by the transport thread and drained by the
-// consumer. Thread-safe. Bounded: a consumer more than kBufferLimit unread bytes behind ends
-// the transfer with a TransportError that says so (an informer then resumes its watch or
-// relists). Backpressure by pausing the transfer (CURL_WRITEFUNC_PAUSE) is not used: it is not
-// yet tested against HTTP/2 connections shared with other streams.
+// Body of a streaming request (a watch, a streamed list), filled by the transport thread and
+// drained by the consumer. Thread-safe. Bounded: a consumer more than kBufferLimit unread bytes
+// behind ends the transfer with a TransportError that says so (an informer then resumes its
+// watch or relists). A stream made with a pause threshold (HttpRequest::pause_above) instead
+// stops taking bytes at that backlog and resumes once the consumer has read half of it: only
+// on its own HTTP/1.1 connection, because libcurl 7.88 keeps filling a paused HTTP/2 stream's
+// 32 MiB window (docs/kube-client.md, "Bounded buffers").
 class HttpStream {
  public:
   static constexpr std::size_t kBufferLimit = std::size_t{64} << 20;
+
+  explicit HttpStream(std::size_t pause_above = 0) : pause_above_(pause_above) {}
 
   // Waits for the response status; 0 when the transfer failed before one arrived.
   long wait_status();
@@ -73,7 +82,13 @@ class HttpStream {
   void on_status(long status);
   // False when the bytes would pass kBufferLimit: the transport then aborts the transfer.
   bool on_data(const char* p, std::size_t n);
+  // True when the transport must pause before offering more bytes (the backlog reached the
+  // pause threshold); read() later calls the resumer once half of it has been read.
+  bool pause_now();
   void on_done(std::optional<TransportError> error);
+  // The largest unread backlog this stream held, and how often it paused.
+  [[nodiscard]] std::size_t peak_buffered();
+  [[nodiscard]] std::size_t pauses();
 
  private:
   std::mutex mu_;
@@ -87,8 +102,13 @@ class HttpStream {
   static constexpr std::size_t kBlockBytes = 64 * 1024;
   std::deque<std::string> blocks_;
   std::size_t buffered_ = 0;
+  std::size_t peak_buffered_ = 0;
+  const std::size_t pause_above_;
+  bool paused_ = false;
+  std::size_t pauses_ = 0;
   std::optional<TransportError> error_;
   std::function<void()> canceller_;
+  std::function<void()> resumer_;  // asks the transport thread to unpause the transfer
   friend class HttpTransport;
 };
 
@@ -109,9 +129,11 @@ class HttpTransport {
   std::shared_ptr<HttpStream> stream(HttpRequest request);
 
   struct Stats {
-    std::uint64_t transfers = 0;        // finished requests and streams
-    std::uint64_t new_connections = 0;  // TCP+TLS connections opened for them
-    std::uint64_t http2 = 0;            // transfers that used HTTP/2
+    std::uint64_t transfers = 0;           // finished requests and streams
+    std::uint64_t new_connections = 0;     // TCP+TLS connections opened for them
+    std::uint64_t http2 = 0;               // transfers that used HTTP/2
+    std::uint64_t stream_pauses = 0;       // times a stream with a pause threshold paused
+    std::uint64_t max_stream_backlog = 0;  // the largest unread backlog of any finished stream
   };
   [[nodiscard]] Stats stats() const;
 

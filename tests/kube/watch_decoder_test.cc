@@ -172,6 +172,34 @@ TEST(ListItemSplitter, RejectsTruncatedAndMalformedLists) {
   EXPECT_NO_THROW(run(R"({"metadata":{},"items":null})"));
 }
 
+// A stream with a pause threshold asks the transport to pause once that many bytes wait, and
+// stops asking once the reader has taken half of them (the transport then resumes it).
+TEST(HttpStream, PausesAtItsThresholdAndResumesAtHalf) {
+  HttpStream s(256 * 1024);
+  s.on_status(200);
+  const std::string block(64 * 1024, 'a');
+  int taken = 0;
+  while (!s.pause_now()) {
+    ASSERT_TRUE(s.on_data(block.data(), block.size()));
+    ++taken;
+  }
+  EXPECT_EQ(taken, 4);
+  EXPECT_EQ(s.pauses(), 1u);
+  EXPECT_TRUE(s.pause_now());  // still full: still paused, counted once
+  EXPECT_EQ(s.pauses(), 1u);
+  std::string out;
+  ASSERT_TRUE(s.read(out));  // 192 KiB left: above half
+  EXPECT_TRUE(s.pause_now());
+  out.clear();
+  ASSERT_TRUE(s.read(out));  // 128 KiB left: half
+  EXPECT_FALSE(s.pause_now());
+  EXPECT_EQ(s.peak_buffered(), 256u * 1024);
+  // Without a threshold a stream never pauses (HTTP/2 watches: bounded by kBufferLimit only).
+  HttpStream plain;
+  ASSERT_TRUE(plain.on_data(block.data(), block.size()));
+  EXPECT_FALSE(plain.pause_now());
+}
+
 // Bytes come out in order and in bounded pieces (a consumer behind a fast sender never holds a
 // second copy of the whole backlog).
 TEST(HttpStream, ReadsTheBacklogInOrderInBoundedPieces) {

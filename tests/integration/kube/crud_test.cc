@@ -2,10 +2,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "core/json.h"
 #include "core/yaml.h"
-#include "kube/client.h"
 #include "kube/api/objects.h"
+#include "kube/client.h"
 #include "test_env.h"
 
 namespace gpufleet::kube {
@@ -321,6 +324,45 @@ TEST(Transport, ManyWatchesAndRequestsShareOneHttp2Connection) {
   EXPECT_GE(s.requests, 15u);
   EXPECT_EQ(s.http2_requests, s.requests);
   EXPECT_EQ(s.connections, 1u);
+}
+
+// A streamed list read slower than the server sends it is paused at Client::kListBacklogBytes:
+// the rest waits in the socket and the server, not in this process (issue 15: peak memory of an
+// informer's sync). Eight ConfigMaps of ~900 KiB are 7 MB, seven times the bound.
+TEST(Transport, StreamedListPausesForASlowReaderAndKeepsItsBacklogBounded) {
+  Client client(admin_config());
+  TestNamespace ns(client);
+  const std::string payload(900 * 1024, 'x');
+  constexpr int kMaps = 8;
+  for (int i = 0; i < kMaps; ++i) {
+    core::Value cm = config_map(ns.name(), "big-" + std::to_string(i));
+    cm["data"]["payload"] = payload;
+    client.create(resources::config_maps(), ns.name(), cm);
+  }
+  const Client::TransportStats before = client.transport_stats();
+  ListOptions lo;
+  lo.resource_version = "0";  // from the watch cache, as an informer lists
+  std::size_t items = 0;
+  std::size_t bytes = 0;
+  client.list_page_streamed_text(resources::config_maps(), ns.name(), lo, false,
+                                 [&](std::string_view item) {
+                                   ++items;
+                                   bytes += item.size();
+                                   // A reader far slower than loopback: the backlog would be the
+                                   // whole list without backpressure.
+                                   std::this_thread::sleep_for(std::chrono::milliseconds(150));
+                                 });
+  const Client::TransportStats after = client.transport_stats();
+  EXPECT_EQ(items, std::size_t{kMaps});
+  ASSERT_GT(bytes, 6 * Client::kListBacklogBytes);
+  EXPECT_GE(after.stream_pauses, before.stream_pauses + 1);
+  // The bound plus what libcurl hands over in one write callback.
+  EXPECT_LE(after.max_stream_backlog, Client::kListBacklogBytes + 256 * 1024);
+  EXPECT_EQ(after.requests, before.requests + 1);
+  EXPECT_EQ(after.http2_requests, before.http2_requests);  // its own HTTP/1.1 connection
+  // Everything else still shares the one HTTP/2 connection.
+  EXPECT_EQ(client.list(resources::config_maps(), ns.name()).items.size(), std::size_t{kMaps});
+  EXPECT_EQ(client.transport_stats().http2_requests, after.http2_requests + 1);
 }
 
 }  // namespace
