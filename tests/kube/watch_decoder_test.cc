@@ -188,11 +188,14 @@ TEST(HttpStream, PausesAtItsThresholdAndResumesAtHalf) {
   EXPECT_TRUE(s.pause_now());  // still full: still paused, counted once
   EXPECT_EQ(s.pauses(), 1u);
   std::string out;
-  ASSERT_TRUE(s.read(out));  // 192 KiB left: above half
-  EXPECT_TRUE(s.pause_now());
+  ASSERT_TRUE(s.read(out));  // 192 KiB left: still paused (resumed only at half)
   out.clear();
-  ASSERT_TRUE(s.read(out));  // 128 KiB left: half
+  ASSERT_TRUE(s.read(out));  // 128 KiB left: half, resumed; takes bytes again
   EXPECT_FALSE(s.pause_now());
+  ASSERT_TRUE(s.on_data(block.data(), block.size()));
+  ASSERT_TRUE(s.on_data(block.data(), block.size()));
+  EXPECT_TRUE(s.pause_now());  // full again: a second pause
+  EXPECT_EQ(s.pauses(), 2u);
   EXPECT_EQ(s.peak_buffered(), 256u * 1024);
   // Without a threshold a stream never pauses (HTTP/2 watches: bounded by kBufferLimit only).
   HttpStream plain;

@@ -337,11 +337,12 @@ TEST(Transport, StreamedListPausesForASlowReaderAndKeepsItsBacklogBounded) {
   for (int i = 0; i < kMaps; ++i) {
     core::Value cm = config_map(ns.name(), "big-" + std::to_string(i));
     cm["data"]["payload"] = payload;
-    client.create(resources::config_maps(), ns.name(), cm);
+    client.create(resources::config_maps(), cm);
   }
   const Client::TransportStats before = client.transport_stats();
   ListOptions lo;
-  lo.resource_version = "0";  // from the watch cache, as an informer lists
+  lo.resource_version = "0";          // from the watch cache, as an informer lists
+  lo.label_selector = "app=kube-it";  // not the namespace's kube-root-ca.crt
   std::size_t items = 0;
   std::size_t bytes = 0;
   client.list_page_streamed_text(resources::config_maps(), ns.name(), lo, false,
@@ -361,7 +362,10 @@ TEST(Transport, StreamedListPausesForASlowReaderAndKeepsItsBacklogBounded) {
   EXPECT_EQ(after.requests, before.requests + 1);
   EXPECT_EQ(after.http2_requests, before.http2_requests);  // its own HTTP/1.1 connection
   // Everything else still shares the one HTTP/2 connection.
-  EXPECT_EQ(client.list(resources::config_maps(), ns.name()).items.size(), std::size_t{kMaps});
+  ListOptions labelled;
+  labelled.label_selector = "app=kube-it";
+  EXPECT_EQ(client.list(resources::config_maps(), ns.name(), labelled).items.size(),
+            std::size_t{kMaps});
   EXPECT_EQ(client.transport_stats().http2_requests, after.http2_requests + 1);
 }
 
