@@ -158,7 +158,10 @@ NcclResult parse_nccl_text(std::string_view text) {
       } else if (body.starts_with("Avg bus bandwidth")) {
         auto t = split_ws(after_colon(body));
         auto v = t.empty() ? std::nullopt : to_double(t[0]);
-        if (!v) throw OutputError(kText, number, line, "the average bus bandwidth is not a number");
+        // A negative or NaN average would pass a "value <= x" threshold and fail nothing.
+        if (!v || !(*v >= 0)) {
+          throw OutputError(kText, number, line, "the average bus bandwidth is not a number >= 0");
+        }
         r.avg_busbw_gbs = *v;
       } else if (body.starts_with("Out of bounds values")) {
         auto t = split_ws(after_colon(body));
@@ -262,7 +265,9 @@ NcclResult parse_nccl_json(std::string_view text) {
     r.rows.push_back(std::move(out));
   }
   if (const core::Value* avg = doc.get({"average_bus_bandwidth", "bandwidth"})) {
-    if (!avg->is_number()) fail("average_bus_bandwidth.bandwidth is not a number");
+    if (!avg->is_number() || !(avg->as_double() >= 0) || !std::isfinite(avg->as_double())) {
+      fail("average_bus_bandwidth.bandwidth is not a finite number >= 0");
+    }
     r.avg_busbw_gbs = avg->as_double();
   }
   if (const core::Value* oob = doc.get({"out_of_bounds", "count"}); oob && oob->is_number()) {

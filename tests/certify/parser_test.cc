@@ -102,6 +102,11 @@ TEST(NcclText, MalformedRowNamesTheLine) {
   EXPECT_THAT(empty.what(), HasSubstr("no result rows"));
   OutputError avg = output_error([] { (void)parse_nccl_text("# Avg bus bandwidth    : lots\n"); });
   EXPECT_EQ(avg.line_number(), 1u);
+  // Found by certify_nccl_fuzz: a negative average passed as the run's bus bandwidth.
+  OutputError negative =
+      output_error([] { (void)parse_nccl_text("#\n# Avg bus bandwidth    :-1   2423.3\n"); });
+  EXPECT_EQ(negative.line_number(), 2u);
+  EXPECT_THAT(negative.what(), HasSubstr("not a number >= 0"));
 }
 
 TEST(NcclText, RefusesOversizedOutput) {
@@ -134,6 +139,10 @@ TEST(NcclJson, TruncatedFileNamesTheLine) {
                 (void)parse_nccl_json(R"({"results":[{"size":1e300,"count":1,"in_place":{}}]})");
               }).what(),
               HasSubstr("results[0].size is not a number in 0..1e18"));
+  EXPECT_THAT(output_error([] {
+                (void)parse_nccl_json(R"({"results":[],"average_bus_bandwidth":{"bandwidth":-1}})");
+              }).what(),
+              HasSubstr("average_bus_bandwidth.bandwidth is not a finite number >= 0"));
 }
 
 TEST(Dcgm, Reads3xLayoutWithLeadingText) {
