@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -31,7 +32,9 @@ inline const std::string kConfigMap =
     R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"x","resourceVersion":"7"}})";
 
 // Answers each request with the next scripted response (500 once they run out) and records the
-// request line and headers.
+// request line and headers. Connections are served side by side, each on its own thread, as a
+// real server does: the client may hold one open (keep-alive) while it opens another (a
+// streamed list takes a connection of its own); the script is consumed in request order.
 class ScriptedServer {
  public:
   explicit ScriptedServer(std::vector<std::string> script) : script_(std::move(script)) {
@@ -44,16 +47,19 @@ class ScriptedServer {
     ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
     port_ = ntohs(addr.sin_port);
     ::listen(listen_fd_, 8);
-    thread_ = std::thread([this] { serve(); });
+    thread_ = std::thread([this] { accept_loop(); });
   }
   ~ScriptedServer() {
     ::shutdown(listen_fd_, SHUT_RDWR);
+    thread_.join();
     ::close(listen_fd_);
+    std::vector<std::thread> connections;
     {
       std::lock_guard lock(mu_);
-      if (conn_fd_ >= 0) ::shutdown(conn_fd_, SHUT_RDWR);
+      for (int fd : open_fds_) ::shutdown(fd, SHUT_RDWR);
+      connections.swap(connections_);
     }
-    thread_.join();
+    for (auto& t : connections) t.join();
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   std::vector<std::string> requests() {
@@ -62,57 +68,60 @@ class ScriptedServer {
   }
 
  private:
-  void serve() {
+  void accept_loop() {
     for (;;) {
       int fd = ::accept(listen_fd_, nullptr, nullptr);
       if (fd < 0) return;
+      std::lock_guard lock(mu_);
+      open_fds_.push_back(fd);
+      connections_.emplace_back([this, fd] { serve(fd); });
+    }
+  }
+
+  void serve(int fd) {
+    std::string buf;
+    char chunk[4096];
+    for (;;) {
+      std::size_t end = buf.find("\r\n\r\n");
+      if (end == std::string::npos) {
+        ssize_t n = ::read(fd, chunk, sizeof chunk);
+        if (n <= 0) break;
+        buf.append(chunk, static_cast<std::size_t>(n));
+        continue;
+      }
+      std::string head = buf.substr(0, end);
+      std::size_t body_len = 0;
+      if (auto cl = head.find("Content-Length: "); cl != std::string::npos) {
+        body_len = std::stoul(head.substr(cl + 16));
+      }
+      while (buf.size() < end + 4 + body_len) {
+        ssize_t n = ::read(fd, chunk, sizeof chunk);
+        if (n <= 0) break;
+        buf.append(chunk, static_cast<std::size_t>(n));
+      }
+      buf.erase(0, end + 4 + body_len);
+      std::string reply;
       {
         std::lock_guard lock(mu_);
-        conn_fd_ = fd;
+        requests_.push_back(head);
+        reply = next_ < script_.size() ? script_[next_++] : response(500, "Oops", "");
       }
-      std::string buf;
-      char chunk[4096];
-      for (;;) {
-        std::size_t end = buf.find("\r\n\r\n");
-        if (end == std::string::npos) {
-          ssize_t n = ::read(fd, chunk, sizeof chunk);
-          if (n <= 0) break;
-          buf.append(chunk, static_cast<std::size_t>(n));
-          continue;
-        }
-        std::string head = buf.substr(0, end);
-        std::size_t body_len = 0;
-        if (auto cl = head.find("Content-Length: "); cl != std::string::npos) {
-          body_len = std::stoul(head.substr(cl + 16));
-        }
-        while (buf.size() < end + 4 + body_len) {
-          ssize_t n = ::read(fd, chunk, sizeof chunk);
-          if (n <= 0) break;
-          buf.append(chunk, static_cast<std::size_t>(n));
-        }
-        buf.erase(0, end + 4 + body_len);
-        std::string reply;
-        {
-          std::lock_guard lock(mu_);
-          requests_.push_back(head);
-          reply = next_ < script_.size() ? script_[next_++] : response(500, "Oops", "");
-        }
-        // A response without Content-Length ends with the connection (a watch stream).
-        bool close_after = reply.find("Content-Length") == std::string::npos;
-        if (::write(fd, reply.data(), reply.size()) < 0 || close_after) break;
-      }
-      std::lock_guard lock(mu_);
-      ::close(fd);
-      conn_fd_ = -1;
+      // A response without Content-Length ends with the connection (a watch stream).
+      bool close_after = reply.find("Content-Length") == std::string::npos;
+      if (::write(fd, reply.data(), reply.size()) < 0 || close_after) break;
     }
+    std::lock_guard lock(mu_);
+    ::close(fd);
+    std::erase(open_fds_, fd);
   }
 
   std::vector<std::string> script_;
   std::size_t next_ = 0;
   int listen_fd_ = -1;
-  int conn_fd_ = -1;
   int port_ = 0;
   std::mutex mu_;
+  std::vector<int> open_fds_;
+  std::vector<std::thread> connections_;
   std::vector<std::string> requests_;
   std::thread thread_;
 };
