@@ -109,4 +109,5 @@ echo "certification: $phase after $(echo "$end - $start" | bc) s wall ($nodes no
 kubectl get certification e2e -o jsonpath='nodes: {.status.nodeCount}, excluded: {.status.excludedCount}, failed: {.status.failedCount}, {.status.categories[0].message}{"\n"}'
 kubectl get certification e2e -o jsonpath='{range .status.failedNodes[*]}found: {.node} {.reason}{"\n"}{end}'
 kubectl get certification e2e -o jsonpath='{range .status.infrastructure[*]}infrastructure: {.message}{"\n"}{end}'
-kubectl get certification e2e -o jsonpath='{range .status.excluded[*]}excluded: {.node} {.reason} {.message}{"\n"}{end}' | head -5
+excluded=$(kubectl get certification e2e -o jsonpath='{range .status.excluded[*]}excluded: {.node} {.reason} {.message}{"\n"}{end}')
+head -5 <<<"$excluded"

@@ -119,7 +119,8 @@ for port in 18080 18081; do
 done
 echo "leader: $(kubectl --kubeconfig "$kubeconfig" -n default get lease gpufleet-demo -o jsonpath='{.spec.holderIdentity}')"
 echo "shared caches (replica a):"
-curl -s http://127.0.0.1:18080/debug/caches | head -n 10
+caches=$(curl -s http://127.0.0.1:18080/debug/caches)  # whole, then cut: head would SIGPIPE curl
+head -n 10 <<<"$caches"
 for _ in $(seq 40); do
   n=$(kubectl --kubeconfig "$kubeconfig" get nodehealths --no-headers 2>/dev/null | wc -l)
   ((n > 0)) && break

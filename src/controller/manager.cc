@@ -223,6 +223,13 @@ std::string Manager::debug_caches() const {
     if (!err.empty()) out += " error=\"" + err + "\"";
     out += "\n";
   }
+  // The transport under every cache and write: a stalled request shows here before it times out.
+  const kube::Client::TransportStats t = client_.transport_stats();
+  out += "transport requests=" + std::to_string(t.requests) +
+         " in_flight=" + std::to_string(t.in_flight) +
+         " oldest_request_ms=" + std::to_string(t.oldest_request_ms) +
+         " slow_requests=" + std::to_string(t.slow_requests) +
+         " connections=" + std::to_string(t.connections) + "\n";
   return out;
 }
 

@@ -804,7 +804,8 @@ void Client::invalidate_discovery() {
 
 Client::TransportStats Client::transport_stats() const {
   HttpTransport::Stats s = impl_->transport.stats();
-  return {s.transfers, s.new_connections, s.http2, s.stream_pauses, s.max_stream_backlog};
+  return {s.transfers,          s.new_connections, s.http2,         s.stream_pauses,
+          s.max_stream_backlog, s.in_flight,       s.slow_requests, s.oldest_request_ms};
 }
 
 std::string Client::get_raw(std::string_view path) {

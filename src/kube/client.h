@@ -223,6 +223,9 @@ class Client {
     std::uint64_t http2_requests = 0;
     std::uint64_t stream_pauses = 0;       // streamed lists paused for a slower reader
     std::uint64_t max_stream_backlog = 0;  // bytes: the largest unread backlog of a stream
+    std::uint64_t in_flight = 0;           // requests and watches running now
+    std::uint64_t slow_requests = 0;       // requests that went unanswered past 10 s
+    std::uint64_t oldest_request_ms = 0;   // age of the oldest request (not watch) running
   };
   // A streamed list (list_page_streamed*) runs on its own HTTP/1.1 connection and pauses while
   // this many bytes wait unread: the bound on what a list holds besides the decoded objects.

@@ -1,10 +1,13 @@
 #include "kube/http.h"
 
+#include "core/log.h"
+
 #include <algorithm>
 
 #include <curl/curl.h>
 
 #include <atomic>
+#include <chrono>
 #include <future>
 #include <map>
 #include <mutex>
@@ -167,6 +170,8 @@ struct Transfer {
   bool status_reported = false;
   bool too_large = false;        // the body passed HttpTransport::kMaxResponseBytes
   bool stream_overflow = false;  // the consumer fell HttpStream::kBufferLimit behind
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  bool reported_slow = false;  // a plain request past kSlowRequest was logged once
   char error_buffer[CURL_ERROR_SIZE] = {};
 
   ~Transfer() {
@@ -193,6 +198,7 @@ struct HttpTransport::Impl {
   std::map<CURL*, std::unique_ptr<Transfer>> running;
   std::atomic<std::uint64_t> transfers{0}, new_connections{0}, http2{0};
   std::atomic<std::uint64_t> stream_pauses{0}, max_stream_backlog{0};
+  std::atomic<std::uint64_t> in_flight{0}, slow_requests{0}, oldest_request_ms{0};
 
   Impl() {
     std::call_once(g_curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
@@ -320,6 +326,7 @@ struct HttpTransport::Impl {
 
   // Completes a transfer: fulfils the promise or closes the stream.
   void finish(Transfer& t, CURLcode code, const char* override_message = nullptr) {
+    --in_flight;
     std::optional<TransportError> error;
     if (t.easy) {
       long connects = 0;
@@ -409,7 +416,10 @@ struct HttpTransport::Impl {
         finish(*it->second, code);
         running.erase(it);
       }
-      curl_multi_poll(multi, nullptr, 0, 1000, nullptr);
+      watch_for_slow_requests();
+      // Wakes at least twice per slow-request threshold (every second by default) to look.
+      const long wait_ms = std::clamp<long>(static_cast<long>(slow_request.count() / 2), 10, 1000);
+      curl_multi_poll(multi, nullptr, 0, static_cast<int>(wait_ms), nullptr);
     }
   }
 
@@ -418,12 +428,40 @@ struct HttpTransport::Impl {
       std::lock_guard lock(mu);
       if (stopping) throw TransportError("HTTP transport is shut down", false);
       pending.push_back(std::move(t));
+      ++in_flight;
     }
     curl_multi_wakeup(multi);
   }
+
+  // A plain request (not a watch or streamed list) that has run this long is logged once:
+  // a stalled transfer is otherwise silent until its timeout.
+  std::chrono::milliseconds slow_request{10000};
+
+  void watch_for_slow_requests() {
+    const auto now = std::chrono::steady_clock::now();
+    std::chrono::milliseconds oldest{0};
+    for (auto& [easy, t] : running) {
+      if (t->stream) continue;
+      const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(now - t->started);
+      oldest = std::max(oldest, age);
+      if (age >= slow_request && !t->reported_slow) {
+        t->reported_slow = true;
+        ++slow_requests;
+        core::log::warn("HTTP request still unanswered",
+                        {{"method", t->request.method},
+                         {"url", t->request.url},
+                         {"seconds", static_cast<std::int64_t>(age.count() / 1000)},
+                         {"in_flight", static_cast<std::int64_t>(in_flight.load())}});
+      }
+    }
+    oldest_request_ms = static_cast<std::uint64_t>(oldest.count());
+  }
 };
 
-HttpTransport::HttpTransport() : impl_(std::make_unique<Impl>()) {}
+HttpTransport::HttpTransport(std::chrono::milliseconds slow_request)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->slow_request = slow_request;  // read on the transport thread only after a submit
+}
 HttpTransport::~HttpTransport() = default;
 
 HttpResponse HttpTransport::perform(HttpRequest request) {
@@ -464,8 +502,9 @@ std::shared_ptr<HttpStream> HttpTransport::stream(HttpRequest request) {
 }
 
 HttpTransport::Stats HttpTransport::stats() const {
-  return {impl_->transfers.load(), impl_->new_connections.load(), impl_->http2.load(),
-          impl_->stream_pauses.load(), impl_->max_stream_backlog.load()};
+  return {impl_->transfers.load(),     impl_->new_connections.load(),    impl_->http2.load(),
+          impl_->stream_pauses.load(), impl_->max_stream_backlog.load(), impl_->in_flight.load(),
+          impl_->slow_requests.load(), impl_->oldest_request_ms.load()};
 }
 
 std::string url_encode(std::string_view s) {

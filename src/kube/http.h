@@ -118,7 +118,8 @@ class HttpTransport {
   // instead of taking the process's memory (a full list of 10,000 Nodes is ~150 MB).
   static constexpr std::size_t kMaxResponseBytes = std::size_t{512} << 20;
 
-  HttpTransport();
+  // A plain request unanswered for `slow_request` is logged once (stats().slow_requests).
+  explicit HttpTransport(std::chrono::milliseconds slow_request = std::chrono::seconds(10));
   ~HttpTransport();
   HttpTransport(const HttpTransport&) = delete;
   HttpTransport& operator=(const HttpTransport&) = delete;
@@ -134,6 +135,9 @@ class HttpTransport {
     std::uint64_t http2 = 0;               // transfers that used HTTP/2
     std::uint64_t stream_pauses = 0;       // times a stream with a pause threshold paused
     std::uint64_t max_stream_backlog = 0;  // the largest unread backlog of any finished stream
+    std::uint64_t in_flight = 0;           // requests and streams submitted, not finished
+    std::uint64_t slow_requests = 0;       // plain requests that ran past 10 s (each logged)
+    std::uint64_t oldest_request_ms = 0;   // age of the oldest plain request now running
   };
   [[nodiscard]] Stats stats() const;
 

@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <thread>
+
 #include "core/errors.h"
 #include "kube/http.h"
 
@@ -56,6 +58,47 @@ TEST(Client, ConnectionRefusedIsATransportErrorBeforeSending) {
   core::Value cm;
   cm["metadata"]["name"] = "x";
   EXPECT_THROW(client.create(resources::config_maps(), cm), TransportError);
+}
+
+// A request the server sits on is reported while it waits (once), not only at its timeout:
+// the transport's in-flight count and oldest age say so too.
+TEST(HttpTransport, ReportsARequestThatGoesUnansweredPastItsThreshold) {
+  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::listen(listener, 1);
+  std::thread server([listener] {
+    int fd = ::accept(listener, nullptr, nullptr);
+    char buf[4096];
+    (void)::read(fd, buf, sizeof buf);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // sits on it
+    const std::string r = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}";
+    (void)::write(fd, r.data(), r.size());
+    ::close(fd);
+  });
+  HttpTransport transport(std::chrono::milliseconds(300));
+  HttpRequest req;
+  req.url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/slow";
+  req.tls.allow_plain_http = true;
+  std::thread probe([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    HttpTransport::Stats s = transport.stats();
+    EXPECT_EQ(s.in_flight, 1u);
+    EXPECT_GE(s.oldest_request_ms, 300u);
+    EXPECT_EQ(s.slow_requests, 1u);
+  });
+  HttpResponse r = transport.perform(req);
+  probe.join();
+  server.join();
+  ::close(listener);
+  EXPECT_EQ(r.status, 200);
+  HttpTransport::Stats s = transport.stats();
+  EXPECT_EQ(s.in_flight, 0u);
+  EXPECT_EQ(s.slow_requests, 1u);  // once, however long it waited
 }
 
 TEST(Client, ArgumentsAreChecked) {

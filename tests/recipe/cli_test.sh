@@ -33,7 +33,7 @@ set +e
 "$bin" bundle -r "$work/recipe.yaml" --deployer kustomize -o "$work/x" 2>/dev/null; rc=$?
 set -e
 [[ $rc == 2 ]] || fail "bad deployer exited $rc, want 2"
-"$bin" recipe --help | grep -q -- '--accelerator' || fail "recipe --help"
+"$bin" recipe --help | grep -- '--accelerator' >/dev/null || fail "recipe --help"
 # grep without -q reads the whole help: with -q it may exit first and, under pipefail, the
 # writer's SIGPIPE fails the line.
 "$bin" bundle --help | grep -- '--deployer' >/dev/null || fail "bundle --help"
@@ -140,7 +140,7 @@ set -e
 [[ $rc == 3 ]] || fail "diff --fail-on-drift exited $rc, want 3"
 grep -q 'extra .*kube-system/metrics-server' "$work/diff.txt" || fail "extra release not reported"
 "$bin" diff -r "$work/train.yaml" --snapshot "$snapshot" >/dev/null || fail "diff without --fail-on-drift"
-"$bin" diff --snapshot "$snapshot" --against "$snapshot" --fail-on-drift | grep -q 'no drift' ||
+"$bin" diff --snapshot "$snapshot" --against "$snapshot" --fail-on-drift | grep 'no drift' >/dev/null ||
   fail "snapshot against itself"
 # Without --snapshot they read the live cluster: an unreachable one exits 1 naming the
 # server, an unusable kubeconfig exits 2 naming the file or context.

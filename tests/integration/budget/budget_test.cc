@@ -410,10 +410,13 @@ TEST_F(BudgetTest, RebootWaitsForTheTotalLimit) {
   std::int64_t out = 0;
   for (const auto& n : c.list(kube::resources::nodes(), "").items)
     out += kube::is_out(kube::node_out_facts(n, "", false)) ? 1 : 0;
-  core::Value b = budget();
-  b["spec"] = core::Value::map();
-  b["spec"]["maxUnavailable"] = out + 1;
-  c.update(controller::disruption_budgets(), b);
+  // A merge patch of the spec alone: the budget controller writes its status meanwhile, so a
+  // read-then-update would race it (409).
+  core::Value patch;
+  patch["spec"]["maxUnavailable"] = out + 1;
+  patch["spec"]["topologyKey"] = nullptr;
+  patch["spec"]["maxUnavailablePerDomain"] = nullptr;
+  c.patch(controller::disruption_budgets(), "", "default", kube::PatchType::Merge, patch);
 
   env_->apply(set_yaml("budget-total", n2, "example.com/slow-base"));
   ASSERT_TRUE(HostPkgEnv::eventually(

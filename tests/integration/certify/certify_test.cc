@@ -291,10 +291,12 @@ TEST_F(CertifyIT, ThresholdsPassAndFailIncludingRangeAndCompound) {
 
 TEST_F(CertifyIT, AdmissionRejectsChangesUnknownCategoriesAndMetrics) {
   create(resources::certifications(), certification("adm", {5}, "[{name: diagnostics/dcgm-r1}]"));
-  core::Value c = client_->get(resources::certifications(), ns(), "adm");
-  c["spec"]["categories"].as_list()[0]["name"] = "diagnostics/dcgm-r2";
+  // A merge patch (no resourceVersion): the controller writes the status meanwhile, and a
+  // read-then-update would meet 409 Conflict instead of the admission error looked for.
+  const core::Value change =
+      core::parse_yaml("{spec: {categories: [{name: diagnostics/dcgm-r2}]}}");
   try {
-    client_->update(resources::certifications(), c);
+    client_->patch(resources::certifications(), ns(), "adm", kube::PatchType::Merge, change);
     ADD_FAILURE() << "spec change accepted";
   } catch (const kube::ApiError& e) {
     EXPECT_THAT(e.what(), HasSubstr("spec is immutable"));

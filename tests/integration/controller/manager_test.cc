@@ -78,7 +78,10 @@ TEST(Manager, SharesCachesServesHealthAndMapsOwners) {
   ASSERT_TRUE(wait_until([&] { return testing::http_get(port, "/readyz").first == 200; }, 30s));
   EXPECT_EQ(testing::http_get(port, "/healthz").first, 200);
   std::string caches = testing::http_get(port, "/debug/caches").second;
-  EXPECT_EQ(std::count(caches.begin(), caches.end(), '\n'), 2) << caches;  // two shapes
+  // Two shapes, then the transport line.
+  EXPECT_EQ(std::count(caches.begin(), caches.end(), '\n'), 3) << caches;
+  EXPECT_NE(caches.find("transport requests="), std::string::npos) << caches;
+  EXPECT_NE(caches.find(" slow_requests=0 "), std::string::npos) << caches;
 
   client.create(cms, config_map(ns.name(), "sel", "{role: selector}"));
   core::Value owner = client.create(cms, config_map(ns.name(), "parent"));

@@ -129,7 +129,7 @@ if command -v openssl >/dev/null; then
   base64 -d <<<"$crt" | openssl verify -CAfile <(base64 -d <<<"$ca") >/dev/null 2>&1 || fail "webhook certificate not signed by the caBundle's CA"
 fi
 grep -q '"--controllers=certify","--leader-elect".*"--webhook-addr=:9443","--webhook-cert-dir=/etc/gpufleet/webhook"' <<<"$args" || fail "certify does not serve the webhook: $args"
-grep '"--controllers=hostpkg"' <<<"$args" | grep -q -- '--webhook-addr' || fail "hostpkg does not serve the webhook: $args"
+grep '"--controllers=hostpkg"' <<<"$args" | grep -- '--webhook-addr' >/dev/null || fail "hostpkg does not serve the webhook: $args"
 "$helm" template gpufleet "$chart" -n "$ns" --kube-version "$kv" --set webhook.enabled=false >"$work/nowh.yaml"
 grep -qE 'ValidatingWebhookConfiguration|--webhook-addr|gpufleet-webhook-tls' "$work/nowh.yaml" && fail "webhook.enabled=false still renders webhook parts"
 "$helm" template gpufleet "$chart" -n "$ns" --kube-version "$kv" --set controllers.certify.enabled=false \

@@ -12,6 +12,11 @@ agent_pid=""
 fail() {
   echo "$test_name: FAIL${fail_context:+ ($fail_context)}: $*" >&2
   echo "--- controller log (tail)" >&2; tail -n 40 "$work/controller.log" >&2 || true
+  # The controller's caches and transport (a stalled request shows as oldest_request_ms).
+  local url
+  url=$(grep -o 'msg="serving metrics and health" url=http://127.0.0.1:[0-9]*' "$work/controller.log" 2>/dev/null | tail -n 1 | sed 's/.*url=//') || true
+  if [[ -n $url ]]; then echo "--- controller $url/debug/caches" >&2; curl -s -m 5 "$url/debug/caches" >&2 || true; fi
+  kubectl get sentinelpolicy "$policy" -o yaml >&2 || true
   if [[ -f $work/agent.log ]]; then echo "--- agent log (tail)" >&2; tail -n 40 "$work/agent.log" >&2; fi
   kubectl get remediations -o yaml >&2 || true
   exit 1

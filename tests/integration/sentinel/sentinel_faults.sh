@@ -66,7 +66,7 @@ kill_agent() {  # SIGKILL, the way the kernel ends an OOM-killed or evicted pod'
   agent_pid=""
 }
 start_controller() {
-  "$gpufleet" controller --controllers=sentinel --metrics-addr "" \
+  "$gpufleet" controller --controllers=sentinel --metrics-addr 127.0.0.1:0 \
     --set sentinel.policy=sentinel-faults >>"$work/controller.log" 2>&1 &
   controller_pid=$!
 }
@@ -91,7 +91,7 @@ check_released() {
   local n=$1
   [[ $(kubectl get node "$n" -o jsonpath='{.spec.unschedulable}') != true ]] || fail "$n still cordoned after release"
   [[ -z $(annotation "$n" gpufleet.io/cordon-owners) ]] || fail "$n: cordon owners left after release"
-  ! kubectl get node "$n" -o jsonpath='{range .spec.taints[*]}{.key}{"\n"}{end}' | grep -q '^nvidia.com/gpu-error$' \
+  ! kubectl get node "$n" -o jsonpath='{range .spec.taints[*]}{.key}{"\n"}{end}' | grep '^nvidia.com/gpu-error$' >/dev/null \
     || fail "$n: sentinel's taint left after release"
 }
 check_untouched() {  # a healthy node: no incident, no cordon, no request, no reboot

@@ -36,7 +36,7 @@ YAML
 GPUFLEET_MAINTENANCE_LEAD=20s "$gpufleet" agent --sim-state-dir "$state" --monitors cloud-maintenance \
   --fsync=false --run-for 150s >"$work/agent.log" 2>&1 &
 agent_pid=$!
-"$gpufleet" controller --controllers=sentinel --metrics-addr "" \
+"$gpufleet" controller --controllers=sentinel --metrics-addr 127.0.0.1:0 \
   --set sentinel.policy=sentinel-maintenance >"$work/controller.log" 2>&1 &
 controller_pid=$!
 
@@ -52,7 +52,7 @@ until_ok 12 "$node: NodeHealth reports the maintenance ahead of the window" is_s
 cordoned() { [[ $(kubectl get node "$1" -o jsonpath='{.spec.unschedulable}') == true ]]; }
 until_ok 10 "$node cordoned" cordoned "$node"
 ((SECONDS - injected < 15)) || fail "$node was cordoned only $((SECONDS - injected)) s after the maintenance was scheduled, after its window opened"
-kubectl get node "$node" -o jsonpath='{range .spec.taints[*]}{.key}{"\n"}{end}' | grep -qx gpufleet.io/maintenance \
+kubectl get node "$node" -o jsonpath='{range .spec.taints[*]}{.key}{"\n"}{end}' | grep -x gpufleet.io/maintenance >/dev/null \
   || fail "$node: no gpufleet.io/maintenance taint"
 until_ok 20 "$node: incident Remediating (waiting for the window)" phase_in "$node" Remediating
 until_ok 20 "$node: NodeHealth shows the maintenance in progress" is_state "$node" Warning/MaintenanceInProgress

@@ -65,7 +65,7 @@ YAML
   "$gpufleet" agent --sim-state-dir "$state" --monitors kmsg-xid --fsync=false --run-for 150s \
     >"$work/agent.log" 2>&1 &
   agent_pid=$!
-  "$gpufleet" controller --controllers=sentinel --metrics-addr "" --set sentinel.policy=$policy \
+  "$gpufleet" controller --controllers=sentinel --metrics-addr 127.0.0.1:0 --set sentinel.policy=$policy \
     >"$work/controller.log" 2>&1 &
   controller_pid=$!
   gpu3=$(uuid_of "$node" 3)
@@ -77,7 +77,7 @@ YAML
   entity_states() {  # "<id>=<state>" per entity of every check of the node's NodeHealth
     kubectl get nodehealth "$node" -o jsonpath='{range .status.checks[*].entities[*]}{.id}={.state}{"\n"}{end}'
   }
-  has_gpu5_warning() { entity_states | grep -qx "$gpu5=Warning"; }
+  has_gpu5_warning() { entity_states | grep -x "$gpu5=Warning" >/dev/null; }
   until_ok 40 "GPU 5's Xid 13 in NodeHealth" has_gpu5_warning
   "$gpufleet" sim inject --state-dir "$state" --event "{node: $node, type: ecc, gpu: 3, kind: doubleBit}" >/dev/null
   wait_phase 60 Validating
@@ -95,8 +95,8 @@ YAML
   row5=$(csv_row "$node" 5)
   [[ $row3 == *", 0, 0, 1, No, No" ]] || fail "GPU 3 not reset in the simulator: $row3"
   [[ $row5 == *", Yes, No" ]] || fail "GPU 5's pending row remap is gone (it was reset?): $row5"
-  entity_states | grep -qx "$gpu5=Warning" || fail "GPU 5's Xid 13 no longer Warning in NodeHealth: $(entity_states | tr '\n' ' ')"
-  ! entity_states | grep -q "^$gpu3=Fatal" || fail "GPU 3 still Fatal in NodeHealth after its reset: $(entity_states | tr '\n' ' ')"
+  entity_states | grep -x "$gpu5=Warning" >/dev/null || fail "GPU 5's Xid 13 no longer Warning in NodeHealth: $(entity_states | tr '\n' ' ')"
+  ! entity_states | grep "^$gpu3=Fatal" >/dev/null || fail "GPU 3 still Fatal in NodeHealth after its reset: $(entity_states | tr '\n' ' ')"
   # The log bundle: collected before the reset, named in the incident, the file's digest right.
   bundle_ok() { [[ -n $(kubectl get remediation "$rem" -o jsonpath='{.status.logBundle.sha256}') ]]; }
   until_ok 30 "status.logBundle of $rem" bundle_ok
@@ -108,9 +108,9 @@ YAML
   [[ -f $path ]] || fail "bundle file $path is not there"
   [[ $(sha256sum "$path" | cut -d' ' -f1) == "$sum" ]] || fail "bundle $path: sha256 differs from the status"
   (($(stat -c %s "$path") == bytes && bytes < 1048576)) || fail "bundle $path: $bytes bytes in status, $(stat -c %s "$path") on disk"
-  gunzip -c "$path" | grep -q '): 48, ' || fail "bundle has no Xid 48 line"
-  gunzip -c "$path" | grep -q '"nvidia-smi/query-gpu.csv"' || fail "bundle has no nvidia-smi state"
-  gunzip -c "$path" | grep -q '"infiniband"' || fail "bundle has no IB counters"
+  gunzip -c "$path" | grep '): 48, ' >/dev/null || fail "bundle has no Xid 48 line"
+  gunzip -c "$path" | grep '"nvidia-smi/query-gpu.csv"' >/dev/null || fail "bundle has no nvidia-smi state"
+  gunzip -c "$path" | grep '"infiniband"' >/dev/null || fail "bundle has no IB counters"
   started=$(grep -n '"remediation.started"\|remediation started' "$work/agent.log" | head -1 | cut -d: -f1)
   collected=$(grep -n 'log bundle' "$work/agent.log" | head -1 | cut -d: -f1)
   [[ -n $collected && -n $started ]] && ((collected < started)) || fail "the bundle was not collected before the action (lines $collected, $started)"
@@ -137,11 +137,11 @@ YAML
   "$gpufleet" agent --sim-state-dir "$state" --monitors kmsg-xid --fsync=false --run-for 150s \
     --sim-reboot-down 2s >"$work/agent.log" 2>&1 &
   agent_pid=$!
-  "$gpufleet" controller --controllers=sentinel --metrics-addr "" --set sentinel.policy=$policy \
+  "$gpufleet" controller --controllers=sentinel --metrics-addr 127.0.0.1:0 --set sentinel.policy=$policy \
     >"$work/controller.log" 2>&1 &
   controller_pid=$!
   ready_policy() { [[ $(kubectl get sentinelpolicy $policy -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}') == True ]]; }
-  until_ok 30 "policy Ready" ready_policy
+  until_ok 60 "policy Ready" ready_policy
   boot_before=$(kubectl get node "$node" -o jsonpath='{.status.nodeInfo.bootID}')
   "$gpufleet" sim inject --state-dir "$state" --event "{node: $node, type: xid, gpu: 3, code: 79}" >/dev/null
   wait_phase 40 Remediating
@@ -150,7 +150,7 @@ YAML
   until_ok 60 "gpu-reset → reboot escalation" rebooting
   got=$(kubectl get remediation "$rem" -o jsonpath='{.status.escalatedFrom}/{.status.escalations[0].reason}/{.status.action.attempt}/{.status.action.request}')
   [[ $got == gpu-reset/FaultPersisted/1/2 ]] || fail "escalation recorded as '$got', want gpu-reset/FaultPersisted/1/2: $(kubectl get remediation "$rem" -o jsonpath='{.status}')"
-  kubectl get remediation "$rem" -o jsonpath='{.status.escalations[0].message}' | grep -q 'still faulty 4 s after the agent reported the reset done' \
+  kubectl get remediation "$rem" -o jsonpath='{.status.escalations[0].message}' | grep 'still faulty 4 s after the agent reported the reset done' >/dev/null \
     || fail "escalation message: $(kubectl get remediation "$rem" -o jsonpath='{.status.escalations[0].message}')"
   wait_phase 60 Validating
   [[ $(kubectl get node "$node" -o jsonpath='{.status.nodeInfo.bootID}') != "$boot_before" ]] || fail "$node did not reboot"
@@ -188,12 +188,12 @@ YAML
 "$gpufleet" agent --sim-state-dir "$state" --monitors kmsg-xid --fsync=false --run-for 150s \
   --remediation=off >"$work/agent.log" 2>&1 &
 agent_pid=$!
-"$gpufleet" controller --controllers=sentinel --metrics-addr "" --set sentinel.policy=$policy \
+"$gpufleet" controller --controllers=sentinel --metrics-addr 127.0.0.1:0 --set sentinel.policy=$policy \
   --set sentinel.sim-replacement-state-dir="$state" --set sentinel.sim-reboot-down=2s \
   >"$work/controller.log" 2>&1 &
 controller_pid=$!
 ready_policy() { [[ $(kubectl get sentinelpolicy $policy -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}') == True ]]; }
-until_ok 30 "policy Ready" ready_policy
+until_ok 60 "policy Ready" ready_policy
 uid_before=$(kubectl get node "$node" -o jsonpath='{.metadata.uid}')
 boot_before=$(kubectl get node "$node" -o jsonpath='{.status.nodeInfo.bootID}')
 "$gpufleet" sim inject --state-dir "$state" --event "{node: $node, type: xid, gpu: 3, code: 79}" >/dev/null
