@@ -200,7 +200,7 @@ struct HttpTransport::Impl {
   std::atomic<std::uint64_t> stream_pauses{0}, max_stream_backlog{0};
   std::atomic<std::uint64_t> in_flight{0}, slow_requests{0}, oldest_request_ms{0};
 
-  Impl() {
+  explicit Impl(std::chrono::milliseconds slow) : slow_request(slow) {
     std::call_once(g_curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
     multi = curl_multi_init();
     // One connection, many streams: HTTP/2 multiplexing for every request and watch.
@@ -435,7 +435,7 @@ struct HttpTransport::Impl {
 
   // A plain request (not a watch or streamed list) that has run this long is logged once:
   // a stalled transfer is otherwise silent until its timeout.
-  std::chrono::milliseconds slow_request{10000};
+  const std::chrono::milliseconds slow_request;  // set before the thread starts
 
   void watch_for_slow_requests() {
     const auto now = std::chrono::steady_clock::now();
@@ -459,9 +459,7 @@ struct HttpTransport::Impl {
 };
 
 HttpTransport::HttpTransport(std::chrono::milliseconds slow_request)
-    : impl_(std::make_unique<Impl>()) {
-  impl_->slow_request = slow_request;  // read on the transport thread only after a submit
-}
+    : impl_(std::make_unique<Impl>(slow_request)) {}
 HttpTransport::~HttpTransport() = default;
 
 HttpResponse HttpTransport::perform(HttpRequest request) {
