@@ -61,15 +61,19 @@ class Client::Impl {
  public:
   // (c is copied, not moved: the limiter reads it among the same arguments.)
   explicit Impl(const ClientConfig& c)
-      : Impl(c, std::make_shared<TokenBucket>(c.qps, c.burst), std::make_shared<HttpTransport>()) {}
+      : Impl(c, std::make_shared<TokenBucket>(c.qps, c.burst), std::make_shared<HttpTransport>(),
+             std::make_shared<HttpTransport>()) {}
   Impl(ClientConfig c, std::shared_ptr<TokenBucket> shared_limiter,
-       std::shared_ptr<HttpTransport> shared_transport)
+       std::shared_ptr<HttpTransport> shared_transport,
+       std::shared_ptr<HttpTransport> shared_list_transport)
       : config(std::move(c)),
         credentials(config),
         limiter_owner(std::move(shared_limiter)),
         transport_owner(std::move(shared_transport)),
+        list_transport_owner(std::move(shared_list_transport)),
         limiter(*limiter_owner),
-        transport(*transport_owner) {
+        transport(*transport_owner),
+        list_transport(*list_transport_owner) {
     if (config.server.starts_with("http://")) {
       if (!config.allow_plain_http_loopback || !is_loopback_url(config.server)) {
         throw InvalidInput("server \"" + config.server +
@@ -86,8 +90,14 @@ class Client::Impl {
   // Shared by every Client made from this one for another identity (see the constructor).
   std::shared_ptr<TokenBucket> limiter_owner;
   std::shared_ptr<HttpTransport> transport_owner;
+  // Streamed lists run on HTTP/1.1 connections of their own (paused for a slow reader) in a
+  // transport of their own: one libcurl multi handle mixing them with the multiplexed HTTP/2
+  // connection (and its PIPEWAIT transfers) stalled both, the sixth list of a controller's
+  // start and four watches waiting forever for a connection (libcurl 7.88).
+  std::shared_ptr<HttpTransport> list_transport_owner;
   TokenBucket& limiter;
   HttpTransport& transport;
+  HttpTransport& list_transport;
   std::mutex discovery_mu;
   std::map<std::string, std::vector<DiscoveredResource>> discovery;  // by group version
 
@@ -347,8 +357,8 @@ Client::Client(const Client& base, const ClientConfig& credentials) {
   c.token_file = credentials.token_file;
   c.exec = credentials.exec;
   c.source = credentials.source.empty() ? c.source : credentials.source;
-  impl_ =
-      std::make_unique<Impl>(std::move(c), base.impl_->limiter_owner, base.impl_->transport_owner);
+  impl_ = std::make_unique<Impl>(std::move(c), base.impl_->limiter_owner,
+                                 base.impl_->transport_owner, base.impl_->list_transport_owner);
 }
 Client::~Client() = default;
 
@@ -444,7 +454,7 @@ ListResult Client::list_streamed(const ResourceId& r, std::string_view ns, const
   // and without it the unread rest piles up in this process (the peak memory of an informer's
   // sync). Paused at kListBacklogBytes, the list waits in the socket and the server instead.
   req.pause_above = kListBacklogBytes;
-  std::shared_ptr<HttpStream> stream = impl_->transport.stream(std::move(req));
+  std::shared_ptr<HttpStream> stream = impl_->list_transport.stream(std::move(req));
   struct Cancel {
     HttpStream& s;
     ~Cancel() { s.cancel(); }  // on an exception from on_item: stop the transfer
@@ -804,6 +814,15 @@ void Client::invalidate_discovery() {
 
 Client::TransportStats Client::transport_stats() const {
   HttpTransport::Stats s = impl_->transport.stats();
+  const HttpTransport::Stats l = impl_->list_transport.stats();
+  s.transfers += l.transfers;
+  s.new_connections += l.new_connections;
+  s.http2 += l.http2;
+  s.stream_pauses += l.stream_pauses;
+  s.max_stream_backlog = std::max(s.max_stream_backlog, l.max_stream_backlog);
+  s.in_flight += l.in_flight;
+  s.slow_requests += l.slow_requests;
+  s.oldest_request_ms = std::max(s.oldest_request_ms, l.oldest_request_ms);
   return {s.transfers,          s.new_connections, s.http2,         s.stream_pauses,
           s.max_stream_backlog, s.in_flight,       s.slow_requests, s.oldest_request_ms};
 }

@@ -2,7 +2,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 #include "core/json.h"
@@ -367,6 +369,75 @@ TEST(Transport, StreamedListPausesForASlowReaderAndKeepsItsBacklogBounded) {
   EXPECT_EQ(client.list(resources::config_maps(), ns.name(), labelled).items.size(),
             std::size_t{kMaps});
   EXPECT_EQ(client.transport_stats().http2_requests, after.http2_requests + 1);
+}
+
+// A controller's start: a big list paused for its slow reader while watches and requests
+// start beside it. With the paused HTTP/1.1 lists in the same libcurl multi handle as the
+// HTTP/2 connection, the watches waited for a connection forever (a sentinel controller at
+// 5,000 NodeHealths never synced); lists now have a transport of their own.
+TEST(Transport, WatchesAndRequestsGoOnWhileAListIsPaused) {
+  Client setup(admin_config());
+  TestNamespace ns(setup);
+  const std::string payload(900 * 1024, 'x');
+  constexpr int kMaps = 8;
+  for (int i = 0; i < kMaps; ++i) {
+    core::Value cm = config_map(ns.name(), "big-" + std::to_string(i));
+    cm["data"]["payload"] = payload;
+    setup.create(resources::config_maps(), cm);
+  }
+  // A fresh client, as a controller starts: no connection yet; six informers list at once
+  // (one big list, paused because its reader takes nothing until the others are done), then
+  // each small one watches, and requests go beside them.
+  Client client(admin_config());
+  std::atomic<int> listed{0};
+  std::atomic<bool> watched{false};
+  std::jthread lister([&] {
+    ListOptions lo;
+    lo.resource_version = "0";
+    lo.label_selector = "app=kube-it";
+    client.list_page_streamed_text(resources::config_maps(), ns.name(), lo, false,
+                                   [&](std::string_view) {
+                                     for (int i = 0; i < 600 && !watched; ++i)
+                                       std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                                     ++listed;
+                                   });
+  });
+  std::mutex errors_mu;
+  std::vector<std::string> errors;
+  const auto start = std::chrono::steady_clock::now();
+  {
+    std::vector<std::jthread> informers;
+    for (const auto& r : {resources::jobs(), resources::pods(), resources::leases(),
+                          resources::events(), resources::service_accounts()}) {
+      informers.emplace_back([&client, &ns, &errors_mu, &errors, r] {
+        try {
+          ListOptions lo;
+          lo.resource_version = "0";
+          client.list_page_streamed_text(r, ns.name(), lo, false, [](std::string_view) {});
+          WatchOptions wo;
+          wo.timeout_seconds = 1;
+          auto w = client.watch(r, ns.name(), wo);
+          while (w->next()) {
+          }
+          for (int i = 0; i < 3; ++i) client.list(r, ns.name());
+        } catch (const std::exception& e) {
+          // With one libcurl multi handle: "Received HTTP/0.9 when not allowed" on a watch.
+          std::lock_guard lock(errors_mu);
+          errors.push_back(e.what());
+        }
+      });
+    }
+  }
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  watched = true;
+  EXPECT_THAT(errors, ::testing::IsEmpty());
+  EXPECT_EQ(listed.load(), 0);
+  // 1 s watches; the stall lasted until the request timeout (30 s and more).
+  EXPECT_LT(took, 15.0) << "lists, watches and requests waited for the paused list";
+  lister.join();
+  EXPECT_EQ(listed.load(), kMaps);
+  EXPECT_GT(client.transport_stats().stream_pauses, 0u) << "the list never paused";
 }
 
 }  // namespace
