@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -597,9 +598,9 @@ RegistryCredentials run_credential_helper(const std::string& name, const std::st
   o.stdin_data = registry;
   core::SubprocessResult r = core::run_subprocess({program, "get"}, o);
   if (!r.started) {
-    throw std::runtime_error(head + " cannot be run (" + r.error + "); install " + program +
-                             " on PATH, or remove the entry, or give --registry-config FILE "
-                             "with other credentials");
+    throw CredentialHelperError(head + " cannot be run (" + r.error + "); install " + program +
+                                " on PATH, or remove the entry, or give --registry-config FILE "
+                                "with other credentials");
   }
   none = r.exit_code == 1 && r.output.find("credentials not found") != std::string::npos;
   if (none) return {};
@@ -614,10 +615,10 @@ RegistryCredentials run_credential_helper(const std::string& name, const std::st
                       : r.output_overflow ? "wrote more than 1 MiB"
                       : r.signal != 0     ? "killed by signal " + std::to_string(r.signal)
                                           : "exit status " + std::to_string(r.exit_code);
-    throw std::runtime_error(head + " failed (" + how + ")" +
-                             (said.empty() ? "" : ": " + core::quoted(said)) +
-                             "; check it with `printf " + registry + " | " + program +
-                             " get`, or log in again with `docker login " + registry + "`");
+    throw CredentialHelperError(head + " failed (" + how + ")" +
+                                (said.empty() ? "" : ": " + core::quoted(said)) +
+                                "; check it with `printf " + registry + " | " + program +
+                                " get`, or log in again with `docker login " + registry + "`");
   }
   core::Value v;
   try {
@@ -626,9 +627,9 @@ RegistryCredentials run_credential_helper(const std::string& name, const std::st
   }
   const core::Value* secret = v.is_map() ? v.find("Secret") : nullptr;
   if (secret == nullptr || !secret->is_string()) {
-    throw std::runtime_error(head + " answered " + core::quoted(core::trim(r.output)) +
-                             ", not the protocol's JSON "
-                             "{\"ServerURL\": ..., \"Username\": ..., \"Secret\": ...}");
+    throw CredentialHelperError(head + " answered " + core::quoted(core::trim(r.output)) +
+                                ", not the protocol's JSON "
+                                "{\"ServerURL\": ..., \"Username\": ..., \"Secret\": ...}");
   }
   RegistryCredentials c;
   c.source = entry;
@@ -667,6 +668,16 @@ RegistryCredentials registry_credentials(const std::string& config_text, const s
     entry = "credsStore in " + where;
   }
   if (!helper.empty()) {
+    // docker runs docker-credential-NAME from PATH: a name is a suffix, never a path.
+    const bool plain = std::all_of(helper.begin(), helper.end(), [](char ch) {
+      return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+             ch == '-' || ch == '_' || ch == '.';
+    });
+    if (!plain || helper.size() > 100 || helper.front() == '.') {
+      throw core::InvalidInput(entry + ": helper name " + core::quoted(helper) +
+                               " is not a program-name suffix (letters, digits, '-', '_', '.'; "
+                               "docker runs docker-credential-NAME from PATH); fix the entry");
+    }
     bool none = false;
     RegistryCredentials c = run_credential_helper(helper, entry, registry, helper_timeout, none);
     if (!none) return c;

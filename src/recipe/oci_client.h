@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -65,14 +66,22 @@ struct RegistryCredentials {
   }
 };
 
+// A credential helper named by a config that is missing, fails, times out or answers no JSON:
+// the environment's fault, not the file's (a std::runtime_error, not core::InvalidInput).
+class CredentialHelperError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // The credentials for `registry` in a docker config.json text (read from `where`), resolved as
 // docker does: the helper of credHelpers[registry], else the credsStore helper (run as
 // `docker-credential-NAME get` with the registry on stdin, {"Username","Secret"} JSON on
 // stdout; a helper that has none for it falls back to auths), else auths[registry] ("auth"
 // base64 USER:PASSWORD, "username"/"password", "identitytoken"). Keys match host[:port] with
 // or without a scheme and a path. Empty when none. Throws core::InvalidInput naming `where`
-// and the field for a malformed file; std::runtime_error naming the registry, the helper, the
-// entry and the fix for a helper that is missing, fails or answers no JSON.
+// and the field for a malformed file (a helper name that is not a plain program-name suffix
+// among them: it must never name a path); CredentialHelperError naming the registry, the
+// helper, the entry and the fix for a helper that is missing, fails or answers no JSON.
 RegistryCredentials registry_credentials(
     const std::string& config_text, const std::string& where, const std::string& registry,
     std::chrono::seconds helper_timeout = std::chrono::seconds(30));

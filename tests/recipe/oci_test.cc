@@ -409,6 +409,20 @@ TEST_F(CredentialHelperTest, MissingFailingAndGarbledHelpersNameTheFix) {
         EXPECT_NE(std::string(e.what()).find(w), std::string::npos) << e.what();
     }
   };
+  // A helper name is a suffix of docker-credential-, never a path.
+  for (const char* bad : {R"({"credsStore": "../../bin/sh"})", R"({"credsStore": "a b"})",
+                          R"({"credHelpers": {"r.example:5000": "x/y"}})"}) {
+    try {
+      registry_credentials(bad, "c.json", "r.example:5000");
+      ADD_FAILURE() << "no error for " << bad;
+    } catch (const core::InvalidInput& e) {
+      EXPECT_NE(std::string(e.what()).find("is not a program-name suffix"), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_THROW(
+      registry_credentials(R"({"credsStore": "gpufleet-absent"})", "c.json", "r.example:5000"),
+      CredentialHelperError);
   expect_error(R"({"credsStore": "gpufleet-absent"})",
                {"registry r.example:5000: credential helper docker-credential-gpufleet-absent "
                 "(credsStore in c.json) cannot be run",
