@@ -328,19 +328,25 @@ TEST(Transport, ManyWatchesAndRequestsShareOneHttp2Connection) {
   EXPECT_EQ(s.connections, 1u);
 }
 
+// kMaps ConfigMaps of ~900 KiB in `ns` (7 MB, labelled app=kube-it): a list far over
+// Client::kListBacklogBytes.
+constexpr int kMaps = 8;
+void create_big_config_maps(Client& client, const std::string& ns) {
+  const std::string payload(900 * 1024, 'x');
+  for (int i = 0; i < kMaps; ++i) {
+    core::Value cm = config_map(ns, "big-" + std::to_string(i));
+    cm["data"]["payload"] = payload;
+    client.create(resources::config_maps(), cm);
+  }
+}
+
 // A streamed list read slower than the server sends it is paused at Client::kListBacklogBytes:
 // the rest waits in the socket and the server, not in this process (issue 15: peak memory of an
 // informer's sync). Eight ConfigMaps of ~900 KiB are 7 MB, seven times the bound.
 TEST(Transport, StreamedListPausesForASlowReaderAndKeepsItsBacklogBounded) {
   Client client(admin_config());
   TestNamespace ns(client);
-  const std::string payload(900 * 1024, 'x');
-  constexpr int kMaps = 8;
-  for (int i = 0; i < kMaps; ++i) {
-    core::Value cm = config_map(ns.name(), "big-" + std::to_string(i));
-    cm["data"]["payload"] = payload;
-    client.create(resources::config_maps(), cm);
-  }
+  create_big_config_maps(client, ns.name());
   const Client::TransportStats before = client.transport_stats();
   ListOptions lo;
   lo.resource_version = "0";          // from the watch cache, as an informer lists
@@ -378,13 +384,7 @@ TEST(Transport, StreamedListPausesForASlowReaderAndKeepsItsBacklogBounded) {
 TEST(Transport, WatchesAndRequestsGoOnWhileAListIsPaused) {
   Client setup(admin_config());
   TestNamespace ns(setup);
-  const std::string payload(900 * 1024, 'x');
-  constexpr int kMaps = 8;
-  for (int i = 0; i < kMaps; ++i) {
-    core::Value cm = config_map(ns.name(), "big-" + std::to_string(i));
-    cm["data"]["payload"] = payload;
-    setup.create(resources::config_maps(), cm);
-  }
+  create_big_config_maps(setup, ns.name());
   // A fresh client, as a controller starts: no connection yet; six informers list at once
   // (one big list, paused because its reader takes nothing until the others are done), then
   // each small one watches, and requests go beside them.
