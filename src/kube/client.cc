@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/errors.h"
+#include "core/metrics.h"
 #include "kube/api/compact_json.h"
 #include "kube/credentials.h"
 #include "kube/http.h"
@@ -54,6 +55,22 @@ struct DiscoveredResource {
   std::string kind;
   ResourceId id;
 };
+
+// Every answer the client got, by verb, resource and HTTP code (each attempt of a retried
+// request; "error" when the transport failed): client-go's rest_client_requests_total, so a
+// controller's own /metrics shows its write rate, its conflicts and its throttling without
+// the API server's. Resources are a bounded set; raw paths and discovery are one label each.
+void count_answer(const RequestInfo& info, long status) {
+  static core::metrics::Counter& answers = core::metrics::default_registry().counter(
+      "gpufleet_kube_requests_total",
+      "Answers from the API server by verb, resource and HTTP code (\"error\": none came)",
+      {"verb", "resource", "code"});
+  std::string_view resource = info.resource;
+  if (resource.starts_with('/')) resource = "raw";
+  if (resource.starts_with("discovery")) resource = "discovery";
+  const std::string code = status > 0 ? std::to_string(status) : "error";
+  answers.with({info.verb, resource, code}).inc();
+}
 
 }  // namespace
 
@@ -157,12 +174,14 @@ class Client::Impl {
       try {
         resp = transport.perform(make_request(method, path_and_query, accept, content_type, body));
       } catch (const TransportError& e) {
+        count_answer(info, 0);
         if ((safe || !e.request_sent()) && attempt < kMaxAttempts) {
           std::this_thread::sleep_for(backoff.next());
           continue;
         }
         throw;
       }
+      count_answer(info, resp.status);
       if (resp.status >= 200 && resp.status < 300) return resp;
       ApiError err =
           decode_status_error(static_cast<int>(resp.status), resp.body, info, resp.retry_after);
@@ -254,6 +273,7 @@ std::optional<std::string_view> WatchStream::next_line() {
   if (!s.checked_status) {
     long status = s.stream->wait_status();
     s.checked_status = true;
+    if (!s.stream->cancelled() || status != 0) count_answer(s.info, status);
     if (status != 200) {
       std::string body;
       while (s.stream->read(body)) {
@@ -460,6 +480,7 @@ ListResult Client::list_streamed(const ResourceId& r, std::string_view ns, const
     ~Cancel() { s.cancel(); }  // on an exception from on_item: stop the transfer
   } cancel{*stream};
   long status = stream->wait_status();
+  count_answer(info, status);
   std::string chunk;
   if (status != 200) {
     std::string body;

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/metrics.h"
 #include "kube/client.h"
 #include "scripted_server.h"
 
@@ -39,6 +40,31 @@ TEST(RetryPolicy, ReadsRetryServerErrorsWithBackoff) {
   Client client(config_for(s));
   EXPECT_EQ(resource_version_of(client.get(resources::config_maps(), "x", "a")), "7");
   EXPECT_EQ(s.requests().size(), 3u);
+}
+
+// Each answer counts once under its verb, resource and code, retries included, so a
+// controller's /metrics shows its own writes and conflicts.
+TEST(RetryPolicy, EveryAnswerIsCountedByVerbResourceAndCode) {
+  core::metrics::Counter& answers = core::metrics::default_registry().counter(
+      "gpufleet_kube_requests_total", "", {"verb", "resource", "code"});
+  auto count = [&](std::string_view verb, std::string_view code) {
+    return answers.with({verb, "configmaps", code}).value();
+  };
+  const double get503 = count("get", "503"), get200 = count("get", "200"),
+               create409 = count("create", "409");
+  ScriptedServer s({response(503, "Unavailable", status(503, "ServiceUnavailable")),
+                    response(200, "OK", kConfigMap),
+                    response(409, "Conflict", status(409, "AlreadyExists"))});
+  Client client(config_for(s));
+  client.get(resources::config_maps(), "x", "a");
+  EXPECT_THROW(client.create(resources::config_maps(), core::parse_json(kConfigMap)), ApiError);
+  EXPECT_EQ(count("get", "503") - get503, 1);
+  EXPECT_EQ(count("get", "200") - get200, 1);
+  EXPECT_EQ(count("create", "409") - create409, 1);
+  const std::string text = core::metrics::default_registry().render();
+  EXPECT_THAT(
+      text, ::testing::HasSubstr(
+                R"(gpufleet_kube_requests_total{verb="create",resource="configmaps",code="409"})"));
 }
 
 TEST(RetryPolicy, WritesAreNotRetriedOnServerErrors) {
