@@ -6,7 +6,8 @@
 //      generator with no controller running (the ceiling every other figure sits under);
 //   1. latency: faults written at R events/s (each a new node's NodeHealth turning Fatal);
 //      fault -> cordon p50/p99 from the write to the cordon seen on a Node watch, and the
-//      controller's API writes per quarantine (its gpufleet_sentinel_api_writes_total);
+//      controller's API writes per quarantine (the API server's apiserver_request_total, and
+//      the controller's own share from its gpufleet_kube_requests_total);
 //   2. burst: B nodes faulted at once; quarantine nodes/s until every one is cordoned;
 //   3. drain: D nodes, each running one pod (the bench plays their kubelet: a pod marked for
 //      deletion is deleted with grace 0), faulted at once with drain on; drained nodes/s
@@ -177,6 +178,29 @@ std::pair<double, std::string> writes_between(const std::map<std::string, double
     text += (text.empty() ? "" : ", ") + k + " " + std::to_string(static_cast<long>(d));
   }
   return {total, text};
+}
+
+// The controller's own writes so far, from its /metrics (gpufleet_kube_requests_total, every
+// answer by verb, resource and code): what sentinel wrote, without kube-local's node
+// lifecycle controller that shares the API server's count.
+std::map<std::string, double> own_writes(int port) {
+  std::map<std::string, double> out;
+  std::istringstream in(controller::testing::http_get(port, "/metrics").second);
+  std::string line;
+  auto label = [](const std::string& l, const std::string& k) {
+    auto b = l.find(k + "=\"");
+    if (b == std::string::npos) return std::string();
+    b += k.size() + 2;
+    return l.substr(b, l.find('"', b) - b);
+  };
+  while (std::getline(in, line)) {
+    if (line.rfind("gpufleet_kube_requests_total{", 0) != 0) continue;
+    const std::string verb = label(line, "verb");
+    if (verb == "get" || verb == "list" || verb == "watch") continue;
+    out[label(line, "resource") + " " + verb + " " + label(line, "code")] +=
+        std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr);
+  }
+  return out;
 }
 
 std::string controller_metrics_line(int port, const std::string& prefix) {
@@ -481,7 +505,16 @@ int run_api(kube::Client& client, const std::string& kubeconfig, const std::stri
   b.create_nodes(nodes);
   std::cout << "setup: " << nodes << " GPU Nodes + NodeHealth in " << since(t0)
             << " s (load average " << loadavg() << ")\n";
-  // Pods for the drain part, on the nodes right after the burst's.
+  // Pods for the drain part, on the nodes right after the burst's. The API server refuses a
+  // pod until the controller-manager made the namespace's default ServiceAccount (a small
+  // fleet is set up before that).
+  if (!wait_until(
+          [&] {
+            return client.try_get(kube::resources::service_accounts(), "default", "default")
+                .has_value();
+          },
+          60s))
+    std::cerr << "ServiceAccount default/default not there in 60 s\n";
   const int drain_first = latency_faults + burst;
   parallel(drain, 8, [&](int i) { b.create_pod(drain_first + i); });
 
@@ -528,6 +561,7 @@ int run_api(kube::Client& client, const std::string& kubeconfig, const std::stri
   int next = 0;
   {
     const auto writes_before = api_writes(client);
+    const auto own_before = own_writes(port);
     const double cpu_before = cpu_s(ctl.pid());
     const pid_t apiserver = control_plane_pid(kubeconfig, "apiserver");
     const pid_t etcd = control_plane_pid(kubeconfig, "etcd");
@@ -557,6 +591,7 @@ int run_api(kube::Client& client, const std::string& kubeconfig, const std::stri
         60s);
     std::this_thread::sleep_for(1s);
     const auto [writes, writes_text] = writes_between(writes_before, api_writes(client));
+    const auto [own, own_text] = writes_between(own_before, own_writes(port));
     std::vector<double> lat;
     {
       std::lock_guard l(w.mu);
@@ -568,7 +603,8 @@ int run_api(kube::Client& client, const std::string& kubeconfig, const std::stri
               << latency_faults / took << "/s) on " << nodes << " nodes: cordoned " << lat.size()
               << ", fault->cordon p50 " << pct(lat, 0.5) << " ms, p99 " << pct(lat, 0.99)
               << " ms, max " << pct(lat, 1.0) << " ms; controller writes per quarantine "
-              << writes / latency_faults << " (" << writes_text << "), controller CPU "
+              << writes / latency_faults << " (" << writes_text << "), of them sentinel's own "
+              << own / latency_faults << " (its /metrics: " << own_text << "), controller CPU "
               << (cpu_s(ctl.pid()) - cpu_before) * 1000 / latency_faults
               << " ms per quarantine, kube-apiserver + etcd CPU "
               << ((apiserver > 0 ? cpu_s(apiserver) : 0) + (etcd > 0 ? cpu_s(etcd) : 0) -
@@ -1053,12 +1089,34 @@ int run_sim(kube::Client& client, const std::string& kubeconfig, const std::stri
     return 1;
   }
   std::cout << "setup: agents reported every NodeHealth after " << since(t0) << " s\n";
-  // Agent cost per node, idle (every monitor polling, nothing to report).
+  // Every journal delivered (NodeHealth's lastAppliedRecordId at the journal's last id):
+  // fills `journals` and returns the nodes still behind.
+  std::map<std::string, JournalCount> journals;
+  auto undelivered_nodes = [&] {
+    journals.clear();
+    for (const auto& n : names)
+      journals[n] = read_journal(state / "nodes" / n / "var/lib/gpufleet/agent/journal");
+    std::map<std::string, std::int64_t> applied;
+    for (const auto& h : healths()) {
+      const core::Value* v = h.get({"status", "lastAppliedRecordId"});
+      applied[std::string(kube::name_of(h))] = v != nullptr ? v->as_int() : 0;
+    }
+    std::size_t behind = 0;
+    for (const auto& n : names)
+      behind += applied[n] < static_cast<std::int64_t>(journals[n].last_id) ? 1 : 0;
+    return behind;
+  };
+  // Agent cost per node, idle (every monitor polling, nothing to report): measured once the
+  // first reports of every node are delivered, which at 5,000 nodes take minutes after the
+  // last NodeHealth exists and would otherwise count as idle cost.
   {
+    if (!wait_until([&] { return undelivered_nodes() == 0; }, 600s))
+      std::cerr << "agent: first reports not delivered in 600 s; idle figure includes them\n";
+    std::cout << "setup: first reports delivered after " << since(t0) << " s\n";
     std::this_thread::sleep_for(5s);
     const double c0 = cpu_s(agent.pid());
     const auto s = Clock::now();
-    std::this_thread::sleep_for(20s);
+    std::this_thread::sleep_for(60s);
     const double cores = (cpu_s(agent.pid()) - c0) / since(s);
     const long rss = rss_kib(agent.pid());
     std::cout << "agent: " << nodes
@@ -1108,27 +1166,15 @@ int run_sim(kube::Client& client, const std::string& kubeconfig, const std::stri
   // lastAppliedRecordId at the journal's last id) and stable, the controller quiet.
   auto inbox_left = [&] { return sim::list_control_inbox(state.string()).size(); };
   wait_until([&] { return inbox_left() == 0; }, 300s);
-  std::map<std::string, JournalCount> journals;
   std::size_t undelivered = 0;
   const auto drain_start = Clock::now();
   std::uint64_t stable_sum = 0;
   auto stable_since = Clock::now();
   while (since(drain_start) < 600) {
     std::this_thread::sleep_for(2s);
-    journals.clear();
+    undelivered = undelivered_nodes();
     std::uint64_t sum = 0;
-    for (const auto& n : names) {
-      journals[n] = read_journal(state / "nodes" / n / "var/lib/gpufleet/agent/journal");
-      sum += journals[n].last_id;
-    }
-    std::map<std::string, std::int64_t> applied;
-    for (const auto& h : healths()) {
-      const core::Value* v = h.get({"status", "lastAppliedRecordId"});
-      applied[std::string(kube::name_of(h))] = v != nullptr ? v->as_int() : 0;
-    }
-    undelivered = 0;
-    for (const auto& n : names)
-      undelivered += applied[n] < static_cast<std::int64_t>(journals[n].last_id) ? 1 : 0;
+    for (const auto& [n, j] : journals) sum += j.last_id;
     if (sum != stable_sum) {
       stable_sum = sum;
       stable_since = Clock::now();
