@@ -86,6 +86,13 @@ for c in certify hostpkg sentinel budget; do
 done
 args="$(q '{range .items[?(@.kind=="Deployment")]}{.spec.template.spec.containers[0].args}{"\n"}{end}')"
 grep -q '"--controllers=sentinel","--leader-elect"' <<<"$args" || fail "controller args lack --controllers=NAME --leader-elect: $args"
+# sentinel's client limit fits a storm of 50 quarantines/s (~6 writes each); the others keep
+# the default.
+grep '"--controllers=sentinel",.*"--kube-qps=300","--kube-burst=600"' <<<"$args" >/dev/null \
+  || fail "sentinel's Deployment lacks --kube-qps=300 --kube-burst=600: $args"
+if grep '"--controllers=hostpkg",.*--kube-qps' <<<"$args" >/dev/null; then
+  fail "hostpkg got a --kube-qps it was not given: $args"
+fi
 tol="$(q '{range .items[?(@.kind=="DaemonSet")]}{.spec.template.spec.tolerations[*].key}{end}')"
 for key in nvidia.com/gpu-error gpufleet.io/quarantine node.kubernetes.io/unschedulable; do
   grep -qw -- "$key" <<<"$tol" || fail "agent DaemonSet does not tolerate $key (it must run on quarantined nodes): $tol"
