@@ -116,7 +116,7 @@ std::uint64_t Agent::record(std::string_view kind, const core::Value& payload) {
   return id;
 }
 
-Clock::time_point Agent::tick(Clock::time_point now) {
+Clock::time_point Agent::poll(Clock::time_point now) {
   Clock::time_point next = now + std::chrono::seconds(10);
   for (auto& m : monitors_) {
     if (m.due <= now) {
@@ -143,25 +143,37 @@ Clock::time_point Agent::tick(Clock::time_point now) {
     }
     next = std::min(next, m.due);
   }
-  deliver(now);
-  const JournalStats js = [&] {
-    std::lock_guard journal_lock(journal_mu_);
-    return journal_.stats();
-  }();
-  if (js.last_id > js.acked_id) next = std::min(next, backoff_.count() > 0 ? retry_at_ : now);
-  std::lock_guard lock(stats_mu_);
-  stats_.journal = js;  // a copy: stats() runs on other threads, the journal is not thread-safe
+  std::lock_guard journal_lock(journal_mu_);
+  refresh_journal_stats();
   return next;
 }
 
-void Agent::deliver(Clock::time_point now) {
-  if (now < retry_at_) return;
+Clock::time_point Agent::tick(Clock::time_point now) {
+  Clock::time_point next = poll(now);
+  if (std::optional<Clock::time_point> again = deliver_pending(now)) next = std::min(next, *again);
+  return next;
+}
+
+bool Agent::has_undelivered() {
+  std::lock_guard journal_lock(journal_mu_);
+  const JournalStats js = journal_.stats();
+  return js.last_id > js.acked_id;
+}
+
+void Agent::refresh_journal_stats() {
+  const JournalStats js = journal_.stats();
+  std::lock_guard lock(stats_mu_);
+  stats_.journal = js;  // a copy: stats() runs on other threads, the journal is not thread-safe
+}
+
+std::optional<Clock::time_point> Agent::deliver_pending(Clock::time_point now) {
+  if (now < retry_at_) return retry_at_;
   std::vector<Record> pending;
   {
     std::lock_guard journal_lock(journal_mu_);
     pending = journal_.pending(options_.delivery_batch);
   }
-  if (pending.empty()) return;
+  if (pending.empty()) return std::nullopt;
   AgentMetrics* m = options_.metrics;
   const auto started = Clock::now();
   bool rejected = false;
@@ -180,6 +192,7 @@ void Agent::deliver(Clock::time_point now) {
       std::lock_guard journal_lock(journal_mu_);
       journal_.ack(pending[n - 1].id);
       note_acked(pending[n - 1].id);
+      refresh_journal_stats();
     }
     if (backoff_.count() > 0)
       core::log::info("agent: delivery resumed", {{"node", identity().node_name}});
@@ -188,8 +201,12 @@ void Agent::deliver(Clock::time_point now) {
       m->delivered_ok.inc();
       m->delivered.inc(static_cast<double>(n));
     }
-    std::lock_guard lock(stats_mu_);
-    stats_.delivered += n;
+    {
+      std::lock_guard lock(stats_mu_);
+      stats_.delivered += n;
+    }
+    if (has_undelivered()) return now;
+    return std::nullopt;
   } catch (const std::exception& e) {
     if (m != nullptr) {
       m->delivery_duration.observe(seconds_since(started));
@@ -207,6 +224,7 @@ void Agent::deliver(Clock::time_point now) {
     ++stats_.delivery_failures;
     if (rejected) ++stats_.rejected;
   }
+  return retry_at_;
 }
 
 void Agent::note_appended(std::uint64_t last_id, std::size_t n) {
@@ -234,9 +252,12 @@ AgentStats Agent::stats() const {
   return stats_;  // journal figures as of the end of the last tick (or construction)
 }
 
-AgentPool::AgentPool(std::size_t threads) {
+AgentPool::AgentPool(std::size_t threads, std::size_t delivery_threads) {
   threads = std::max<std::size_t>(1, threads);
+  delivery_threads = std::max<std::size_t>(1, delivery_threads);
   for (std::size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
+  for (std::size_t i = 0; i < delivery_threads; ++i)
+    threads_.emplace_back([this] { deliver_work(); });
 }
 
 AgentPool::~AgentPool() { stop(); }
@@ -257,6 +278,7 @@ void AgentPool::stop() {
     stopping_ = true;
   }
   cv_.notify_all();
+  delivery_cv_.notify_all();
   for (auto& t : threads_)
     if (t.joinable()) t.join();
   threads_.clear();
@@ -293,8 +315,10 @@ void AgentPool::work() {
     heap_.pop_back();
     lock.unlock();
     Clock::time_point next;
+    bool undelivered = false;
     try {
-      next = due.agent->tick(now);
+      next = due.agent->poll(now);
+      undelivered = due.agent->has_undelivered();
     } catch (const std::exception& e) {
       // The journal could not be written (disk full, I/O error): keep the agent, try later.
       core::log::error("agent: tick failed",
@@ -305,6 +329,55 @@ void AgentPool::work() {
     heap_.push_back(Due{next, due.agent});
     std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
     cv_.notify_one();
+    // Records from this poll, or from record() on another thread since the last one.
+    if (undelivered) schedule_delivery(due.agent, now);
+  }
+}
+
+void AgentPool::schedule_delivery(Agent* agent, Clock::time_point at) {
+  if (!delivering_.insert(agent).second) return;  // queued or running: it will see them
+  delivery_heap_.push_back(Due{at, agent});
+  std::push_heap(delivery_heap_.begin(), delivery_heap_.end(), std::greater<>());
+  delivery_cv_.notify_one();
+}
+
+void AgentPool::deliver_work() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    if (stopping_) return;
+    if (delivery_heap_.empty()) {
+      delivery_cv_.wait(lock);
+      continue;
+    }
+    auto now = Clock::now();
+    if (delivery_heap_.front().at > now) {
+      const Clock::time_point at = delivery_heap_.front().at;  // a copy, as in work()
+      delivery_cv_.wait_until(lock, at);
+      continue;
+    }
+    std::pop_heap(delivery_heap_.begin(), delivery_heap_.end(), std::greater<>());
+    Due due = delivery_heap_.back();
+    delivery_heap_.pop_back();
+    lock.unlock();
+    std::optional<Clock::time_point> again;
+    try {
+      again = due.agent->deliver_pending(now);
+    } catch (const std::exception& e) {
+      core::log::error("agent: delivery failed",
+                       {{"node", due.agent->identity().node_name}, {"error", e.what()}});
+      again = now + std::chrono::seconds(5);
+    }
+    // Nothing left: checked again under the pool's lock, so a poll that journalled after the
+    // delivery looked either is seen here or finds the agent unscheduled and schedules it.
+    lock.lock();
+    if (!again && due.agent->has_undelivered()) again = Clock::now();
+    if (again) {
+      delivery_heap_.push_back(Due{*again, due.agent});
+      std::push_heap(delivery_heap_.begin(), delivery_heap_.end(), std::greater<>());
+      delivery_cv_.notify_one();
+    } else {
+      delivering_.erase(due.agent);
+    }
   }
 }
 

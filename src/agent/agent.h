@@ -10,6 +10,8 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <thread>
@@ -71,15 +73,25 @@ class Agent {
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
 
-  // Polls the monitors that are due, journals what they emitted (one fsync per poll), then
-  // delivers a batch of pending records unless delivery is backing off. Returns when it
-  // next wants to run. Not thread-safe: AgentPool runs one tick of an agent at a time.
+  // Polls the monitors that are due and journals what they emitted (one fsync per poll); no
+  // network. Returns when a monitor is next due. One poll() at a time per agent.
+  Clock::time_point poll(Clock::time_point now);
+
+  // Delivers one batch of pending records unless delivery is backing off. Returns when to
+  // deliver again: `now` when records remain, the end of the backoff after a failure, nullopt
+  // when nothing is pending. One deliver_pending() at a time per agent; it may run while
+  // poll() or record() runs on another thread, so a slow API server never delays a poll.
+  std::optional<Clock::time_point> deliver_pending(Clock::time_point now);
+
+  // poll() then deliver_pending() on the calling thread; returns when it next wants to run.
   Clock::time_point tick(Clock::time_point now);
 
+  // Whether the journal holds records not yet delivered. Thread-safe.
+  [[nodiscard]] bool has_undelivered();
+
   // Journals one record now (for plug-ins outside the monitor loop, e.g. host steps and
-  // remediation). Thread-safe: it may run while another thread is in tick() (the journal is
-  // guarded by a lock that tick() holds only around journal operations, never while it
-  // delivers).
+  // remediation). Thread-safe: it may run while other threads poll or deliver (the journal is
+  // guarded by a lock held only around journal operations, never while delivering).
   std::uint64_t record(std::string_view kind, const core::Value& payload);
 
   [[nodiscard]] const NodeIdentity& identity() const noexcept { return options_.node.identity; }
@@ -88,7 +100,8 @@ class Agent {
 
  private:
   struct Running;
-  void deliver(Clock::time_point now);
+  // stats_.journal from the journal; call with journal_mu_ held.
+  void refresh_journal_stats();
   // Counts `n` records appended up to `last_id` and remembers when (latency samples).
   void note_appended(std::uint64_t last_id, std::size_t n);
   void note_acked(std::uint64_t acked_id);
@@ -107,11 +120,14 @@ class Agent {
   AgentStats stats_;
 };
 
-// Runs many agents on `threads` shared worker threads: a timer heap of (next tick, agent),
-// never a thread per node.
+// Runs many agents on a few shared threads, never a thread per node: `threads` poll the
+// monitors (a timer heap of (next poll, agent)), `delivery_threads` deliver the journals (a
+// second heap; at most one delivery per agent at a time). Polls never wait for the API
+// server: with them on the same thread, a saturated API server held every poll of a 5,000-node
+// simulated fleet behind one delivery (docs/performance.md).
 class AgentPool {
  public:
-  explicit AgentPool(std::size_t threads);
+  explicit AgentPool(std::size_t threads, std::size_t delivery_threads = 1);
   ~AgentPool();  // stops and joins
   AgentPool(const AgentPool&) = delete;
   AgentPool& operator=(const AgentPool&) = delete;
@@ -130,11 +146,17 @@ class AgentPool {
     bool operator>(const Due& o) const { return at > o.at; }
   };
   void work();
+  void deliver_work();
+  // Queues a delivery of `agent` at `at` unless one is queued or running. Call with mu_ held.
+  void schedule_delivery(Agent* agent, Clock::time_point at);
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
+  std::condition_variable delivery_cv_;
   std::vector<std::unique_ptr<Agent>> agents_;
-  std::vector<Due> heap_;  // min-heap on `at`
+  std::vector<Due> heap_;           // polls, min-heap on `at`
+  std::vector<Due> delivery_heap_;  // deliveries, min-heap on `at`
+  std::set<Agent*> delivering_;     // agents in delivery_heap_ or being delivered
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };

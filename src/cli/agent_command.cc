@@ -113,6 +113,7 @@ struct AgentFlags {
   std::string sim_state_dir;
   std::vector<std::string> monitors;
   std::size_t threads = 2;
+  std::size_t delivery_threads = 0;  // 0: 1 for one node, 8 for a simulator's fleet
   std::uint64_t journal_max_bytes = 64 << 20;
   bool fsync = true;
   std::string run_for;
@@ -235,6 +236,11 @@ void run_agent(const AgentFlags& f) {
         "(every node of a simulator)");
   if (f.threads == 0 || f.threads > 64)
     throw core::InvalidInput("--threads " + std::to_string(f.threads) + " must be 1 to 64");
+  if (f.delivery_threads > 64)
+    throw core::InvalidInput("--delivery-threads " + std::to_string(f.delivery_threads) +
+                             " must be 1 to 64 (0: 1 for --node, 8 for --sim-state-dir)");
+  const std::size_t delivery_threads =
+      f.delivery_threads > 0 ? f.delivery_threads : (f.sim_state_dir.empty() ? 1 : 8);
   std::optional<std::chrono::nanoseconds> run_for;
   if (!f.run_for.empty()) {
     run_for = core::try_parse_duration(f.run_for);
@@ -266,7 +272,7 @@ void run_agent(const AgentFlags& f) {
                    })
              : std::make_unique<agent::NodeHealthSink>(client);
   agent::AgentMetrics metrics;
-  agent::AgentPool pool(f.threads);
+  agent::AgentPool pool(f.threads, delivery_threads);
   // Remediation: one decision object per node, one thread for all of them, one Node watch.
   std::vector<std::unique_ptr<agent::NodeRemediation>> remediations;
   agent::RemediationService remediation(
@@ -332,9 +338,10 @@ void run_agent(const AgentFlags& f) {
       agent::watch_node_requests(client, f.sim_state_dir.empty() ? f.node : "", remediation);
   metrics.observe(pool);
   auto server = serve_metrics(f.metrics_address, pool);
-  core::log::info(
-      "agent: started",
-      {{"nodes", pool.size()}, {"threads", f.threads}, {"remediation", executor ? "on" : "off"}});
+  core::log::info("agent: started", {{"nodes", pool.size()},
+                                     {"threads", f.threads},
+                                     {"delivery_threads", delivery_threads},
+                                     {"remediation", executor ? "on" : "off"}});
   std::signal(SIGINT, on_agent_signal);
   std::signal(SIGTERM, on_agent_signal);
   const auto start = std::chrono::steady_clock::now();
@@ -381,7 +388,11 @@ void setup_agent(CLI::App& root) {
                   "run one agent per DIR/nodes/<node>/ of a `gpufleet sim --state-dir DIR`");
   cmd->add_option("--monitors", flags->monitors, "monitors to run (default: every registered one)")
       ->delimiter(',');
-  cmd->add_option("--threads", flags->threads, "worker threads shared by all agents")
+  cmd->add_option("--threads", flags->threads, "threads polling the monitors, shared by all agents")
+      ->capture_default_str();
+  cmd->add_option("--delivery-threads", flags->delivery_threads,
+                  "threads delivering the journals to the API server, apart from the polls "
+                  "(0: 1 for --node, 8 for --sim-state-dir)")
       ->capture_default_str();
   cmd->add_option("--journal-max-bytes", flags->journal_max_bytes, "journal bound per node")
       ->capture_default_str();

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -226,6 +227,67 @@ TEST(AgentPool, ManyNodesOnTwoThreads) {
     EXPECT_EQ(e->get_string({"state"}), node == "node-7" ? "Fatal" : "Healthy") << node;
     EXPECT_EQ(st.get_string({"bootID"}), "boot-1-" + node);
   }
+}
+
+// A sink whose deliveries hang until released: an API server that stopped answering.
+class HangingSink final : public Sink {
+ public:
+  std::size_t deliver(const NodeIdentity& node, std::span<const Record> records) override {
+    std::unique_lock lock(mu);
+    ++waiting;
+    cv.wait(lock, [&] { return released; });
+    fold_records(status[node.node_name], records);
+    return records.size();
+  }
+  void release() {
+    std::lock_guard lock(mu);
+    released = true;
+    cv.notify_all();
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  bool released = false;
+  int waiting = 0;
+  std::map<std::string, core::Value> status;
+};
+
+// Polls run apart from deliveries: with every delivery thread stuck in a request the API
+// server does not answer, the monitors still poll and journal (a port going down is on the
+// node's disk at once), and it is delivered once the server answers again.
+TEST(AgentPool, PollsGoOnWhileEveryDeliveryHangs) {
+  TempDir tmp;
+  HangingSink sink;
+  AgentPool pool(1, 1);
+  struct Release {  // before the pool stops, even when an assertion returns early
+    HangingSink& sink;
+    ~Release() { sink.release(); }
+  } release_on_exit{sink};
+  std::vector<Agent*> agents;
+  for (const char* node : {"n1", "n2"})
+    agents.push_back(
+        &pool.add(std::make_unique<Agent>(options_for(make_host(tmp.path(), node), node), sink)));
+  auto wait_for = [](const std::function<bool()>& f) {
+    for (int i = 0; i < 500 && !f(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return f();
+  };
+  ASSERT_TRUE(wait_for([&] {
+    std::lock_guard lock(sink.mu);
+    return sink.waiting == 1;  // the one delivery thread is stuck
+  }));
+  const std::uint64_t before = agents[1]->stats().journal.last_id;
+  write(tmp.path() / "nodes/n2/sys/class/infiniband/mlx5_0/ports/1/state", "1: DOWN");
+  EXPECT_TRUE(wait_for([&] { return agents[1]->stats().journal.last_id > before; }))
+      << "n2's poll waited for n1's delivery";
+  sink.release();
+  EXPECT_TRUE(wait_for([&] {
+    std::lock_guard lock(sink.mu);
+    const core::Value& st = sink.status["n2"];
+    const core::Value* e =
+        st.find("checks") != nullptr ? entity(st, "ib-port", "mlx5_0/1") : nullptr;
+    return e != nullptr && e->get_string({"state"}) == "Fatal";
+  }));
+  pool.stop();
 }
 
 // The process-wide counters: appended, delivered, rejected vs unavailable deliveries, latency,
