@@ -15,20 +15,71 @@ namespace {
 using core::InvalidInput;
 
 constexpr std::string_view kPurposeNames[] = {"screen", "isolate", "check", "confirm", "probe"};
-constexpr std::string_view kStageNames[] = {"new",        "bits",       "decoded", "split",
-                                            "individual", "probe",      "narrow",  "linkConfirm",
-                                            "grid",       "complement", "pair",    "rest"};
+constexpr std::string_view kStageNames[] = {
+    "new",   "bits",   "decoded",         "split",          "individual",
+    "probe", "narrow", "linkConfirm",     "grid",           "complement",
+    "pair",  "rest",   "complementSplit", "bitsComplements"};
 // From this many members a failed group's last-but-one round is a grid rather than parts:
 // below it one faulty member (the usual case in small fleets) costs a test more on a grid.
 // Measured with bench/certify_bench.cc (docs/performance.md).
 constexpr std::size_t kGridFrom = 24;
-// Screen groups per expected faulty node (plan_screen). Measured with the complements
-// (bench/certify_bench.cc, docs/performance.md): 2 lowers the mean at 1,024 nodes and 4
-// faulty to 43.7 tests, but two groups each holding two faulty nodes then cost up to 109.
+// Screen groups per expected faulty node (plan_screen): 4, or 2 from 3 expected faulty nodes,
+// where two faulty nodes sharing a group are resolved by complements (one group short) or by
+// parts (two or more short) within the round budget. Measured with bench/certify_bench.cc
+// (docs/performance.md).
 constexpr std::size_t kScreenGroupsPerFault = 4;
+constexpr std::size_t kScreenGroupsPerFaultFrom3 = 2;
 constexpr const char* kCoarseLink =
     "a group test failed twice although each node passed other tests: a link or switch "
     "between these nodes is faulty";
+
+// Split-ahead tests of a pair whose two members' OR is a code c of w bits (the members are
+// the subsets of c; write a member's pattern as its w bits of c, in order). Test t holds the
+// patterns whose bit is set in kSplitAhead[w][t]. Whatever bits M of c the pair differs in
+// (|M| >= 2, found by the complements in the same round) and whichever of the 2^(|M|-1) - 1
+// pairs {c - M + S, c - M + (M - S)} it is, the w tests fail differently, so the round that
+// finds M also splits the pair (a pivot bit, as in plan_pair, fails when the pivot is a bit
+// both members hold). Found by a search; IsolationPlanner.SplitAheadTablesTellEveryPairApart
+// checks the property. Wider codes use the pivot tests: the lowest bit of c and bit t + 1.
+constexpr std::uint64_t kSplitAhead3[] = {0x34, 0x14, 0x65};
+constexpr std::uint64_t kSplitAhead4[] = {0x498, 0x107b, 0x21ed, 0x45a0};
+constexpr std::uint64_t kSplitAhead5[] = {0x63334cba, 0x20509058, 0x484819f5, 0x4cb8d431,
+                                          0x52df890b};
+constexpr std::uint64_t kSplitAhead6[] = {0x4994cfb4a0c305,  0x6614a25e13a5014b, 0x91406dec40281a,
+                                          0xb6380144c9d837b, 0x1020b453446f61a4, 0x44957118b600180};
+
+}  // namespace
+
+namespace detail {
+
+std::size_t split_ahead_tests(int w) noexcept { return w <= 2 ? 0 : w <= 6 ? w : w - 1; }
+
+bool in_split_ahead(int w, std::size_t t, std::uint32_t pattern) noexcept {
+  const std::uint64_t* table = w == 3   ? kSplitAhead3
+                               : w == 4 ? kSplitAhead4
+                               : w == 5 ? kSplitAhead5
+                               : w == 6 ? kSplitAhead6
+                                        : nullptr;
+  if (table != nullptr) return ((table[t] >> pattern) & 1U) != 0;
+  return (pattern & 1U) != 0 && ((pattern >> (t + 1)) & 1U) != 0;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::in_split_ahead;
+using detail::split_ahead_tests;
+
+// A member's code as its pattern over the bits of c (bit i = the i-th lowest bit of c).
+std::uint32_t pattern_in(std::uint32_t c, std::uint32_t code) {
+  std::uint32_t out = 0;
+  int i = 0;
+  for (std::uint32_t rest = c; rest != 0; rest &= rest - 1, ++i) {
+    if ((code & rest & (~rest + 1)) != 0) out |= std::uint32_t{1} << i;
+  }
+  return out;
+}
 
 template <typename E, std::size_t N>
 E enum_from(const core::Value& v, const std::string_view (&names)[N], std::string_view field) {
@@ -165,8 +216,9 @@ void IsolationPlanner::plan_screen(const std::vector<std::vector<std::string>>& 
           1,
           static_cast<std::size_t>(std::lround(std::sqrt(static_cast<double>(rest.size())) / 8)));
     }
-    std::size_t groups =
-        options_.screen_groups != 0 ? options_.screen_groups : kScreenGroupsPerFault * expected;
+    std::size_t groups = options_.screen_groups != 0 ? options_.screen_groups
+                         : expected >= 3             ? kScreenGroupsPerFaultFrom3 * expected
+                                                     : kScreenGroupsPerFault * expected;
     groups = std::clamp<std::size_t>(
         groups, 1, std::max<std::size_t>(1, rest.size() / options_.min_group_size));
     std::size_t base = rest.size() / groups, extra = rest.size() % groups, at = 0;
@@ -309,10 +361,12 @@ void IsolationPlanner::absorb_results() {
     n.members = std::move(rest);
     if (!n.members.empty()) next.push_back(std::move(n));
   };
-  std::vector<const Investigation*> complements;
+  std::vector<const Investigation*> complements, crowded;
   for (Investigation& inv : investigations_) {
     switch (inv.stage) {
+      case Investigation::Stage::BitsComplements: crowded.push_back(&inv); break;
       case Investigation::Stage::Complement:
+      case Investigation::Stage::ComplementSplit:
         // Decided together below: the pooled complements of one group may be another's.
         complements.push_back(&inv);
         break;
@@ -466,22 +520,66 @@ void IsolationPlanner::absorb_results() {
   // and none of its complements; two faulty members a, b fail the complements of the bits
   // where they differ (a XOR b), so a group whose decoded member passed holds a pair with
   // a AND b = code minus those bits, told apart next round.
+  // ComplementSplit: the same tests, then the split-ahead tests of the code's width (pooled
+  // over the groups like the complements), which name the pair among those differing in the
+  // failed complements' bits (kSplitAhead).
   struct Seen {
     const Investigation* inv;
     bool confirm_failed;
     std::uint32_t differ;
+    std::uint32_t ahead;
     std::vector<std::uint32_t> rest;
+    bool pair = false;  // a pair here: decoded member passed, two or more complements failed
+    // Complements of its own (shared with no other group: a part where several faulty nodes
+    // are expected). With the last round next and fewer faulty nodes found than expected,
+    // its rest is tested member by member, not in the shared check: a third may hide in it.
+    bool own = true;
   };
   std::vector<Seen> seen;
-  bool pair_found = false;
+  // The next round is the last of the budget: a pair can no longer be split and confirmed.
+  const bool last = options_.round_budget - round_.number <= 1;
   for (const Investigation* inv : complements) {
-    Seen s{inv, !inv->tests.empty() && failed(inv->tests[0]), 0, without_good(inv->members)};
-    for (std::size_t j = 1; j < inv->tests.size(); ++j) {
-      if (failed(inv->tests[j])) s.differ |= std::uint32_t{1} << (j - 1);
+    Seen s{inv, !inv->tests.empty() && failed(inv->tests[0]), 0, 0, without_good(inv->members)};
+    const std::size_t ahead = inv->stage == Investigation::Stage::ComplementSplit
+                                  ? split_ahead_tests(std::popcount(inv->code))
+                                  : 0;
+    const std::size_t bits = inv->tests.size() < 1 + ahead ? 0 : inv->tests.size() - 1 - ahead;
+    for (std::size_t j = 0; j < bits; ++j) {
+      if (failed(inv->tests[1 + j])) s.differ |= std::uint32_t{1} << j;
     }
-    if (!s.confirm_failed && std::popcount(s.differ) >= 2 && !s.rest.empty()) pair_found = true;
+    for (std::size_t t = 0; t < ahead && bits > 0; ++t) {
+      if (failed(inv->tests[1 + bits + t])) s.ahead |= std::uint32_t{1} << t;
+    }
+    s.pair = !s.confirm_failed && std::popcount(s.differ) >= 2 && !s.rest.empty();
     seen.push_back(std::move(s));
   }
+  auto share = [](const Seen& s, const Seen& o) {
+    return &o != &s &&
+           std::any_of(s.inv->tests.begin() + 1, s.inv->tests.end(), [&](std::uint32_t id) {
+             return id != 0 && std::find(o.inv->tests.begin() + 1, o.inv->tests.end(), id) !=
+                                   o.inv->tests.end();
+           });
+  };
+  for (Seen& s : seen) {
+    s.own = std::none_of(seen.begin(), seen.end(), [&](const Seen& o) { return share(s, o); });
+  }
+  // A pair in a group sharing pooled complements with `s`: its failed complements are not
+  // evidence of a second faulty node in s.
+  auto pair_beside = [&](const Seen& s) {
+    return std::any_of(seen.begin(), seen.end(),
+                       [&](const Seen& o) { return o.pair && share(s, o); });
+  };
+  // The rest of s, checked with the others' (see Seen::own for when it is searched instead).
+  std::vector<std::size_t> own_rests;  // indices in next
+  std::size_t candidate_sets = 0;
+  auto push_rest = [&](const Seen& s, std::vector<std::uint32_t> rest) {
+    if (rest.empty()) return;
+    if (s.own && last) own_rests.push_back(next.size());
+    Investigation r;
+    r.stage = Investigation::Stage::Rest;
+    r.members = std::move(rest);
+    next.push_back(std::move(r));
+  };
   for (Seen& s : seen) {
     if (s.rest.empty()) continue;
     Investigation n;
@@ -497,6 +595,54 @@ void IsolationPlanner::absorb_results() {
         decode_pair(n, s.differ & (~s.differ + 1), std::move(s.rest));
         continue;
       }
+      if ((s.inv->stage == Investigation::Stage::ComplementSplit || last) &&
+          std::popcount(s.differ) > 2) {
+        // Split ahead: the one pair whose members fail exactly the split-ahead tests that
+        // failed (tests of other groups' rests pass: those hold no faulty node).
+        const std::uint32_t c = s.inv->code, base = c & ~s.differ, low = s.differ & (~s.differ + 1);
+        const int w = std::popcount(c);
+        std::uint32_t match = 0;
+        int matches = 0;
+        for (std::uint32_t sub = s.inv->stage == Investigation::Stage::ComplementSplit
+                                     ? (s.differ - 1) & s.differ
+                                     : 0;
+             sub != 0; sub = (sub - 1) & s.differ) {
+          if ((sub & low) == 0) continue;
+          const std::uint32_t a = base | sub, b = base | (s.differ & ~sub);
+          if (!unknown_at(*s.inv, a) || !unknown_at(*s.inv, b)) continue;
+          std::uint32_t fails = 0;
+          for (std::size_t t = 0; t < split_ahead_tests(w); ++t) {
+            if (in_split_ahead(w, t, pattern_in(c, a)) || in_split_ahead(w, t, pattern_in(c, b)))
+              fails |= std::uint32_t{1} << t;
+          }
+          if (fails == s.ahead) {
+            match = sub;
+            ++matches;
+          }
+        }
+        if (matches == 1) {
+          decode_pair(n, match, std::move(s.rest));
+          continue;
+        }
+        // No round is left for a split: every candidate base + S (S inside the differing
+        // bits) is tested alone (each test a confirmation) and the rest checked. (Not base
+        // itself, unless more than two faulty nodes may share the group: only with the code,
+        // which passed, could it be one of a pair.)
+        Investigation cand;
+        for (std::uint32_t sub = s.differ;; sub = (sub - 1) & s.differ) {
+          if ((sub != 0 || s.own) && unknown_at(*s.inv, base | sub)) {
+            cand.members.push_back(s.inv->frame[base | sub]);
+            std::erase(s.rest, cand.members.back());
+          }
+          if (sub == 0) break;
+        }
+        if (!cand.members.empty()) {
+          next.push_back(std::move(cand));
+          ++candidate_sets;
+        }
+        push_rest(s, std::move(s.rest));
+        continue;
+      }
       n.members = std::move(s.rest);
       next.push_back(std::move(n));
       continue;
@@ -505,20 +651,90 @@ void IsolationPlanner::absorb_results() {
     // elsewhere (then this rest is only checked), or from a second faulty member here whose
     // code is a subset of the first's: code minus the failed bits.
     const std::uint32_t b = s.inv->code & ~s.differ;
-    if (!pair_found && b != s.inv->code && unknown_at(*s.inv, b)) {
+    if (!pair_beside(s) && b != s.inv->code && unknown_at(*s.inv, b)) {
       Investigation d;
       d.stage = Investigation::Stage::Decoded;
       d.suspect = s.inv->frame[b];
       std::erase(s.rest, d.suspect);
       next.push_back(std::move(d));
     }
-    if (!s.rest.empty()) {
-      n.stage = Investigation::Stage::Rest;
-      n.members = std::move(s.rest);
-      next.push_back(std::move(n));
+    push_rest(s, std::move(s.rest));
+  }
+  // Fewer faulty nodes found or pending than expected: the rests of groups with complements of
+  // their own are searched member by member in the last round rather than checked together.
+  if (!own_rests.empty()) {
+    std::size_t explained = 2 * candidate_sets;
+    for (NodeState st : state_) explained += st == NodeState::Faulty ? 1 : 0;
+    for (const Investigation& inv : next) {
+      explained += inv.stage == Investigation::Stage::Decoded ? 1 : 0;
+    }
+    if (explained < expected_faulty()) {
+      for (std::size_t i : own_rests) next[i].stage = Investigation::Stage::New;
     }
   }
-  if (!failed_check_rest.empty() && !rest_blamed) {
+  // BitsComplements: tests [bit j set, for each j; bit j clear, for each j]. Where both
+  // fail the faulty members differ; where one fails they agree. No differing bit: one faulty
+  // member, decoded, every other member cleared. Otherwise a pair (split next round) or, when
+  // the other groups leave more than two of the expected faulty nodes here, every candidate
+  // (members agreeing on the agreed bits) tested on its own.
+  std::size_t crowded_single = 0, crowded_multi = 0;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> seen_crowded;  // (or, differ)
+  for (const Investigation* inv : crowded) {
+    const std::size_t bits = inv->tests.size() / 2;
+    std::uint32_t any = 0, lack = 0;
+    for (std::size_t j = 0; j < bits; ++j) {
+      if (failed(inv->tests[j])) any |= std::uint32_t{1} << j;
+      if (failed(inv->tests[bits + j])) lack |= std::uint32_t{1} << j;
+    }
+    seen_crowded.emplace_back(any, any & lack);
+    ((any & lack) == 0 ? crowded_single : crowded_multi)++;
+  }
+  for (std::size_t i = 0; i < crowded.size(); ++i) {
+    const Investigation& inv = *crowded[i];
+    std::vector<std::uint32_t> rest = without_good(inv.members);
+    if (rest.empty()) continue;
+    const auto [any, differ] = seen_crowded[i];
+    const std::uint32_t base = any & ~differ;
+    Investigation n;
+    if (differ == 0) {
+      if (base < inv.members.size() && state_[inv.members[base]] == NodeState::Unknown) {
+        n.stage = Investigation::Stage::Decoded;
+        n.suspect = inv.members[base];
+        std::erase(rest, n.suspect);
+      }
+      n.members = std::move(rest);
+      next.push_back(std::move(n));
+      continue;
+    }
+    const std::size_t explained = crowded_single + 2 * crowded_multi;
+    if (crowded_multi == 1 && expected_faulty() > explained) {
+      // Three or more here: the candidates one by one, the rest (none, noiselessly) checked.
+      for (std::uint32_t sub = differ;; sub = (sub - 1) & differ) {
+        if ((base | sub) < inv.members.size() &&
+            state_[inv.members[base | sub]] == NodeState::Unknown) {
+          n.members.push_back(inv.members[base | sub]);
+          std::erase(rest, n.members.back());
+        }
+        if (sub == 0) break;
+      }
+      if (!n.members.empty()) next.push_back(std::move(n));
+      if (!rest.empty()) {
+        Investigation r;
+        r.stage = Investigation::Stage::Rest;
+        r.members = std::move(rest);
+        next.push_back(std::move(r));
+      }
+      continue;
+    }
+    n.stage = Investigation::Stage::Pair;
+    n.frame = inv.members;
+    n.code = any;
+    n.mask = differ;
+    n.members = std::move(rest);
+    next.push_back(std::move(n));
+  }
+  // With one round left a rest cannot wait for a second check: all of them are searched.
+  if (!failed_check_rest.empty() && (!rest_blamed || last)) {
     Investigation n;
     n.members = std::move(failed_check_rest);
     next.push_back(std::move(n));
@@ -659,15 +875,26 @@ std::size_t IsolationPlanner::expected_faulty() const {
 // of all these groups whose code has bit j, members lacking bit j, are tested together: one
 // test per bit for all groups. A group with one faulty member fails none of them (its rest
 // is healthy), so a failing complement names a bit where a group's two faulty members differ.
-void IsolationPlanner::plan_complements(const std::vector<Investigation*>& decoded) {
+// With split_ahead (two rounds left, no round for a split) the round also splits the pair in
+// advance: split-ahead test t holds, pooled over the groups, the rest members whose pattern
+// over their group's code is in test t of its table (in_split_ahead).
+void IsolationPlanner::plan_complements(const std::vector<Investigation*>& decoded,
+                                        bool split_ahead) {
   if (decoded.empty()) return;
   int bits = 0;
-  for (const Investigation* inv : decoded)
+  std::size_t ahead_tests = 0;
+  for (const Investigation* inv : decoded) {
     bits = std::max(bits, static_cast<int>(std::bit_width(inv->frame.size() - 1)));
+    if (split_ahead)
+      ahead_tests = std::max(ahead_tests, split_ahead_tests(std::popcount(inv->code)));
+  }
   std::vector<std::vector<std::uint32_t>> lacking(static_cast<std::size_t>(bits));
+  std::vector<std::vector<std::uint32_t>> ahead(ahead_tests);
   for (Investigation* inv : decoded) {
-    inv->stage = Investigation::Stage::Complement;
+    inv->stage =
+        split_ahead ? Investigation::Stage::ComplementSplit : Investigation::Stage::Complement;
     inv->tests = {add_test(TestPurpose::Confirm, {inv->suspect})};
+    const int w = std::popcount(inv->code);
     for (std::uint32_t c = 0; c < inv->frame.size(); ++c) {
       const std::uint32_t m = inv->frame[c];
       if (std::find(inv->members.begin(), inv->members.end(), m) == inv->members.end()) continue;
@@ -675,14 +902,58 @@ void IsolationPlanner::plan_complements(const std::vector<Investigation*>& decod
         if (((inv->code >> j) & 1U) != 0 && ((c >> j) & 1U) == 0)
           lacking[static_cast<std::size_t>(j)].push_back(m);
       }
+      if (!split_ahead || (c & ~inv->code) != 0 || c == inv->code) continue;
+      for (std::size_t t = 0; t < split_ahead_tests(w); ++t) {
+        if (in_split_ahead(w, t, pattern_in(inv->code, c))) ahead[t].push_back(m);
+      }
     }
   }
-  std::vector<std::uint32_t> ids;
+  std::vector<std::uint32_t> ids, ahead_ids;
   for (auto& group : lacking)
     ids.push_back(group.empty() ? 0 : add_test(TestPurpose::Check, std::move(group)));
+  for (auto& group : ahead)
+    ahead_ids.push_back(group.empty() ? 0 : add_test(TestPurpose::Isolate, std::move(group)));
   for (Investigation* inv : decoded) {
     for (int j = 0; j < bits; ++j)
       inv->tests.push_back(((inv->code >> j) & 1U) != 0 ? ids[static_cast<std::size_t>(j)] : 0);
+    // ComplementSplit: [confirm, complements, then one id per split-ahead test of its width].
+    if (!split_ahead) continue;
+    for (std::size_t t = 0; t < split_ahead_tests(std::popcount(inv->code)); ++t)
+      inv->tests.push_back(ahead_ids[t]);
+  }
+}
+
+// A failed group split into `parts` contiguous parts tested side by side; next round each
+// failed part is a group of its own (bits, then what its count against the expected calls).
+void IsolationPlanner::plan_parts(Investigation& inv, std::size_t parts) {
+  const std::size_t s = inv.members.size();
+  inv.stage = Investigation::Stage::Split;
+  inv.tests.clear();
+  std::size_t base = s / parts, extra = s % parts, at = 0;
+  for (std::size_t p = 0; p < parts; ++p) {
+    std::size_t size = base + (p < extra ? 1 : 0);
+    std::vector<std::uint32_t> part(inv.members.begin() + static_cast<std::ptrdiff_t>(at),
+                                    inv.members.begin() + static_cast<std::ptrdiff_t>(at + size));
+    at += size;
+    inv.tests.push_back(
+        add_test(part.size() == 1 ? TestPurpose::Confirm : TestPurpose::Isolate, std::move(part)));
+  }
+}
+
+// Test j holds the members whose index has bit j set, test bits + j those with it clear.
+void IsolationPlanner::plan_bits_complements(Investigation& inv) {
+  inv.stage = Investigation::Stage::BitsComplements;
+  inv.tests.clear();
+  const std::size_t s = inv.members.size();
+  const int bits = std::bit_width(s - 1);
+  for (int clear = 0; clear < 2; ++clear) {
+    for (int j = 0; j < bits; ++j) {
+      std::vector<std::uint32_t> part;
+      for (std::size_t i = 0; i < s; ++i) {
+        if (((i >> j) & 1U) != static_cast<unsigned>(clear)) part.push_back(inv.members[i]);
+      }
+      inv.tests.push_back(add_test(TestPurpose::Isolate, std::move(part)));
+    }
   }
 }
 
@@ -724,9 +995,59 @@ void IsolationPlanner::plan_next() {
   for (Investigation& inv : investigations_) {
     if (inv.stage == Investigation::Stage::Decoded && !inv.frame.empty()) fresh.push_back(&inv);
   }
-  const bool complements =
-      rounds_left >= 3 && expected_faulty() >= 3 && fresh.size() + 1 == expected_faulty();
+  const std::size_t expected = expected_faulty();
+  const bool complements = rounds_left >= 2 && expected >= 3 && fresh.size() + 1 == expected;
+  // Two or more short after the groups were split into parts (as many failed parts as groups):
+  // more likely fewer faulty nodes than expected, each part alone, so a part's rest joins the
+  // shared check; but a wide code (4 bits or more) is as likely a pair, so that part gets
+  // complements of its own (not pooled: several parts may hold pairs), and a pair found is
+  // then told apart by testing its candidates one by one in the last round.
+  // So do wide codes when more parts failed than expected (a fleet with more faulty nodes
+  // than expected, where several parts may hold two).
+  if (!complements && rounds_left == 2 && expected >= 3 && split_groups_ > 0 &&
+      (fresh.size() + 2 <= expected || fresh.size() > expected)) {
+    for (Investigation* inv : fresh) {
+      if (std::popcount(inv->code) >= 4) plan_complements({inv}, false);
+    }
+  }
   if (!complements) fresh.clear();
+  // Failed groups two or more short of the expected faulty nodes (several faulty nodes share
+  // a group) are first split into parts, about two per expected faulty node in all: next
+  // round the failed parts are groups again, alone or one short of the expected count.
+  // Parts two or more short with three rounds left, where splitting the groups into parts
+  // found more failures than groups (so a group held several faulty nodes): bits and their
+  // complements in one round, so that a pair is split next round and confirmed in the last.
+  // As many failed parts as groups is far likelier a fleet with fewer faulty nodes than
+  // expected: plain bits.
+  if (rounds_left == 3 && expected >= 3 && split_groups_ > 0) {
+    std::vector<Investigation*> failed;
+    for (Investigation& inv : investigations_) {
+      if (inv.stage == Investigation::Stage::New) failed.push_back(&inv);
+    }
+    if (failed.size() > split_groups_ && failed.size() + 2 <= expected) {
+      for (Investigation* inv : failed) {
+        if (inv->members.size() > 4) plan_bits_complements(*inv);
+      }
+    }
+  }
+  if (rounds_left >= 4 && expected >= 3) {
+    std::vector<Investigation*> failed;
+    for (Investigation& inv : investigations_) {
+      if (inv.stage == Investigation::Stage::New) failed.push_back(&inv);
+    }
+    // More failed groups than expected: the fleet has more faulty nodes than expected,
+    // about twice the failed groups, so groups are as crowded.
+    const std::size_t estimate = failed.size() > expected ? 2 * failed.size() : expected;
+    if (!failed.empty() && (failed.size() + 2 <= expected || failed.size() > expected)) {
+      const std::size_t parts = std::bit_ceil((2 * estimate + failed.size() - 1) / failed.size());
+      for (Investigation* inv : failed) {
+        if (inv->members.size() >= 2 * parts) {
+          plan_parts(*inv, parts);
+          ++split_groups_;
+        }
+      }
+    }
+  }
   const bool splitting =
       std::any_of(investigations_.begin(), investigations_.end(),
                   [](const Investigation& inv) { return inv.stage == Investigation::Stage::Pair; });
@@ -740,9 +1061,10 @@ void IsolationPlanner::plan_next() {
       check.insert(check.end(), inv.members.begin(), inv.members.end());
   }
   std::uint32_t check_id = check.empty() ? 0 : add_test(TestPurpose::Check, std::move(check));
-  plan_complements(fresh);
+  plan_complements(fresh, rounds_left == 2);
   for (Investigation& inv : investigations_) {
-    if (inv.stage == Investigation::Stage::Complement) {
+    if (inv.stage == Investigation::Stage::Complement ||
+        inv.stage == Investigation::Stage::ComplementSplit) {
       covered[inv.suspect] = true;
     } else if (inv.stage == Investigation::Stage::Rest) {
       inv.tests.clear();
@@ -758,6 +1080,9 @@ void IsolationPlanner::plan_next() {
       plan_narrow(inv);
     } else if (inv.stage == Investigation::Stage::LinkConfirm) {
       inv.tests = {add_test(TestPurpose::Probe, {inv.suspect, inv.suspect2})};
+    } else if (inv.stage == Investigation::Stage::Split ||
+               inv.stage == Investigation::Stage::BitsComplements) {
+      // Planned above.
     } else {
       plan_investigation(inv, rounds_left);
     }
@@ -947,6 +1272,7 @@ core::Value IsolationPlanner::to_value() const {
   v["nextId"] = static_cast<std::int64_t>(next_id_);
   v["totalTests"] = total_tests_;
   v["padCursor"] = static_cast<std::int64_t>(pad_cursor_);
+  v["splitGroups"] = static_cast<std::int64_t>(split_groups_);
   v["done"] = done_;
   return v;
 }
@@ -1059,6 +1385,14 @@ IsolationPlanner IsolationPlanner::from_value(const core::Value& s) {
   p.next_id_ = static_cast<std::uint32_t>(need(s, "nextId").as_int());
   p.total_tests_ = static_cast<int>(need(s, "totalTests").as_int());
   p.pad_cursor_ = static_cast<std::size_t>(need(s, "padCursor").as_int());
+  // Optional: absent in state saved before groups were split into parts.
+  if (const core::Value* g = s.find("splitGroups"); g != nullptr) {
+    std::int64_t v = g->as_int();
+    if (v < 0 || static_cast<std::uint64_t>(v) > n)
+      throw InvalidInput("isolation planner state: splitGroups " + std::to_string(v) +
+                         " is outside 0.." + std::to_string(n));
+    p.split_groups_ = static_cast<std::size_t>(v);
+  }
   p.done_ = need(s, "done").as_bool();
   if (!p.done_) p.publish_round();
   return p;

@@ -10,7 +10,11 @@
 //
 // Phases (docs/certify.md "Fault isolation"):
 //   screen    every node in one group: the NVLink domains / racks when given, else groups
-//             sized from the expected number of faulty nodes; a k = 0 fleet ends here.
+//             sized from the expected number of faulty nodes (4 per expected fault, 2 from 3
+//             expected); a k = 0 fleet ends here.
+//   parts     failed groups two or more short of the expected count (or more failed groups
+//             than expected) are first split into parts, ~2 per expected fault in all, tested
+//             side by side; the failed parts are groups from then on.
 //   isolate   each failed group is bisected along every bit of its members' indices at once
 //             (test j holds the members whose index has bit j set): one round, log2(s) tests,
 //             and the failing bits spell the suspect's index. When few rounds remain, a failed
@@ -20,7 +24,10 @@
 //             rest of its group is re-checked together; a failed confirmation is the verdict.
 //             When one group fewer failed than expected (two faulty nodes likely share one),
 //             the rests get complements instead (per bit, the members lacking it, pooled over
-//             the groups), which spell where a pair differs; the pair is split next round.
+//             the groups), which spell where a pair differs; the pair is split next round, or
+//             in the same round by split-ahead tests when no round is left for a split. A part
+//             whose parts did not separate and whose code is wide gets complements of its own,
+//             and a pair or triple found with one round left has its candidates tested alone.
 //   probe     a failed test whose members all passed elsewhere points at the infrastructure
 //             between them (a link or switch): it is re-run once and reported if it fails again.
 // Evidence (tests failed and passed) accumulates per node across rounds.
@@ -98,6 +105,13 @@ struct IsolationVerdict {
   [[nodiscard]] std::vector<std::string> faulty() const;
 };
 
+namespace detail {
+// Split-ahead tests for a pair inside a code of w bits (isolation_planner.cc): how many, and
+// whether test t holds the member whose pattern over the code's bits is `pattern`.
+std::size_t split_ahead_tests(int w) noexcept;
+bool in_split_ahead(int w, std::size_t t, std::uint32_t pattern) noexcept;
+}  // namespace detail
+
 class IsolationPlanner {
  public:
   // `nodes`: distinct names. `topology_groups`: optional partition for the screen (each
@@ -134,6 +148,8 @@ class IsolationPlanner {
     // rest is tested per bit of the code, pooled with the other groups; Pair: the two
     // faulty members a group's complements revealed are told apart; Rest: members that are
     // healthy unless more nodes are faulty than explained, checked in one shared test.
+    // ComplementSplit: Complement with split-ahead tests, when no round is left for a Pair
+    // split; BitsComplements: bits and their complements in one round (a part two short).
     enum class Stage : std::uint8_t {
       New,
       Bits,
@@ -146,7 +162,9 @@ class IsolationPlanner {
       Grid,
       Complement,
       Pair,
-      Rest
+      Rest,
+      ComplementSplit,
+      BitsComplements
     };
     Stage stage = Stage::New;
     std::vector<std::uint32_t> members;
@@ -177,7 +195,9 @@ class IsolationPlanner {
   void plan_next();
   void plan_investigation(Investigation& inv, int rounds_left);
   void plan_narrow(Investigation& inv);
-  void plan_complements(const std::vector<Investigation*>& decoded);
+  void plan_complements(const std::vector<Investigation*>& decoded, bool split_ahead);
+  void plan_parts(Investigation& inv, std::size_t parts);
+  void plan_bits_complements(Investigation& inv);
   void plan_pair(Investigation& inv);
   [[nodiscard]] std::size_t expected_faulty() const;
   void add_finding(const std::vector<std::uint32_t>& nodes, std::string message);
@@ -200,6 +220,7 @@ class IsolationPlanner {
   std::uint32_t next_id_ = 1;
   int total_tests_ = 0;
   std::size_t pad_cursor_ = 0;
+  std::size_t split_groups_ = 0;  // failed screen groups split into parts (round 2)
   bool done_ = false;
 };
 

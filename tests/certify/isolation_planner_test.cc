@@ -17,6 +17,10 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
+// The examples of the top-level complements below are written for 16 screen groups of 64
+// (6 index bits); at 1,024 nodes the default is now 8 groups of 128.
+constexpr PlannerOptions kSixteenGroups{.screen_groups = 16};
+
 std::vector<std::vector<std::string>> racks(const std::vector<std::string>& names,
                                             std::size_t size) {
   std::vector<std::vector<std::string>> out;
@@ -118,7 +122,7 @@ std::vector<std::size_t> tests_per_round(IsolationPlanner& planner, SimulatedFle
 TEST(IsolationPlanner, TwoFaultyNodesInOneGroupAreToldApartByComplements) {
   SimulatedFleet fleet(1024, 3);
   for (std::size_t i : {30, 45, 634, 710}) fleet.degrade(i, 0.85);
-  IsolationPlanner planner(fleet.names());
+  IsolationPlanner planner(fleet.names(), {}, kSixteenGroups);
   EXPECT_EQ(tests_per_round(planner, fleet), (std::vector<std::size_t>{16, 18, 9, 3, 3}));
   IsolationVerdict v = planner.verdict();
   EXPECT_EQ(v.faulty(), fleet.faulty_names());
@@ -131,7 +135,7 @@ TEST(IsolationPlanner, TwoFaultyNodesInOneGroupAreToldApartByComplements) {
 TEST(IsolationPlanner, ResumesMidComplementsAndPairSplit) {
   SimulatedFleet fleet(1024, 3);
   for (std::size_t i : {30, 45, 634, 710}) fleet.degrade(i, 0.85);
-  IsolationPlanner planner(fleet.names());
+  IsolationPlanner planner(fleet.names(), {}, kSixteenGroups);
   std::vector<std::size_t> per_round;
   while (const Round* round = planner.pending()) {
     std::vector<GroupTest> tests = round->tests;
@@ -144,7 +148,7 @@ TEST(IsolationPlanner, ResumesMidComplementsAndPairSplit) {
   EXPECT_EQ(per_round, (std::vector<std::size_t>{16, 18, 9, 3, 3}));
   EXPECT_EQ(planner.verdict().faulty(), fleet.faulty_names());
   // A stored code that does not fit its frame is rejected, naming it.
-  IsolationPlanner p(fleet.names());
+  IsolationPlanner p(fleet.names(), {}, kSixteenGroups);
   for (int round = 0; round < 2; ++round) {
     std::vector<GroupTest> tests = p.pending()->tests;
     for (const GroupTest& t : tests) p.record(t.id, fleet.run(t.nodes));
@@ -174,7 +178,7 @@ TEST(IsolationPlanner, ResumesMidComplementsAndPairSplit) {
 TEST(IsolationPlanner, TwoFaultyNodesInOneGroupCostAGridNotEveryMember) {
   SimulatedFleet fleet(1024, 3);
   for (std::size_t i : {30, 45, 634, 710, 900}) fleet.degrade(i, 0.85);
-  IsolationPlanner planner(fleet.names());
+  IsolationPlanner planner(fleet.names(), {}, kSixteenGroups);
   EXPECT_EQ(tests_per_round(planner, fleet), (std::vector<std::size_t>{16, 24, 5, 17, 4}));
   IsolationVerdict v = planner.verdict();
   EXPECT_EQ(v.faulty(), fleet.faulty_names());
@@ -189,7 +193,7 @@ TEST(IsolationPlanner, TwoFaultyNodesInOneGroupCostAGridNotEveryMember) {
 TEST(IsolationPlanner, NestedPairIsFoundFromTheComplementsInFourRounds) {
   SimulatedFleet fleet(1024, 3);
   for (std::size_t i : {12, 45, 634, 710}) fleet.degrade(i, 0.85);
-  IsolationPlanner planner(fleet.names());
+  IsolationPlanner planner(fleet.names(), {}, kSixteenGroups);
   EXPECT_EQ(tests_per_round(planner, fleet), (std::vector<std::size_t>{16, 18, 9, 3}));
   IsolationVerdict v = planner.verdict();
   EXPECT_EQ(v.faulty(), fleet.faulty_names());
