@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 
 #include "certify/isolation_oracle.h"
 #include "core/errors.h"
@@ -75,32 +76,59 @@ TEST(IsolationPlanner, HealthyFleetTakesOneRound) {
   }
 }
 
-// The target of issue 11: n = 1,024 with k = 4 in at most 5 rounds and 48 tests, over 1,000
-// random fleets (the information bound is 36). Met for the rounds and on average; the worst
-// trials are not (docs/performance.md): this asserts what the complements reached, 45.8
-// tests on average and 909 of 1,000 trials within 48 on the bench's fleets (47.4 and 737
-// before them).
-TEST(IsolationPlanner, MeetsTheRoundAndTestTargetAt1024Nodes) {
-  const int trials = 1000;
-  double tests = 0;
+struct TargetRun {
+  double mean = 0;
   int max_rounds = 0, max_tests = 0, within = 0;
+};
+
+// 1,000 random fleets of 1,024 nodes with 4 faulty, seed(t) for t = 0..999, default options.
+template <typename Seed>
+TargetRun run_target(Seed seed) {
+  TargetRun r;
+  const int trials = 1000;
   for (int t = 0; t < trials; ++t) {
-    SimulatedFleet fleet(1024, 1000 + static_cast<std::uint64_t>(t));
+    SimulatedFleet fleet(1024, seed(static_cast<std::uint64_t>(t)));
     fleet.degrade_random(4);
     IsolationPlanner planner(fleet.names());
     IsolationRun run = run_isolation(planner, fleet);
-    ASSERT_EQ(run.verdict.faulty(), fleet.faulty_names()) << "trial " << t;
-    tests += run.verdict.tests;
-    max_rounds = std::max(max_rounds, run.verdict.rounds);
-    max_tests = std::max(max_tests, run.verdict.tests);
-    within += run.verdict.tests <= 48;
+    EXPECT_EQ(run.verdict.faulty(), fleet.faulty_names()) << "trial " << t;
+    r.mean += run.verdict.tests;
+    r.max_rounds = std::max(r.max_rounds, run.verdict.rounds);
+    r.max_tests = std::max(r.max_tests, run.verdict.tests);
+    r.within += run.verdict.tests <= 48;
   }
-  RecordProperty("tests_mean", std::to_string(tests / trials));
-  RecordProperty("tests_max", max_tests);
-  RecordProperty("trials_within_48", within);
-  EXPECT_LE(max_rounds, 5);
-  EXPECT_LE(tests / trials, 46.5);
-  EXPECT_GE(within, 850);
+  r.mean /= trials;
+  return r;
+}
+
+// The target of issue 11: n = 1,024 with k = 4 in at most 5 rounds and 48 tests, over 1,000
+// random fleets (the information bound is 36). On the bench's fleets (certify_bench's
+// run_trials seeds) every trial is within 5 rounds and 48 tests: mean 42.6, worst 48
+// (docs/performance.md; 45.8 and 67 before the 8-group screen and the parts).
+TEST(IsolationPlanner, MeetsTheRoundAndTestTargetAt1024Nodes) {
+  TargetRun r = run_target([](std::uint64_t t) { return 7919 * t + 17; });
+  RecordProperty("tests_mean", std::to_string(r.mean));
+  RecordProperty("tests_max", r.max_tests);
+  RecordProperty("trials_within_48", r.within);
+  EXPECT_LE(r.max_rounds, 5);
+  EXPECT_LE(r.max_tests, 48);
+  EXPECT_LE(r.mean, 43.0);
+}
+
+// Another 1,000 fleets (seeds 1000..1999): every trial within 5 rounds, all but two within 48
+// tests. The two: three faulty nodes in one part of 32 and one elsewhere (49 tests: the
+// triple's 15 candidates are tested one by one in the last round), and two pairs each
+// sharing a part (54: the parts did not separate them, and one pair differs in 4 bits,
+// which leaves 15 candidates) — docs/performance.md.
+TEST(IsolationPlanner, NearlyMeetsTheTestTargetOnOtherFleets) {
+  TargetRun r = run_target([](std::uint64_t t) { return 1000 + t; });
+  RecordProperty("tests_mean", std::to_string(r.mean));
+  RecordProperty("tests_max", r.max_tests);
+  RecordProperty("trials_within_48", r.within);
+  EXPECT_LE(r.max_rounds, 5);
+  EXPECT_LE(r.max_tests, 54);
+  EXPECT_GE(r.within, 998);
+  EXPECT_LE(r.mean, 43.0);
 }
 
 std::vector<std::size_t> tests_per_round(IsolationPlanner& planner, SimulatedFleet& fleet) {
@@ -198,6 +226,140 @@ TEST(IsolationPlanner, NestedPairIsFoundFromTheComplementsInFourRounds) {
   IsolationVerdict v = planner.verdict();
   EXPECT_EQ(v.faulty(), fleet.faulty_names());
   EXPECT_EQ(v.tests, 46);
+}
+
+// Two screen groups of 128 fail where 4 faulty nodes are expected (three in group 3 at
+// 389, 424, 484, one in group 7 at 913): round 2 splits each failed group into 4 parts of
+// 32, the four faulty nodes land in four parts, and those are bisected by bits (5 each),
+// confirmed, and their rests checked together: 8 + 8 + 20 + 5.
+TEST(IsolationPlanner, GroupsTwoShortAreSplitIntoParts) {
+  SimulatedFleet fleet(1024, 3);
+  for (std::size_t i : {389, 424, 484, 913}) fleet.degrade(i, 0.85);
+  IsolationPlanner planner(fleet.names());
+  EXPECT_EQ(tests_per_round(planner, fleet), (std::vector<std::size_t>{8, 8, 20, 5}));
+  IsolationVerdict v = planner.verdict();
+  EXPECT_EQ(v.faulty(), fleet.faulty_names());
+  EXPECT_EQ(v.tests, 41);
+}
+
+// Three of the eight parts fail where 4 faulty nodes are expected: part 2 of group 6 holds
+// two (843 and 861: indices 11 = 01011 and 29 = 11101 in the part). Round 4 confirms the
+// three decoded members (31 for that part, which passes), tests 5 pooled complements (bits
+// 1, 2, 4 fail: the pair differs in 10110) and 5 split-ahead tests in the same round, as no
+// round is left for a split: the pair shares bit 0, the pivot a split would take, but the
+// split-ahead tests tell every pair of every mask apart. Round 5 confirms 11 and 29 and
+// checks the rests: 8 + 8 + 15 + 13 + 3.
+TEST(IsolationPlanner, PairInAPartIsSplitAheadBesideItsComplements) {
+  SimulatedFleet fleet(1024, 3);
+  for (std::size_t i : {678, 806, 843, 861}) fleet.degrade(i, 0.85);
+  IsolationPlanner planner(fleet.names());
+  EXPECT_EQ(tests_per_round(planner, fleet), (std::vector<std::size_t>{8, 8, 15, 13, 3}));
+  IsolationVerdict v = planner.verdict();
+  EXPECT_EQ(v.faulty(), fleet.faulty_names());
+  EXPECT_EQ(v.tests, 47);
+}
+
+// Parts that do not separate (two pairs, each inside one part: 399 and 407 in group 3,
+// 812 and 820 in group 6): as many failed parts as groups, most likely two faulty nodes,
+// so bits (5 per part) as for one each. Round 4 confirms each decoded member; the part
+// whose code is wide (31, 4 bits or more) gets complements of its own instead of the
+// shared check: its pair differs in bits 3 and 4 and is named at once. The narrow part
+// (code 28 = 11100, whose confirmation passes) fails the shared check, and with one round
+// left every member of its rest is tested: 8 + 8 + 10 + 8 + 10.
+TEST(IsolationPlanner, PartsThatDoNotSeparateGetComplementsOfTheirOwn) {
+  SimulatedFleet fleet(1024, 3);
+  for (std::size_t i : {399, 407, 812, 820}) fleet.degrade(i, 0.85);
+  IsolationPlanner planner(fleet.names());
+  EXPECT_EQ(tests_per_round(planner, fleet), (std::vector<std::size_t>{8, 8, 10, 8, 10}));
+  IsolationVerdict v = planner.verdict();
+  EXPECT_EQ(v.faulty(), fleet.faulty_names());
+  EXPECT_EQ(v.tests, 44);
+  // Three nested in one part (426, 442, 446: 01010 inside 11010 inside 11110): the code
+  // is the outer one (confirmed), complements name the inner one, and as only three are
+  // found where four are expected the part's last two candidates are tested alone.
+  SimulatedFleet triple(1024, 3);
+  for (std::size_t i : {426, 442, 446, 913}) triple.degrade(i, 0.85);
+  IsolationPlanner p(triple.names());
+  EXPECT_EQ(tests_per_round(p, triple), (std::vector<std::size_t>{8, 8, 10, 7, 3}));
+  EXPECT_EQ(p.verdict().faulty(), triple.faulty_names());
+  EXPECT_EQ(p.verdict().rounds, 5);
+}
+
+// Every mask M (two bits or more) of a code of w bits, every pair {c - M + S, c - M + M - S}
+// (S neither empty nor M): the split-ahead tests fail differently for each pair of a mask.
+TEST(IsolationPlanner, SplitAheadTablesTellEveryPairApart) {
+  for (int w = 3; w <= 6; ++w) {
+    ASSERT_EQ(detail::split_ahead_tests(w), static_cast<std::size_t>(w));
+    const std::uint32_t full = (std::uint32_t{1} << w) - 1;
+    for (std::uint32_t m = 1; m <= full; ++m) {
+      if (std::popcount(m) < 2) continue;
+      const std::uint32_t base = full & ~m, low = m & (~m + 1);
+      std::vector<std::uint32_t> outcomes;
+      for (std::uint32_t sub = (m - 1) & m; sub != 0; sub = (sub - 1) & m) {
+        if ((sub & low) == 0) continue;
+        std::uint32_t fails = 0;
+        for (std::size_t t = 0; t < detail::split_ahead_tests(w); ++t) {
+          EXPECT_FALSE(detail::in_split_ahead(w, t, full)) << "the code itself is confirmed";
+          if (detail::in_split_ahead(w, t, base | sub) ||
+              detail::in_split_ahead(w, t, base | (m & ~sub)))
+            fails |= std::uint32_t{1} << t;
+        }
+        outcomes.push_back(fails);
+      }
+      std::sort(outcomes.begin(), outcomes.end());
+      EXPECT_EQ(std::adjacent_find(outcomes.begin(), outcomes.end()), outcomes.end())
+          << "w " << w << " mask " << m;
+    }
+  }
+}
+
+// The new stages (parts, complements with split-ahead, complements of a part's own) survive
+// a store and restore after every recorded test: the same plan, the same verdict.
+TEST(IsolationPlanner, ResumesMidPartsAndSplitAhead) {
+  for (const auto& faulty : std::vector<std::vector<std::size_t>>{
+           {678, 806, 843, 861}, {399, 407, 812, 820}, {426, 442, 446, 913}}) {
+    SimulatedFleet reference(1024, 3), fleet(1024, 3);
+    for (std::size_t i : faulty) {
+      reference.degrade(i, 0.85);
+      fleet.degrade(i, 0.85);
+    }
+    IsolationPlanner expected_planner(reference.names());
+    std::vector<std::size_t> expected = tests_per_round(expected_planner, reference);
+    IsolationPlanner planner(fleet.names());
+    std::vector<std::size_t> per_round;
+    while (const Round* round = planner.pending()) {
+      std::vector<GroupTest> tests = round->tests;
+      per_round.push_back(tests.size());
+      for (const GroupTest& t : tests) {
+        planner.record(t.id, fleet.run(t.nodes));
+        planner = IsolationPlanner::from_value(core::parse_json(core::to_json(planner.to_value())));
+      }
+    }
+    EXPECT_EQ(per_round, expected);
+    EXPECT_EQ(planner.verdict().faulty(), fleet.faulty_names());
+  }
+}
+
+// Exact sets where the new stages run (at least 3 expected faulty nodes: from 576 nodes),
+// for fault counts below, at and above the expected, with one and two confirmations.
+TEST(IsolationPlanner, FindsExactlyTheFaultyNodesInLargeFleets) {
+  for (std::size_t n : {576, 1024, 4096}) {
+    for (std::size_t k : {1, 2, 3, 4, 5, 6, 8, 11}) {
+      for (int confirmations : {1, 2}) {
+        for (std::uint64_t seed = 0; seed < 12; ++seed) {
+          SimulatedFleet fleet(n, seed * 7919 + n * 31 + k);
+          fleet.degrade_random(k);
+          IsolationPlanner planner(fleet.names(), {},
+                                   PlannerOptions{.confirmations = confirmations});
+          IsolationRun run = run_isolation(planner, fleet);
+          ASSERT_EQ(run.verdict.faulty(), fleet.faulty_names())
+              << "n=" << n << " k=" << k << " seed=" << seed;
+          for (const NodeOutcome& o : run.verdict.nodes)
+            ASSERT_NE(o.verdict, NodeVerdict::Unresolved);
+        }
+      }
+    }
+  }
 }
 
 TEST(IsolationPlanner, SingletonsArePaddedWithDistinctKnownGoodNodes) {
