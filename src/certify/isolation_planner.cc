@@ -733,8 +733,7 @@ void IsolationPlanner::absorb_results() {
     n.members = std::move(rest);
     next.push_back(std::move(n));
   }
-  // With one round left a rest cannot wait for a second check: all of them are searched.
-  if (!failed_check_rest.empty() && (!rest_blamed || last)) {
+  if (!failed_check_rest.empty() && !rest_blamed) {
     Investigation n;
     n.members = std::move(failed_check_rest);
     next.push_back(std::move(n));
