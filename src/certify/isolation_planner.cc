@@ -16,9 +16,8 @@ using core::InvalidInput;
 
 constexpr std::string_view kPurposeNames[] = {"screen", "isolate", "check", "confirm", "probe"};
 constexpr std::string_view kStageNames[] = {
-    "new",   "bits",   "decoded",         "split",          "individual",
-    "probe", "narrow", "linkConfirm",     "grid",           "complement",
-    "pair",  "rest",   "complementSplit", "bitsComplements"};
+    "new",         "bits", "decoded",    "split", "individual", "probe",          "narrow",
+    "linkConfirm", "grid", "complement", "pair",  "rest",       "complementSplit"};
 // From this many members a failed group's last-but-one round is a grid rather than parts:
 // below it one faulty member (the usual case in small fleets) costs a test more on a grid.
 // Measured with bench/certify_bench.cc (docs/performance.md).
@@ -361,10 +360,9 @@ void IsolationPlanner::absorb_results() {
     n.members = std::move(rest);
     if (!n.members.empty()) next.push_back(std::move(n));
   };
-  std::vector<const Investigation*> complements, crowded;
+  std::vector<const Investigation*> complements;
   for (Investigation& inv : investigations_) {
     switch (inv.stage) {
-      case Investigation::Stage::BitsComplements: crowded.push_back(&inv); break;
       case Investigation::Stage::Complement:
       case Investigation::Stage::ComplementSplit:
         // Decided together below: the pooled complements of one group may be another's.
@@ -672,67 +670,6 @@ void IsolationPlanner::absorb_results() {
       for (std::size_t i : own_rests) next[i].stage = Investigation::Stage::New;
     }
   }
-  // BitsComplements: tests [bit j set, for each j; bit j clear, for each j]. Where both
-  // fail the faulty members differ; where one fails they agree. No differing bit: one faulty
-  // member, decoded, every other member cleared. Otherwise a pair (split next round) or, when
-  // the other groups leave more than two of the expected faulty nodes here, every candidate
-  // (members agreeing on the agreed bits) tested on its own.
-  std::size_t crowded_single = 0, crowded_multi = 0;
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> seen_crowded;  // (or, differ)
-  for (const Investigation* inv : crowded) {
-    const std::size_t bits = inv->tests.size() / 2;
-    std::uint32_t any = 0, lack = 0;
-    for (std::size_t j = 0; j < bits; ++j) {
-      if (failed(inv->tests[j])) any |= std::uint32_t{1} << j;
-      if (failed(inv->tests[bits + j])) lack |= std::uint32_t{1} << j;
-    }
-    seen_crowded.emplace_back(any, any & lack);
-    ((any & lack) == 0 ? crowded_single : crowded_multi)++;
-  }
-  for (std::size_t i = 0; i < crowded.size(); ++i) {
-    const Investigation& inv = *crowded[i];
-    std::vector<std::uint32_t> rest = without_good(inv.members);
-    if (rest.empty()) continue;
-    const auto [any, differ] = seen_crowded[i];
-    const std::uint32_t base = any & ~differ;
-    Investigation n;
-    if (differ == 0) {
-      if (base < inv.members.size() && state_[inv.members[base]] == NodeState::Unknown) {
-        n.stage = Investigation::Stage::Decoded;
-        n.suspect = inv.members[base];
-        std::erase(rest, n.suspect);
-      }
-      n.members = std::move(rest);
-      next.push_back(std::move(n));
-      continue;
-    }
-    const std::size_t explained = crowded_single + 2 * crowded_multi;
-    if (crowded_multi == 1 && expected_faulty() > explained) {
-      // Three or more here: the candidates one by one, the rest (none, noiselessly) checked.
-      for (std::uint32_t sub = differ;; sub = (sub - 1) & differ) {
-        if ((base | sub) < inv.members.size() &&
-            state_[inv.members[base | sub]] == NodeState::Unknown) {
-          n.members.push_back(inv.members[base | sub]);
-          std::erase(rest, n.members.back());
-        }
-        if (sub == 0) break;
-      }
-      if (!n.members.empty()) next.push_back(std::move(n));
-      if (!rest.empty()) {
-        Investigation r;
-        r.stage = Investigation::Stage::Rest;
-        r.members = std::move(rest);
-        next.push_back(std::move(r));
-      }
-      continue;
-    }
-    n.stage = Investigation::Stage::Pair;
-    n.frame = inv.members;
-    n.code = any;
-    n.mask = differ;
-    n.members = std::move(rest);
-    next.push_back(std::move(n));
-  }
   if (!failed_check_rest.empty() && !rest_blamed) {
     Investigation n;
     n.members = std::move(failed_check_rest);
@@ -939,23 +876,6 @@ void IsolationPlanner::plan_parts(Investigation& inv, std::size_t parts) {
   }
 }
 
-// Test j holds the members whose index has bit j set, test bits + j those with it clear.
-void IsolationPlanner::plan_bits_complements(Investigation& inv) {
-  inv.stage = Investigation::Stage::BitsComplements;
-  inv.tests.clear();
-  const std::size_t s = inv.members.size();
-  const int bits = std::bit_width(s - 1);
-  for (int clear = 0; clear < 2; ++clear) {
-    for (int j = 0; j < bits; ++j) {
-      std::vector<std::uint32_t> part;
-      for (std::size_t i = 0; i < s; ++i) {
-        if (((i >> j) & 1U) != static_cast<unsigned>(clear)) part.push_back(inv.members[i]);
-      }
-      inv.tests.push_back(add_test(TestPurpose::Isolate, std::move(part)));
-    }
-  }
-}
-
 // A pair a, b with a AND b = code minus mask and a XOR b = mask: name p the lowest bit of
 // mask and a the member holding it; test q holds the members with both p and q, so it fails
 // exactly when a holds q. |mask| - 1 tests spell a, and b is the rest of the mask.
@@ -1013,22 +933,6 @@ void IsolationPlanner::plan_next() {
   // Failed groups two or more short of the expected faulty nodes (several faulty nodes share
   // a group) are first split into parts, about two per expected faulty node in all: next
   // round the failed parts are groups again, alone or one short of the expected count.
-  // Parts two or more short with three rounds left, where splitting the groups into parts
-  // found more failures than groups (so a group held several faulty nodes): bits and their
-  // complements in one round, so that a pair is split next round and confirmed in the last.
-  // As many failed parts as groups is far likelier a fleet with fewer faulty nodes than
-  // expected: plain bits.
-  if (rounds_left == 3 && expected >= 3 && split_groups_ > 0) {
-    std::vector<Investigation*> failed;
-    for (Investigation& inv : investigations_) {
-      if (inv.stage == Investigation::Stage::New) failed.push_back(&inv);
-    }
-    if (failed.size() > split_groups_ && failed.size() + 2 <= expected) {
-      for (Investigation* inv : failed) {
-        if (inv->members.size() > 4) plan_bits_complements(*inv);
-      }
-    }
-  }
   if (rounds_left >= 4 && expected >= 3) {
     std::vector<Investigation*> failed;
     for (Investigation& inv : investigations_) {
@@ -1079,9 +983,8 @@ void IsolationPlanner::plan_next() {
       plan_narrow(inv);
     } else if (inv.stage == Investigation::Stage::LinkConfirm) {
       inv.tests = {add_test(TestPurpose::Probe, {inv.suspect, inv.suspect2})};
-    } else if (inv.stage == Investigation::Stage::Split ||
-               inv.stage == Investigation::Stage::BitsComplements) {
-      // Planned above.
+    } else if (inv.stage == Investigation::Stage::Split) {
+      // Split into parts above.
     } else {
       plan_investigation(inv, rounds_left);
     }

@@ -149,7 +149,7 @@ class IsolationPlanner {
     // faulty members a group's complements revealed are told apart; Rest: members that are
     // healthy unless more nodes are faulty than explained, checked in one shared test.
     // ComplementSplit: Complement with split-ahead tests, when no round is left for a Pair
-    // split; BitsComplements: bits and their complements in one round (a part two short).
+    // split.
     enum class Stage : std::uint8_t {
       New,
       Bits,
@@ -163,8 +163,7 @@ class IsolationPlanner {
       Complement,
       Pair,
       Rest,
-      ComplementSplit,
-      BitsComplements
+      ComplementSplit
     };
     Stage stage = Stage::New;
     std::vector<std::uint32_t> members;
@@ -197,7 +196,6 @@ class IsolationPlanner {
   void plan_narrow(Investigation& inv);
   void plan_complements(const std::vector<Investigation*>& decoded, bool split_ahead);
   void plan_parts(Investigation& inv, std::size_t parts);
-  void plan_bits_complements(Investigation& inv);
   void plan_pair(Investigation& inv);
   [[nodiscard]] std::size_t expected_faulty() const;
   void add_finding(const std::vector<std::uint32_t>& nodes, std::string message);
