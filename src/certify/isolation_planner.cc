@@ -16,8 +16,8 @@ using core::InvalidInput;
 
 constexpr std::string_view kPurposeNames[] = {"screen", "isolate", "check", "confirm", "probe"};
 constexpr std::string_view kStageNames[] = {
-    "new",         "bits", "decoded",    "split", "individual", "probe",          "narrow",
-    "linkConfirm", "grid", "complement", "pair",  "rest",       "complementSplit"};
+    "new",         "bits", "decoded",    "split", "individual", "probe",           "narrow",
+    "linkConfirm", "grid", "complement", "pair",  "rest",       "complementSplit", "partsBits"};
 // From this many members a failed group's last-but-one round is a grid rather than parts:
 // below it one faulty member (the usual case in small fleets) costs a test more on a grid.
 // Measured with bench/certify_bench.cc (docs/performance.md).
@@ -69,6 +69,15 @@ namespace {
 
 using detail::in_split_ahead;
 using detail::split_ahead_tests;
+
+// Part p of `members` split into `parts` consecutive parts, the first s % parts one longer.
+std::vector<std::uint32_t> part_of(const std::vector<std::uint32_t>& members, std::size_t parts,
+                                   std::size_t p) {
+  const std::size_t s = members.size(), base = s / parts, extra = s % parts;
+  const std::size_t at = p * base + std::min(p, extra), size = base + (p < extra ? 1 : 0);
+  return {members.begin() + static_cast<std::ptrdiff_t>(at),
+          members.begin() + static_cast<std::ptrdiff_t>(at + size)};
+}
 
 // A member's code as its pattern over the bits of c (bit i = the i-th lowest bit of c).
 std::uint32_t pattern_in(std::uint32_t c, std::uint32_t code) {
@@ -440,6 +449,41 @@ void IsolationPlanner::absorb_results() {
           if (!n.members.empty()) next.push_back(std::move(n));
         }
         break;
+      case Investigation::Stage::PartsBits: {
+        // tests: [one per part (code of them), then the position bits]. One failed part is
+        // decoded from the bits as a Bits group would be; several make the bits mix, and each
+        // failed part is a group of its own.
+        const std::size_t parts = std::min<std::size_t>(inv.code, inv.tests.size());
+        std::vector<std::size_t> failed_parts;
+        for (std::size_t p = 0; p < parts; ++p)
+          if (failed(inv.tests[p])) failed_parts.push_back(p);
+        if (failed_parts.size() != 1) {
+          for (std::size_t p : failed_parts) {
+            Investigation n;
+            n.members = without_good(by_id.at(inv.tests[p])->members);
+            if (!n.members.empty()) next.push_back(std::move(n));
+          }
+          break;
+        }
+        const std::vector<std::uint32_t> part = part_of(inv.frame, parts, failed_parts[0]);
+        std::vector<std::uint32_t> rest = without_good(part);
+        if (rest.empty()) break;
+        std::size_t d = 0;
+        for (std::size_t j = parts; j < inv.tests.size(); ++j) {
+          if (failed(inv.tests[j])) d |= std::size_t{1} << (j - parts);
+        }
+        Investigation n;
+        if (d < part.size() && state_[part[d]] == NodeState::Unknown) {
+          n.stage = Investigation::Stage::Decoded;
+          n.suspect = part[d];
+          n.frame = part;
+          n.code = static_cast<std::uint32_t>(d);
+          std::erase(rest, n.suspect);
+        }
+        n.members = std::move(rest);
+        next.push_back(std::move(n));
+        break;
+      }
       case Investigation::Stage::Grid: {
         // Members in a passing row or column are healthy; the rest sit where a failing row
         // crosses a failing column.
@@ -861,18 +905,32 @@ void IsolationPlanner::plan_complements(const std::vector<Investigation*>& decod
 
 // A failed group split into `parts` contiguous parts tested side by side; next round each
 // failed part is a group of its own (bits, then what its count against the expected calls).
-void IsolationPlanner::plan_parts(Investigation& inv, std::size_t parts) {
+// Parts of a failed group side by side. `with_bits` (the only failed screen group): the bits
+// of each member's position inside its part in the same round, one test per bit over every
+// part, so a lone faulty node (the likeliest cause of one failed group) is decoded now and
+// confirmed next round, as without parts; several failed parts make the bits mix and cost
+// log2 of the part size in vain.
+void IsolationPlanner::plan_parts(Investigation& inv, std::size_t parts, bool with_bits) {
   const std::size_t s = inv.members.size();
-  inv.stage = Investigation::Stage::Split;
+  inv.stage = with_bits ? Investigation::Stage::PartsBits : Investigation::Stage::Split;
   inv.tests.clear();
-  std::size_t base = s / parts, extra = s % parts, at = 0;
   for (std::size_t p = 0; p < parts; ++p) {
-    std::size_t size = base + (p < extra ? 1 : 0);
-    std::vector<std::uint32_t> part(inv.members.begin() + static_cast<std::ptrdiff_t>(at),
-                                    inv.members.begin() + static_cast<std::ptrdiff_t>(at + size));
-    at += size;
+    std::vector<std::uint32_t> part = part_of(inv.members, parts, p);
     inv.tests.push_back(
         add_test(part.size() == 1 ? TestPurpose::Confirm : TestPurpose::Isolate, std::move(part)));
+  }
+  if (!with_bits) return;
+  inv.frame = inv.members;
+  inv.code = static_cast<std::uint32_t>(parts);
+  const auto width = static_cast<int>(std::bit_width((s + parts - 1) / parts - 1));
+  for (int j = 0; j < width; ++j) {
+    std::vector<std::uint32_t> bit;
+    for (std::size_t p = 0; p < parts; ++p) {
+      const std::vector<std::uint32_t> part = part_of(inv.members, parts, p);
+      for (std::size_t i = 0; i < part.size(); ++i)
+        if (((i >> j) & 1U) != 0) bit.push_back(part[i]);
+    }
+    inv.tests.push_back(add_test(TestPurpose::Isolate, std::move(bit)));
   }
 }
 
@@ -945,7 +1003,7 @@ void IsolationPlanner::plan_next() {
       const std::size_t parts = std::bit_ceil((2 * estimate + failed.size() - 1) / failed.size());
       for (Investigation* inv : failed) {
         if (inv->members.size() >= 2 * parts) {
-          plan_parts(*inv, parts);
+          plan_parts(*inv, parts, failed.size() == 1);
           ++split_groups_;
         }
       }
@@ -983,7 +1041,8 @@ void IsolationPlanner::plan_next() {
       plan_narrow(inv);
     } else if (inv.stage == Investigation::Stage::LinkConfirm) {
       inv.tests = {add_test(TestPurpose::Probe, {inv.suspect, inv.suspect2})};
-    } else if (inv.stage == Investigation::Stage::Split) {
+    } else if (inv.stage == Investigation::Stage::Split ||
+               inv.stage == Investigation::Stage::PartsBits) {
       // Split into parts above.
     } else {
       plan_investigation(inv, rounds_left);

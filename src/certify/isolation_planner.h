@@ -149,7 +149,9 @@ class IsolationPlanner {
     // faulty members a group's complements revealed are told apart; Rest: members that are
     // healthy unless more nodes are faulty than explained, checked in one shared test.
     // ComplementSplit: Complement with split-ahead tests, when no round is left for a Pair
-    // split.
+    // split. PartsBits: the only failed screen group split into parts, with the bits of the
+    // members' positions inside their parts in the same round (frame: the group, code: the
+    // number of parts): one failed part is decoded at once, as from Bits.
     enum class Stage : std::uint8_t {
       New,
       Bits,
@@ -163,7 +165,8 @@ class IsolationPlanner {
       Complement,
       Pair,
       Rest,
-      ComplementSplit
+      ComplementSplit,
+      PartsBits
     };
     Stage stage = Stage::New;
     std::vector<std::uint32_t> members;
@@ -195,7 +198,7 @@ class IsolationPlanner {
   void plan_investigation(Investigation& inv, int rounds_left);
   void plan_narrow(Investigation& inv);
   void plan_complements(const std::vector<Investigation*>& decoded, bool split_ahead);
-  void plan_parts(Investigation& inv, std::size_t parts);
+  void plan_parts(Investigation& inv, std::size_t parts, bool with_bits);
   void plan_pair(Investigation& inv);
   [[nodiscard]] std::size_t expected_faulty() const;
   void add_finding(const std::vector<std::uint32_t>& nodes, std::string message);

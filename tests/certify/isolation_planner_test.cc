@@ -141,6 +141,37 @@ std::vector<std::size_t> tests_per_round(IsolationPlanner& planner, SimulatedFle
   return per_round;
 }
 
+// One faulty node where 4 are expected (1,024 nodes): one of the 8 screen groups fails, so it
+// is split into 8 parts of 16 with the 4 bits of each member's position inside its part in
+// the same round; one part fails and the bits name its member, confirmed in round 3 with one
+// check of the rest (the part's members whose position lies inside the member's, when there
+// are any): 3 rounds and at most 22 tests, as many rounds as bits alone took before parts
+// (a parts round and then bits took 4).
+TEST(IsolationPlanner, OneFaultyNodeWhereFourAreExpectedTakesThreeRounds) {
+  for (std::size_t bad : {0, 77, 500, 1023}) {
+    SimulatedFleet fleet(1024, 5);
+    fleet.degrade(bad, 0.85);
+    IsolationPlanner planner(fleet.names());
+    std::vector<std::size_t> per_round;
+    while (const Round* round = planner.pending()) {
+      std::vector<GroupTest> tests = round->tests;
+      per_round.push_back(tests.size());
+      for (const GroupTest& t : tests) {
+        planner.record(t.id, fleet.run(t.nodes));
+        // The parts-and-bits stage survives a restart between any two results.
+        planner = IsolationPlanner::from_value(core::parse_json(core::to_json(planner.to_value())));
+      }
+    }
+    ASSERT_EQ(per_round.size(), 3u) << bad;
+    EXPECT_EQ(per_round[0], 8u) << bad;
+    EXPECT_EQ(per_round[1], 12u) << bad;
+    EXPECT_LE(per_round[2], 2u) << bad;
+    IsolationVerdict v = planner.verdict();
+    EXPECT_EQ(v.faulty(), fleet.faulty_names()) << bad;
+    EXPECT_EQ(v.rounds, 3) << bad;
+  }
+}
+
 // Two faulty nodes in one screen group (indices 30 = 011110 and 45 = 101101 of group 0: their
 // bits OR to 63, so bisection by bits clears nobody in it) plus two alone: 3 failed groups
 // where 4 faulty nodes are expected, so round 3 confirms the three decoded members and adds
