@@ -409,7 +409,9 @@ void IsolationPlanner::absorb_results() {
         std::vector<std::uint32_t> rest = without_good(inv.members);
         if (rest.empty()) break;
         std::size_t d = 0;
-        for (std::size_t j = 0; j < inv.tests.size(); ++j) {
+        // At most 32 bits: a stored state with more (edited by hand) decodes wrongly, which
+        // the confirmation catches, rather than shifting past the word.
+        for (std::size_t j = 0; j < std::min<std::size_t>(inv.tests.size(), 32); ++j) {
           if (result_of(inv.tests[j]) == 0) d |= std::size_t{1} << j;
         }
         Investigation n;
@@ -469,7 +471,7 @@ void IsolationPlanner::absorb_results() {
         std::vector<std::uint32_t> rest = without_good(part);
         if (rest.empty()) break;
         std::size_t d = 0;
-        for (std::size_t j = parts; j < inv.tests.size(); ++j) {
+        for (std::size_t j = parts; j < std::min<std::size_t>(inv.tests.size(), parts + 32); ++j) {
           if (failed(inv.tests[j])) d |= std::size_t{1} << (j - parts);
         }
         Investigation n;
