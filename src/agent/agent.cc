@@ -294,89 +294,84 @@ void AgentPool::for_each(const std::function<void(const Agent&)>& f) const {
   for (const auto& a : agents_) f(*a);
 }
 
+std::optional<AgentPool::Due> AgentPool::next_due(std::vector<Due>& heap,
+                                                  std::condition_variable& cv,
+                                                  std::unique_lock<std::mutex>& lock) {
+  for (;;) {
+    if (stopping_) return std::nullopt;
+    if (heap.empty()) {
+      cv.wait(lock);
+      continue;
+    }
+    if (heap.front().at > Clock::now()) {
+      // A copy: wait_until keeps reading its argument while the lock is released.
+      const Clock::time_point at = heap.front().at;
+      cv.wait_until(lock, at);
+      continue;
+    }
+    // Popped while it runs: no other thread of the set works on the same agent meanwhile.
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+    Due due = heap.back();
+    heap.pop_back();
+    return due;
+  }
+}
+
+void AgentPool::push_due(std::vector<Due>& heap, std::condition_variable& cv, Due due) {
+  heap.push_back(due);
+  std::push_heap(heap.begin(), heap.end(), std::greater<>());
+  cv.notify_one();
+}
+
 void AgentPool::work() {
   std::unique_lock lock(mu_);
-  for (;;) {
-    if (stopping_) return;
-    if (heap_.empty()) {
-      cv_.wait(lock);
-      continue;
-    }
-    auto now = Clock::now();
-    if (heap_.front().at > now) {
-      // A copy: wait_until keeps reading its argument while the lock is released.
-      const Clock::time_point at = heap_.front().at;
-      cv_.wait_until(lock, at);
-      continue;
-    }
-    // Popped while it runs: no other worker can tick the same agent concurrently.
-    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
-    Due due = heap_.back();
-    heap_.pop_back();
+  while (std::optional<Due> due = next_due(heap_, cv_, lock)) {
+    const Clock::time_point now = Clock::now();
     lock.unlock();
     Clock::time_point next;
     bool undelivered = false;
     try {
-      next = due.agent->poll(now);
-      undelivered = due.agent->has_undelivered();
+      next = due->agent->poll(now);
+      undelivered = due->agent->has_undelivered();
     } catch (const std::exception& e) {
       // The journal could not be written (disk full, I/O error): keep the agent, try later.
       core::log::error("agent: tick failed",
-                       {{"node", due.agent->identity().node_name}, {"error", e.what()}});
+                       {{"node", due->agent->identity().node_name}, {"error", e.what()}});
       next = now + std::chrono::seconds(5);
     }
     lock.lock();
-    heap_.push_back(Due{next, due.agent});
-    std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
-    cv_.notify_one();
+    push_due(heap_, cv_, Due{next, due->agent});
     // Records from this poll, or from record() on another thread since the last one.
-    if (undelivered) schedule_delivery(due.agent, now);
+    if (undelivered) schedule_delivery(due->agent, now);
   }
 }
 
 void AgentPool::schedule_delivery(Agent* agent, Clock::time_point at) {
   if (!delivering_.insert(agent).second) return;  // queued or running: it will see them
-  delivery_heap_.push_back(Due{at, agent});
-  std::push_heap(delivery_heap_.begin(), delivery_heap_.end(), std::greater<>());
-  delivery_cv_.notify_one();
+  push_due(delivery_heap_, delivery_cv_, Due{at, agent});
 }
 
 void AgentPool::deliver_work() {
   std::unique_lock lock(mu_);
-  for (;;) {
-    if (stopping_) return;
-    if (delivery_heap_.empty()) {
-      delivery_cv_.wait(lock);
-      continue;
-    }
-    auto now = Clock::now();
-    if (delivery_heap_.front().at > now) {
-      const Clock::time_point at = delivery_heap_.front().at;  // a copy, as in work()
-      delivery_cv_.wait_until(lock, at);
-      continue;
-    }
-    std::pop_heap(delivery_heap_.begin(), delivery_heap_.end(), std::greater<>());
-    Due due = delivery_heap_.back();
-    delivery_heap_.pop_back();
+  while (std::optional<Due> due = next_due(delivery_heap_, delivery_cv_, lock)) {
+    const Clock::time_point now = Clock::now();
     lock.unlock();
     std::optional<Clock::time_point> again;
     try {
-      again = due.agent->deliver_pending(now);
+      again = due->agent->deliver_pending(now);
     } catch (const std::exception& e) {
       core::log::error("agent: delivery failed",
-                       {{"node", due.agent->identity().node_name}, {"error", e.what()}});
+                       {{"node", due->agent->identity().node_name}, {"error", e.what()}});
       again = now + std::chrono::seconds(5);
     }
     // Nothing left: checked again under the pool's lock, so a poll that journalled after the
     // delivery looked either is seen here or finds the agent unscheduled and schedules it.
     lock.lock();
-    if (!again && due.agent->has_undelivered()) again = Clock::now();
+    if (!again && due->agent->has_undelivered()) again = Clock::now();
     if (again) {
-      delivery_heap_.push_back(Due{*again, due.agent});
-      std::push_heap(delivery_heap_.begin(), delivery_heap_.end(), std::greater<>());
-      delivery_cv_.notify_one();
+      push_due(delivery_heap_, delivery_cv_, Due{*again, due->agent});
     } else {
-      delivering_.erase(due.agent);
+      delivering_.erase(due->agent);
     }
   }
 }

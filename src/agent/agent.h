@@ -147,6 +147,12 @@ class AgentPool {
   };
   void work();
   void deliver_work();
+  // The next due entry of `heap`, waiting on `cv` until one is due; nullopt once stopping.
+  // Call with `lock` (on mu_) held.
+  std::optional<Due> next_due(std::vector<Due>& heap, std::condition_variable& cv,
+                              std::unique_lock<std::mutex>& lock);
+  // Adds `due` to `heap` and wakes a thread waiting on `cv`. Call with mu_ held.
+  static void push_due(std::vector<Due>& heap, std::condition_variable& cv, Due due);
   // Queues a delivery of `agent` at `at` unless one is queued or running. Call with mu_ held.
   void schedule_delivery(Agent* agent, Clock::time_point at);
 

@@ -138,6 +138,14 @@ void parallel(int n, int threads, const std::function<void(int)>& f) {
     });
 }
 
+// The value of label `key` in one Prometheus text line ("" when absent).
+std::string metric_label(const std::string& line, const std::string& key) {
+  auto b = line.find(key + "=\"");
+  if (b == std::string::npos) return std::string();
+  b += key.size() + 2;
+  return line.substr(b, line.find('"', b) - b);
+}
+
 // Writes the API server answered so far, by resource, from its own /metrics
 // (apiserver_request_total), leaving out what is not the controller's: the bench's NodeHealth
 // writes and the control plane's leader-election leases.
@@ -145,20 +153,14 @@ std::map<std::string, double> api_writes(kube::Client& client) {
   std::map<std::string, double> out;
   std::istringstream in(client.get_raw("/metrics"));
   std::string line;
-  auto label = [](const std::string& l, const std::string& k) {
-    auto b = l.find(k + "=\"");
-    if (b == std::string::npos) return std::string();
-    b += k.size() + 2;
-    return l.substr(b, l.find('"', b) - b);
-  };
   while (std::getline(in, line)) {
     if (line.rfind("apiserver_request_total{", 0) != 0) continue;
-    const std::string verb = label(line, "verb");
+    const std::string verb = metric_label(line, "verb");
     if (verb != "POST" && verb != "PUT" && verb != "PATCH" && verb != "DELETE" && verb != "APPLY")
       continue;
-    std::string res = label(line, "resource");
+    std::string res = metric_label(line, "resource");
     if (res == "nodehealths" || res == "leases") continue;
-    const std::string sub = label(line, "subresource");
+    const std::string sub = metric_label(line, "subresource");
     if (!sub.empty()) res += "/" + sub;
     out[res + " " + verb] += std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr);
   }
@@ -187,17 +189,11 @@ std::map<std::string, double> own_writes(int port) {
   std::map<std::string, double> out;
   std::istringstream in(controller::testing::http_get(port, "/metrics").second);
   std::string line;
-  auto label = [](const std::string& l, const std::string& k) {
-    auto b = l.find(k + "=\"");
-    if (b == std::string::npos) return std::string();
-    b += k.size() + 2;
-    return l.substr(b, l.find('"', b) - b);
-  };
   while (std::getline(in, line)) {
     if (line.rfind("gpufleet_kube_requests_total{", 0) != 0) continue;
-    const std::string verb = label(line, "verb");
+    const std::string verb = metric_label(line, "verb");
     if (verb == "get" || verb == "list" || verb == "watch") continue;
-    out[label(line, "resource") + " " + verb + " " + label(line, "code")] +=
+    out[metric_label(line, "resource") + " " + verb + " " + metric_label(line, "code")] +=
         std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr);
   }
   return out;
