@@ -2,6 +2,7 @@
 // (random k faulty of n, 1,000 trials per cell), and parser throughput.
 //
 //   certify_bench --benchmark_filter=Isolation    the rounds/tests table (docs/performance.md)
+//   certify_bench --benchmark_filter=IsolationTarget   n = 1,024, k = 4 on 20,000 fleets
 //   certify_bench --benchmark_filter=Parse        parser throughput
 #include <benchmark/benchmark.h>
 
@@ -83,6 +84,36 @@ BENCHMARK(BM_Isolation)
     ->ArgsProduct({{64, 256, 1024, 4096}, {0, 1, 2, 4, 8}})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
+
+// Issue 11's target on 20,000 fleets of their own (seeds 10^9 + t, used by nothing else):
+// n = 1,024, k = 4 within 5 rounds and 48 tests. Reports the worst trial and how many miss.
+void BM_IsolationTarget(benchmark::State& state) {
+  const int trials = 20000;
+  int max_tests = 0, max_rounds = 0, over_tests = 0, over_rounds = 0, wrong = 0;
+  double tests = 0;
+  for (auto _ : state) {
+    for (int t = 0; t < trials; ++t) {
+      SimulatedFleet fleet(1024, 1'000'000'000ULL + static_cast<std::uint64_t>(t));
+      fleet.degrade_random(4);
+      IsolationPlanner planner(fleet.names());
+      IsolationRun run = run_isolation(planner, fleet);
+      wrong += run.verdict.faulty() != fleet.faulty_names();
+      tests += run.verdict.tests;
+      max_tests = std::max(max_tests, run.verdict.tests);
+      max_rounds = std::max(max_rounds, run.verdict.rounds);
+      over_tests += run.verdict.tests > 48;
+      over_rounds += run.verdict.rounds > 5;
+    }
+  }
+  if (wrong != 0) state.SkipWithError("a noiseless trial found a wrong set");
+  state.counters["trials"] = trials;
+  state.counters["tests_mean"] = tests / trials;
+  state.counters["tests_max"] = max_tests;
+  state.counters["rounds_max"] = max_rounds;
+  state.counters["trials_over_48_tests"] = over_tests;
+  state.counters["trials_over_5_rounds"] = over_rounds;
+}
+BENCHMARK(BM_IsolationTarget)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 // +-5 % bandwidth jitter (two sigma) around a 95 % pass line; faulty nodes at 80-93 %.
 void BM_IsolationNoisy(benchmark::State& state) {

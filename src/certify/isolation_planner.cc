@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "certify/isolation_search.h"
 #include "core/errors.h"
 
 namespace gpufleet::certify {
@@ -16,12 +17,20 @@ using core::InvalidInput;
 
 constexpr std::string_view kPurposeNames[] = {"screen", "isolate", "check", "confirm", "probe"};
 constexpr std::string_view kStageNames[] = {
-    "new",         "bits", "decoded",    "split", "individual", "probe",           "narrow",
-    "linkConfirm", "grid", "complement", "pair",  "rest",       "complementSplit", "partsBits"};
+    "new",         "bits",  "decoded",    "split", "individual", "probe",           "narrow",
+    "linkConfirm", "grid",  "complement", "pair",  "rest",       "complementSplit", "partsBits",
+    "partsSearch", "search"};
 // From this many members a failed group's last-but-one round is a grid rather than parts:
 // below it one faulty member (the usual case in small fleets) costs a test more on a grid.
 // Measured with bench/certify_bench.cc (docs/performance.md).
 constexpr std::size_t kGridFrom = 24;
+// Crowded parts are split once more and then searched (plan_search) when they hold at most
+// this many members together: two parts of 32 leave at most 64 nodes in doubt.
+constexpr std::size_t kSearchUpTo = 64;
+// ... and when at most this many faulty nodes are expected: the search assumes as many and
+// designs for them, which costs the fleets with fewer (4,096 nodes, 8 expected, 2 faulty:
+// 52 tests instead of 46, bench/certify_bench.cc).
+constexpr std::size_t kSearchMaxExpected = 4;
 // Screen groups per expected faulty node (plan_screen): 4, or 2 from 3 expected faulty nodes,
 // where two faulty nodes sharing a group are resolved by complements (one group short) or by
 // parts (two or more short) within the round budget. Measured with bench/certify_bench.cc
@@ -370,6 +379,16 @@ void IsolationPlanner::absorb_results() {
     if (!n.members.empty()) next.push_back(std::move(n));
   };
   std::vector<const Investigation*> complements;
+  std::vector<const Investigation*> parts_search;
+  // A constraint of search n: the members of a failed test still in doubt, unless a faulty
+  // node explains it (nor when every member passed since: a contradiction the probe handles).
+  auto add_constraint = [&](Investigation& n, const std::vector<std::uint32_t>& members) {
+    if (std::any_of(members.begin(), members.end(),
+                    [&](std::uint32_t m) { return state_[m] == NodeState::Faulty; }))
+      return;
+    std::vector<std::uint32_t> c = without_good(members);
+    if (!c.empty()) n.constraints.push_back(std::move(c));
+  };
   for (Investigation& inv : investigations_) {
     switch (inv.stage) {
       case Investigation::Stage::Complement:
@@ -486,6 +505,27 @@ void IsolationPlanner::absorb_results() {
         next.push_back(std::move(n));
         break;
       }
+      case Investigation::Stage::PartsSearch:
+        // Decided together below: one search over all crowded parts.
+        parts_search.push_back(&inv);
+        break;
+      case Investigation::Stage::Search: {
+        // Failed tests become constraints; a confirmed faulty member explains those holding it.
+        Investigation n;
+        n.stage = Investigation::Stage::Search;
+        n.max_faulty = inv.max_faulty;
+        for (std::uint32_t m : inv.members) {
+          if (state_[m] == NodeState::Faulty && n.max_faulty > 0) --n.max_faulty;
+        }
+        n.members = without_good(inv.members);
+        std::vector<std::vector<std::uint32_t>> all = inv.constraints;
+        for (std::uint32_t id : inv.tests) {
+          if (failed(id)) all.push_back(by_id.at(id)->members);
+        }
+        for (const auto& c : all) add_constraint(n, c);
+        if (!n.members.empty()) next.push_back(std::move(n));
+        break;
+      }
       case Investigation::Stage::Grid: {
         // Members in a passing row or column are healthy; the rest sit where a failing row
         // crosses a failing column.
@@ -558,6 +598,23 @@ void IsolationPlanner::absorb_results() {
       case Investigation::Stage::New:
       case Investigation::Stage::Individual: break;
     }
+  }
+  // Crowded parts searched together: the nodes still in doubt in any of them, every failed test
+  // of theirs a constraint, at most the expected count of faulty nodes not yet found.
+  if (!parts_search.empty()) {
+    Investigation n;
+    n.stage = Investigation::Stage::Search;
+    std::size_t found = 0;
+    for (NodeState st : state_) found += st == NodeState::Faulty ? 1 : 0;
+    n.max_faulty = static_cast<std::uint32_t>(
+        std::max<std::size_t>(1, expected_faulty() > found ? expected_faulty() - found : 1));
+    for (const Investigation* inv : parts_search) {
+      for (std::uint32_t m : without_good(inv->frame)) n.members.push_back(m);
+      for (std::uint32_t id : inv->tests) {
+        if (failed(id)) add_constraint(n, by_id.at(id)->members);
+      }
+    }
+    if (!n.members.empty()) next.push_back(std::move(n));
   }
   // Complements: tests [confirm the decoded member, then per bit j of the code the pooled
   // test of the rests lacking bit j]. A group with one faulty member fails its confirmation
@@ -954,6 +1011,56 @@ void IsolationPlanner::plan_pair(Investigation& inv) {
   }
 }
 
+// The nodes in doubt listed as bits, every set of at most max_faulty of them that explains
+// the constraints as a hypothesis, and the round designed against those (isolation_search.h):
+// with one round left each node faulty in any hypothesis is confirmed alone and the rest
+// checked together. More nodes than 64, or no hypothesis (more faulty nodes than assumed, or
+// a noisy result): the members are searched as a plain failed group.
+void IsolationPlanner::plan_search(Investigation& inv, int rounds_left) {
+  inv.tests.clear();
+  SearchRound design;
+  if (inv.members.size() <= 64) {
+    std::unordered_map<std::uint32_t, int> bit;
+    for (std::size_t i = 0; i < inv.members.size(); ++i)
+      bit.emplace(inv.members[i], static_cast<int>(i));
+    std::vector<std::uint64_t> constraints;
+    for (const auto& c : inv.constraints) {
+      std::uint64_t mask = 0;
+      for (std::uint32_t m : c) {
+        if (auto it = bit.find(m); it != bit.end()) mask |= std::uint64_t{1} << it->second;
+      }
+      if (mask != 0) constraints.push_back(mask);
+    }
+    // More faulty nodes than assumed leave no hypothesis: assume up to two more. Too many
+    // hypotheses to list: assume fewer (a larger fault count is then caught by the checks).
+    const int n = static_cast<int>(inv.members.size());
+    const int assumed = static_cast<int>(inv.max_faulty);
+    for (int k = assumed; k <= assumed + 2 && k >= 1;) {
+      design = design_search_round(n, constraints, k, rounds_left);
+      if (design.hypotheses != 0) break;
+      if (design.too_many) {
+        if (k > assumed) break;
+        --k;
+      } else {
+        if (k < assumed) break;
+        ++k;
+      }
+    }
+  }
+  if (design.hypotheses == 0) {
+    inv.stage = Investigation::Stage::New;
+    inv.constraints.clear();
+    plan_investigation(inv, rounds_left);
+    return;
+  }
+  for (std::uint64_t t : design.tests) {
+    std::vector<std::uint32_t> group;
+    for (std::uint64_t r = t; r != 0; r &= r - 1) group.push_back(inv.members[std::countr_zero(r)]);
+    const TestPurpose purpose = group.size() == 1 ? TestPurpose::Confirm : TestPurpose::Isolate;
+    inv.tests.push_back(add_test(purpose, std::move(group)));
+  }
+}
+
 void IsolationPlanner::plan_next() {
   tests_.clear();
   const int number = round_.number + 1;
@@ -1011,6 +1118,28 @@ void IsolationPlanner::plan_next() {
       }
     }
   }
+  // Parts that did not separate (as many failed parts as failed groups, two or more short of
+  // the expected count): under the expected count they are crowded, two or three faulty nodes
+  // in one, where bits spell only an OR. Each is split once more, with the members' positions
+  // in the same round; the few nodes left in doubt are then searched (plan_search): 4 rounds
+  // for a lone faulty node per part, at most 5 for a crowded one.
+  if (rounds_left == 3 && expected >= 3 && split_groups_ > 0) {
+    std::vector<Investigation*> failed;
+    std::size_t members = 0;
+    for (Investigation& inv : investigations_) {
+      if (inv.stage != Investigation::Stage::New) continue;
+      failed.push_back(&inv);
+      members += inv.members.size();
+    }
+    if (!failed.empty() && failed.size() + 2 <= expected && expected <= kSearchMaxExpected &&
+        members <= kSearchUpTo) {
+      for (Investigation* inv : failed) {
+        if (inv->members.size() < 8) continue;
+        plan_parts(*inv, 4, true);
+        inv->stage = Investigation::Stage::PartsSearch;
+      }
+    }
+  }
   const bool splitting =
       std::any_of(investigations_.begin(), investigations_.end(),
                   [](const Investigation& inv) { return inv.stage == Investigation::Stage::Pair; });
@@ -1043,8 +1172,11 @@ void IsolationPlanner::plan_next() {
       plan_narrow(inv);
     } else if (inv.stage == Investigation::Stage::LinkConfirm) {
       inv.tests = {add_test(TestPurpose::Probe, {inv.suspect, inv.suspect2})};
+    } else if (inv.stage == Investigation::Stage::Search) {
+      plan_search(inv, rounds_left);
     } else if (inv.stage == Investigation::Stage::Split ||
-               inv.stage == Investigation::Stage::PartsBits) {
+               inv.stage == Investigation::Stage::PartsBits ||
+               inv.stage == Investigation::Stage::PartsSearch) {
       // Split into parts above.
     } else {
       plan_investigation(inv, rounds_left);
@@ -1199,6 +1331,12 @@ core::Value IsolationPlanner::to_value() const {
       i["code"] = static_cast<std::int64_t>(inv.code);
       i["mask"] = static_cast<std::int64_t>(inv.mask);
     }
+    if (inv.stage == Investigation::Stage::Search) {
+      core::List constraints;
+      for (const auto& c : inv.constraints) constraints.push_back(index_list(c));
+      i["constraints"] = std::move(constraints);
+      i["maxFaulty"] = static_cast<std::int64_t>(inv.max_faulty);
+    }
     invs.push_back(std::move(i));
   }
   v["investigations"] = std::move(invs);
@@ -1238,6 +1376,45 @@ core::Value IsolationPlanner::to_value() const {
   v["splitGroups"] = static_cast<std::int64_t>(split_groups_);
   v["done"] = done_;
   return v;
+}
+
+// The tests a stored investigation's stage reads its results from by position: a state
+// edited by hand must not make a decode read past them or look up test 0.
+void IsolationPlanner::check_shape(const Investigation& inv) {
+  const std::string stage(kStageNames[static_cast<int>(inv.stage)]);
+  auto fail = [&](const std::string& why) {
+    throw InvalidInput("isolation planner state: a \"" + stage + "\" investigation " + why);
+  };
+  auto all_set = [&] {
+    if (std::find(inv.tests.begin(), inv.tests.end(), 0U) != inv.tests.end())
+      fail("has a test id 0 where each result is read");
+  };
+  switch (inv.stage) {
+    case Investigation::Stage::Probe:
+    case Investigation::Stage::LinkConfirm:
+      if (inv.tests.size() != 1)
+        fail("needs exactly 1 test, not " + std::to_string(inv.tests.size()));
+      all_set();
+      break;
+    case Investigation::Stage::Narrow: {
+      if (inv.members.size() < 3) fail("needs at least 3 members");
+      const std::size_t half = inv.members.size() / 2;
+      const std::size_t want =
+          2 + std::bit_width(half - 1) + std::bit_width(inv.members.size() - half - 1);
+      if (inv.tests.size() != want)
+        fail("over " + std::to_string(inv.members.size()) + " members needs " +
+             std::to_string(want) + " tests, not " + std::to_string(inv.tests.size()));
+      all_set();
+      break;
+    }
+    case Investigation::Stage::Decoded:
+      if (inv.tests.size() > 2) fail("has more than 2 tests");
+      all_set();
+      break;
+    case Investigation::Stage::Bits:
+    case Investigation::Stage::Split: all_set(); break;
+    default: break;
+  }
 }
 
 IsolationPlanner IsolationPlanner::from_value(const core::Value& s) {
@@ -1310,6 +1487,19 @@ IsolationPlanner IsolationPlanner::from_value(const core::Value& s) {
                            std::to_string(inv.frame.size()) + " members");
       }
       (std::string_view(key) == "code" ? inv.code : inv.mask) = static_cast<std::uint32_t>(v);
+    }
+    check_shape(inv);
+    // Optional: only searches have constraints.
+    if (const core::Value* c = i.find("constraints"); c != nullptr) {
+      for (const core::Value& members : c->as_list())
+        inv.constraints.push_back(read_indices(&members, n, "investigation constraint"));
+    }
+    if (const core::Value* k = i.find("maxFaulty"); k != nullptr) {
+      std::int64_t v = k->as_int();
+      if (v < 0 || static_cast<std::uint64_t>(v) > n)
+        throw InvalidInput("isolation planner state: maxFaulty " + std::to_string(v) +
+                           " is outside 0.." + std::to_string(n));
+      inv.max_faulty = static_cast<std::uint32_t>(v);
     }
     p.investigations_.push_back(std::move(inv));
   }

@@ -15,6 +15,12 @@
 //   parts     failed groups two or more short of the expected count (or more failed groups
 //             than expected) are first split into parts, ~2 per expected fault in all, tested
 //             side by side; the failed parts are groups from then on.
+//   search    parts that did not separate (as many failed as failed groups, two or more short
+//             of the expected count) are split into 4 sub-parts with the bits of each member's
+//             position; the few nodes left in doubt are searched: every set of faulty nodes
+//             that explains the failed tests is listed and the next round is designed
+//             against them, the last one confirming each possibly faulty node alone
+//             (isolation_search.h).
 //   isolate   each failed group is bisected along every bit of its members' indices at once
 //             (test j holds the members whose index has bit j set): one round, log2(s) tests,
 //             and the failing bits spell the suspect's index. When few rounds remain, a failed
@@ -151,7 +157,11 @@ class IsolationPlanner {
     // ComplementSplit: Complement with split-ahead tests, when no round is left for a Pair
     // split. PartsBits: the only failed screen group split into parts, with the bits of the
     // members' positions inside their parts in the same round (frame: the group, code: the
-    // number of parts): one failed part is decoded at once, as from Bits.
+    // number of parts): one failed part is decoded at once, as from Bits. PartsSearch: parts
+    // and bits the same way, for parts crowded with faulty nodes (fewer failed than expected);
+    // the results of all of them make one Search. Search: the nodes in doubt are few, so every
+    // set of faulty nodes that explains the failed tests (constraints) is listed and the round
+    // is designed against them (isolation_search.h).
     enum class Stage : std::uint8_t {
       New,
       Bits,
@@ -166,7 +176,9 @@ class IsolationPlanner {
       Pair,
       Rest,
       ComplementSplit,
-      PartsBits
+      PartsBits,
+      PartsSearch,
+      Search
     };
     Stage stage = Stage::New;
     std::vector<std::uint32_t> members;
@@ -179,6 +191,10 @@ class IsolationPlanner {
     std::vector<std::uint32_t> frame;
     std::uint32_t code = 0;
     std::uint32_t mask = 0;
+    // Search: failed tests (members still in doubt) that each hold a faulty node, and the
+    // most faulty nodes the hypotheses may hold.
+    std::vector<std::vector<std::uint32_t>> constraints;
+    std::uint32_t max_faulty = 0;
   };
   struct Test {
     std::uint32_t id = 0;
@@ -200,6 +216,8 @@ class IsolationPlanner {
   void plan_complements(const std::vector<Investigation*>& decoded, bool split_ahead);
   void plan_parts(Investigation& inv, std::size_t parts, bool with_bits);
   void plan_pair(Investigation& inv);
+  void plan_search(Investigation& inv, int rounds_left);
+  static void check_shape(const Investigation& inv);
   [[nodiscard]] std::size_t expected_faulty() const;
   void add_finding(const std::vector<std::uint32_t>& nodes, std::string message);
   std::uint32_t add_test(TestPurpose purpose, std::vector<std::uint32_t> members);

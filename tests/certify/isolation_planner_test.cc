@@ -115,19 +115,19 @@ TEST(IsolationPlanner, MeetsTheRoundAndTestTargetAt1024Nodes) {
   EXPECT_LE(r.mean, 43.0);
 }
 
-// Another 1,000 fleets (seeds 1000..1999): every trial within 5 rounds, all but two within 48
-// tests. The two: three faulty nodes in one part of 32 and one elsewhere (49 tests: the
-// triple's 15 candidates are tested one by one in the last round), and two pairs each
-// sharing a part (54: the parts did not separate them, and one pair differs in 4 bits,
-// which leaves 15 candidates) — docs/performance.md.
-TEST(IsolationPlanner, NearlyMeetsTheTestTargetOnOtherFleets) {
+// Another 1,000 fleets (seeds 1000..1999), held out from every choice of the design: every
+// trial within 5 rounds and 48 tests too. Before crowded parts were searched two were not
+// (49: three faulty nodes in one part of 32; 54: two pairs each inside one part); over
+// 20,000 fleets 112 such trials cost up to 75 tests and 11 took 6 rounds, now none exceeds
+// 48 (certify_bench BM_IsolationTarget, docs/performance.md).
+TEST(IsolationPlanner, MeetsTheTestTargetOnOtherFleets) {
   TargetRun r = run_target([](std::uint64_t t) { return 1000 + t; });
   RecordProperty("tests_mean", std::to_string(r.mean));
   RecordProperty("tests_max", r.max_tests);
   RecordProperty("trials_within_48", r.within);
   EXPECT_LE(r.max_rounds, 5);
-  EXPECT_LE(r.max_tests, 54);
-  EXPECT_GE(r.within, 998);
+  EXPECT_LE(r.max_tests, 48);
+  EXPECT_EQ(r.within, 1000);
   EXPECT_LE(r.mean, 43.0);
 }
 
@@ -290,62 +290,35 @@ TEST(IsolationPlanner, PairInAPartIsSplitAheadBesideItsComplements) {
   EXPECT_EQ(v.tests, 47);
 }
 
-// Parts that do not separate (two pairs, each inside one part: 399 and 407 in group 3,
-// 812 and 820 in group 6): as many failed parts as groups, most likely two faulty nodes,
-// so bits (5 per part) as for one each. Round 4 confirms each decoded member; the part
-// whose code is wide (31, 4 bits or more) gets complements of its own instead of the
-// shared check: its pair differs in bits 3 and 4 and is named at once. The narrow part
-// (code 28 = 11100, whose confirmation passes) fails the shared check, and with one round
-// left every member of its rest is tested: 8 + 8 + 10 + 8 + 10.
-TEST(IsolationPlanner, PartsThatDoNotSeparateGetComplementsOfTheirOwn) {
+// Parts that do not separate (as many failed parts as failed screen groups, two short of the
+// 4 expected faulty nodes): two pairs each inside one part of 32 (399 and 407 in group 3, 812
+// and 820 in group 6). Round 3 splits each part into 4 sub-parts of 8 with the 3 bits of each
+// member's position in its sub-part (7 tests a part); the nodes left in doubt are searched:
+// round 4 is designed against every set of up to 4 faulty nodes that explains the failures
+// (it confirms 399, 812 and 820 and tells the rest apart), round 5 confirms 407 and checks
+// the last three: 8 + 8 + 14 + 8 + 2 (the bits and complements of each part took 44).
+TEST(IsolationPlanner, CrowdedPartsAreSplitAgainAndSearched) {
   SimulatedFleet fleet(1024, 3);
   for (std::size_t i : {399, 407, 812, 820}) fleet.degrade(i, 0.85);
   IsolationPlanner planner(fleet.names());
-  EXPECT_EQ(tests_per_round(planner, fleet), (std::vector<std::size_t>{8, 8, 10, 8, 10}));
+  EXPECT_EQ(tests_per_round(planner, fleet), (std::vector<std::size_t>{8, 8, 14, 8, 2}));
   IsolationVerdict v = planner.verdict();
   EXPECT_EQ(v.faulty(), fleet.faulty_names());
-  EXPECT_EQ(v.tests, 44);
-  // Three nested in one part (426, 442, 446: 01010 inside 11010 inside 11110): the code
-  // is the outer one (confirmed), complements name the inner one, and as only three are
-  // found where four are expected the part's last two candidates are tested alone.
+  EXPECT_EQ(v.tests, 40);
+  // Three in one part (426, 442, 446: sub-parts 1 and 3, positions 2, 2 and 6) and one in
+  // another (913): round 4 tests the 10 candidates left alone and is the last (a round more
+  // would save less than it costs), 4 rounds where complements of the part's own took 5.
   SimulatedFleet triple(1024, 3);
   for (std::size_t i : {426, 442, 446, 913}) triple.degrade(i, 0.85);
   IsolationPlanner p(triple.names());
-  EXPECT_EQ(tests_per_round(p, triple), (std::vector<std::size_t>{8, 8, 10, 7, 3}));
+  EXPECT_EQ(tests_per_round(p, triple), (std::vector<std::size_t>{8, 8, 14, 10}));
   EXPECT_EQ(p.verdict().faulty(), triple.faulty_names());
-  EXPECT_EQ(p.verdict().rounds, 5);
+  EXPECT_EQ(p.verdict().rounds, 4);
 }
 
-// Every mask M (two bits or more) of a code of w bits, every pair {c - M + S, c - M + M - S}
-// (S neither empty nor M): the split-ahead tests fail differently for each pair of a mask.
-TEST(IsolationPlanner, SplitAheadTablesTellEveryPairApart) {
-  for (int w = 3; w <= 6; ++w) {
-    ASSERT_EQ(detail::split_ahead_tests(w), static_cast<std::size_t>(w));
-    const std::uint32_t full = (std::uint32_t{1} << w) - 1;
-    for (std::uint32_t m = 1; m <= full; ++m) {
-      if (std::popcount(m) < 2) continue;
-      const std::uint32_t base = full & ~m, low = m & (~m + 1);
-      std::vector<std::uint32_t> outcomes;
-      for (std::uint32_t sub = (m - 1) & m; sub != 0; sub = (sub - 1) & m) {
-        if ((sub & low) == 0) continue;
-        std::uint32_t fails = 0;
-        for (std::size_t t = 0; t < detail::split_ahead_tests(w); ++t) {
-          EXPECT_FALSE(detail::in_split_ahead(w, t, full)) << "the code itself is confirmed";
-          if (detail::in_split_ahead(w, t, base | sub) ||
-              detail::in_split_ahead(w, t, base | (m & ~sub)))
-            fails |= std::uint32_t{1} << t;
-        }
-        outcomes.push_back(fails);
-      }
-      std::sort(outcomes.begin(), outcomes.end());
-      EXPECT_EQ(std::adjacent_find(outcomes.begin(), outcomes.end()), outcomes.end())
-          << "w " << w << " mask " << m;
-    }
-  }
-}
-
-// The new stages (parts, complements with split-ahead, complements of a part's own) survive
-// a store and restore after every recorded test: the same plan, the same verdict.
+// The new stages (parts, complements with split-ahead, crowded parts and their search, whose
+// constraints and assumed fault count are stored) survive a store and restore after every
+// recorded test: the same plan, the same verdict.
 TEST(IsolationPlanner, ResumesMidPartsAndSplitAhead) {
   for (const auto& faulty : std::vector<std::vector<std::size_t>>{
            {678, 806, 843, 861}, {399, 407, 812, 820}, {426, 442, 446, 913}}) {
@@ -498,6 +471,41 @@ TEST(IsolationPlanner, FaultyLinkIsNarrowedToItsTwoEnds) {
     }
     EXPECT_LE(run.verdict.rounds, 8) << "seed " << seed;
   }
+}
+
+// A stored state edited by hand: each stage that reads its tests' results by position is
+// checked for the count and ids it reads, so a decode cannot read past its tests.
+TEST(IsolationPlanner, StoredInvestigationsOfTheWrongShapeAreRejected) {
+  SimulatedFleet fleet(64, 1);
+  fleet.break_link(3, 20);
+  IsolationPlanner planner(fleet.names(), {}, PlannerOptions{.screen_groups = 2});
+  core::Value narrow;
+  while (planner.pending() != nullptr && narrow.is_null()) {
+    core::Value state = planner.to_value();
+    for (const core::Value& inv : state["investigations"].as_list()) {
+      if (inv.find("stage")->as_string() == "narrow") narrow = state;
+    }
+    std::vector<GroupTest> tests = planner.pending()->tests;
+    for (const GroupTest& t : tests) planner.record(t.id, fleet.run(t.nodes));
+  }
+  ASSERT_FALSE(narrow.is_null()) << "the link is narrowed in some round";
+  (void)IsolationPlanner::from_value(narrow);  // as stored: accepted
+  auto rejected = [](core::Value state, auto edit) {
+    for (core::Value& inv : state["investigations"].as_list()) {
+      if (inv.find("stage")->as_string() == "narrow") edit(inv);
+    }
+    try {
+      (void)IsolationPlanner::from_value(state);
+    } catch (const core::InvalidInput& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_THAT(rejected(narrow, [](core::Value& inv) { inv["tests"].as_list().pop_back(); }),
+              HasSubstr("a \"narrow\" investigation over 32 members needs 10 tests, not 9"));
+  EXPECT_THAT(
+      rejected(narrow, [](core::Value& inv) { inv["tests"].as_list()[0] = std::int64_t{0}; }),
+      HasSubstr("has a test id 0 where each result is read"));
 }
 
 TEST(IsolationPlanner, LinkInsideOneHalfIsStillNarrowed) {
