@@ -42,7 +42,7 @@ spec:
 struct Fleet {
   HostPackageSet set = parse_host_package_set(core::parse_yaml(kSet));
   DeploymentPolicy policy = parse_deployment_policy(core::parse_yaml(kPolicy));
-  ClusterBudget cluster{"topology.kubernetes.io/rack", 2, Budget{true, 10}};
+  ClusterBudget cluster{"topology.kubernetes.io/rack", 2, kube::IntOrPercent{true, 10}};
   std::deque<NodeRecord> records;
   std::vector<NodeInput> nodes;
   std::unordered_set<std::string> outside;
