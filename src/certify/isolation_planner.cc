@@ -378,6 +378,21 @@ void IsolationPlanner::absorb_results() {
     n.members = std::move(rest);
     if (!n.members.empty()) next.push_back(std::move(n));
   };
+  // Bits decoded to position d of `frame`: that member is the suspect (unless d is past the
+  // frame or already decided, as with several faulty members) and `rest` waits for its check.
+  auto push_decoded = [&](const std::vector<std::uint32_t>& frame, std::size_t d,
+                          std::vector<std::uint32_t> rest) {
+    Investigation n;
+    if (d < frame.size() && state_[frame[d]] == NodeState::Unknown) {
+      n.stage = Investigation::Stage::Decoded;
+      n.suspect = frame[d];
+      n.frame = frame;
+      n.code = static_cast<std::uint32_t>(d);
+      std::erase(rest, n.suspect);
+    }
+    n.members = std::move(rest);
+    next.push_back(std::move(n));
+  };
   std::vector<const Investigation*> complements;
   std::vector<const Investigation*> parts_search;
   // A constraint of search n: the members of a failed test still in doubt, unless a faulty
@@ -433,16 +448,7 @@ void IsolationPlanner::absorb_results() {
         for (std::size_t j = 0; j < std::min<std::size_t>(inv.tests.size(), 32); ++j) {
           if (result_of(inv.tests[j]) == 0) d |= std::size_t{1} << j;
         }
-        Investigation n;
-        if (d < inv.members.size() && state_[inv.members[d]] == NodeState::Unknown) {
-          n.stage = Investigation::Stage::Decoded;
-          n.suspect = inv.members[d];
-          n.frame = inv.members;
-          n.code = static_cast<std::uint32_t>(d);
-          std::erase(rest, n.suspect);
-        }
-        n.members = std::move(rest);
-        next.push_back(std::move(n));
+        push_decoded(inv.members, d, std::move(rest));
         break;
       }
       case Investigation::Stage::Decoded:
@@ -493,16 +499,7 @@ void IsolationPlanner::absorb_results() {
         for (std::size_t j = parts; j < std::min<std::size_t>(inv.tests.size(), parts + 32); ++j) {
           if (failed(inv.tests[j])) d |= std::size_t{1} << (j - parts);
         }
-        Investigation n;
-        if (d < part.size() && state_[part[d]] == NodeState::Unknown) {
-          n.stage = Investigation::Stage::Decoded;
-          n.suspect = part[d];
-          n.frame = part;
-          n.code = static_cast<std::uint32_t>(d);
-          std::erase(rest, n.suspect);
-        }
-        n.members = std::move(rest);
-        next.push_back(std::move(n));
+        push_decoded(part, d, std::move(rest));
         break;
       }
       case Investigation::Stage::PartsSearch:

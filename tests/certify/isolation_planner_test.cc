@@ -131,12 +131,19 @@ TEST(IsolationPlanner, MeetsTheTestTargetOnOtherFleets) {
   EXPECT_LE(r.mean, 43.0);
 }
 
-std::vector<std::size_t> tests_per_round(IsolationPlanner& planner, SimulatedFleet& fleet) {
+// Runs `planner` to its verdict against `fleet`; with `restore`, its state is stored (JSON)
+// and restored after every recorded result, as a controller restarted at that point would.
+std::vector<std::size_t> tests_per_round(IsolationPlanner& planner, SimulatedFleet& fleet,
+                                         bool restore = false) {
   std::vector<std::size_t> per_round;
   while (const Round* round = planner.pending()) {
     std::vector<GroupTest> tests = round->tests;
     per_round.push_back(tests.size());
-    for (const GroupTest& t : tests) planner.record(t.id, fleet.run(t.nodes));
+    for (const GroupTest& t : tests) {
+      planner.record(t.id, fleet.run(t.nodes));
+      if (restore)
+        planner = IsolationPlanner::from_value(core::parse_json(core::to_json(planner.to_value())));
+    }
   }
   return per_round;
 }
@@ -152,16 +159,8 @@ TEST(IsolationPlanner, OneFaultyNodeWhereFourAreExpectedTakesThreeRounds) {
     SimulatedFleet fleet(1024, 5);
     fleet.degrade(bad, 0.85);
     IsolationPlanner planner(fleet.names());
-    std::vector<std::size_t> per_round;
-    while (const Round* round = planner.pending()) {
-      std::vector<GroupTest> tests = round->tests;
-      per_round.push_back(tests.size());
-      for (const GroupTest& t : tests) {
-        planner.record(t.id, fleet.run(t.nodes));
-        // The parts-and-bits stage survives a restart between any two results.
-        planner = IsolationPlanner::from_value(core::parse_json(core::to_json(planner.to_value())));
-      }
-    }
+    // The parts-and-bits stage survives a restart between any two results.
+    std::vector<std::size_t> per_round = tests_per_round(planner, fleet, true);
     ASSERT_EQ(per_round.size(), 3u) << bad;
     EXPECT_EQ(per_round[0], 8u) << bad;
     EXPECT_EQ(per_round[1], 12u) << bad;
@@ -195,16 +194,7 @@ TEST(IsolationPlanner, ResumesMidComplementsAndPairSplit) {
   SimulatedFleet fleet(1024, 3);
   for (std::size_t i : {30, 45, 634, 710}) fleet.degrade(i, 0.85);
   IsolationPlanner planner(fleet.names(), {}, kSixteenGroups);
-  std::vector<std::size_t> per_round;
-  while (const Round* round = planner.pending()) {
-    std::vector<GroupTest> tests = round->tests;
-    per_round.push_back(tests.size());
-    for (const GroupTest& t : tests) {
-      planner.record(t.id, fleet.run(t.nodes));
-      planner = IsolationPlanner::from_value(core::parse_json(core::to_json(planner.to_value())));
-    }
-  }
-  EXPECT_EQ(per_round, (std::vector<std::size_t>{16, 18, 9, 3, 3}));
+  EXPECT_EQ(tests_per_round(planner, fleet, true), (std::vector<std::size_t>{16, 18, 9, 3, 3}));
   EXPECT_EQ(planner.verdict().faulty(), fleet.faulty_names());
   // A stored code that does not fit its frame is rejected, naming it.
   IsolationPlanner p(fleet.names(), {}, kSixteenGroups);
@@ -330,16 +320,7 @@ TEST(IsolationPlanner, ResumesMidPartsAndSplitAhead) {
     IsolationPlanner expected_planner(reference.names());
     std::vector<std::size_t> expected = tests_per_round(expected_planner, reference);
     IsolationPlanner planner(fleet.names());
-    std::vector<std::size_t> per_round;
-    while (const Round* round = planner.pending()) {
-      std::vector<GroupTest> tests = round->tests;
-      per_round.push_back(tests.size());
-      for (const GroupTest& t : tests) {
-        planner.record(t.id, fleet.run(t.nodes));
-        planner = IsolationPlanner::from_value(core::parse_json(core::to_json(planner.to_value())));
-      }
-    }
-    EXPECT_EQ(per_round, expected);
+    EXPECT_EQ(tests_per_round(planner, fleet, true), expected);
     EXPECT_EQ(planner.verdict().faulty(), fleet.faulty_names());
   }
 }
