@@ -108,7 +108,9 @@ class ScriptedServer {
       }
       // A response without Content-Length ends with the connection (a watch stream).
       bool close_after = reply.find("Content-Length") == std::string::npos;
-      if (::write(fd, reply.data(), reply.size()) < 0 || close_after) break;
+      // MSG_NOSIGNAL: a client that hung up (an informer stopped while its retry was being
+      // answered) must end this connection, not the test process with SIGPIPE.
+      if (::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL) < 0 || close_after) break;
     }
     std::lock_guard lock(mu_);
     ::close(fd);
