@@ -1,5 +1,7 @@
 #include "certify/workload_job.h"
 
+#include "kube/api/meta.h"
+#include "kube/api/objects.h"
 #include "kube/api/resource.h"
 
 namespace gpufleet::certify {
@@ -43,17 +45,26 @@ std::vector<std::string> with_iterations(std::vector<std::string> command, int i
   return command;
 }
 
-core::Value build_job(const JobRequest& r) {
+core::Value workload_labels(const JobRequest& r) { return common_labels(r); }
+
+void add_env(core::Value& container, const std::string& name, const std::string& value) {
+  core::Value e;
+  e["name"] = name;
+  e["value"] = value;
+  container["env"].push_back(std::move(e));
+}
+
+core::Value workload_container(const JobRequest& r, const std::vector<std::string>& launch) {
   const CategoryPlan& plan = *r.plan;
   WorkloadTemplate w = plan.workload.for_family(r.gpu_family);
-  const auto n = static_cast<std::int64_t>(r.nodes.size());
-
   core::Value container;
   container["name"] = kContainerName;
   container["image"] = w.image;
-  if (!w.command.empty()) {
+  std::vector<std::string> command = launch;
+  for (auto& a : with_iterations(w.command, plan.iterations)) command.push_back(std::move(a));
+  if (!command.empty()) {
     core::Value cmd = core::Value::list();
-    for (const auto& a : with_iterations(w.command, plan.iterations)) cmd.push_back(a);
+    for (const auto& a : command) cmd.push_back(a);
     container["command"] = std::move(cmd);
   }
   if (!plan.args.empty()) {
@@ -61,25 +72,59 @@ core::Value build_job(const JobRequest& r) {
     for (const auto& a : plan.args) args.push_back(a);
     container["args"] = std::move(args);
   }
-  core::Value env = core::Value::list();
-  auto add_env = [&](const std::string& k, const std::string& v) {
-    core::Value e;
-    e["name"] = k;
-    e["value"] = v;
-    env.push_back(std::move(e));
-  };
-  for (const auto& [k, v] : w.env) add_env(k, v);
+  container["env"] = core::Value::list();
+  for (const auto& [k, v] : w.env) add_env(container, k, v);
   // The rendezvous contract of multi-node workloads (docs/certify.md "Launching").
-  add_env("GPUFLEET_RANKS", std::to_string(n));
-  add_env("GPUFLEET_NODES", join(r.nodes, ","));
-  if (n > 1) add_env("GPUFLEET_RENDEZVOUS", r.name + "-0." + r.name);
-  container["env"] = std::move(env);
+  add_env(container, "GPUFLEET_RANKS", std::to_string(r.nodes.size()));
+  add_env(container, "GPUFLEET_NODES", join(r.nodes, ","));
   // A crashed workload still says why: the log tail becomes the termination message.
   container["terminationMessagePolicy"] = "FallbackToLogsOnError";
   if (!plan.result_file.empty()) container["terminationMessagePath"] = plan.result_file;
-  if (r.gpus_per_node > 0) {
-    container["resources"]["limits"]["nvidia.com/gpu"] = std::to_string(r.gpus_per_node);
+  return container;
+}
+
+void request_gpus(core::Value& container, int gpus_per_node) {
+  if (gpus_per_node > 0)
+    container["resources"]["limits"]["nvidia.com/gpu"] = std::to_string(gpus_per_node);
+}
+
+core::Value workload_tolerations(const JobRequest& r) {
+  core::Value tolerations = r.tolerations.is_list() ? r.tolerations : core::Value::list();
+  if (r.tolerate_unschedulable) {
+    core::Value t;
+    t["key"] = "node.kubernetes.io/unschedulable";
+    t["operator"] = "Exists";
+    t["effect"] = "NoSchedule";
+    tolerations.push_back(std::move(t));
   }
+  return tolerations;
+}
+
+void place_on_group(core::Value& pod_spec, const JobRequest& r, const core::Value& peers) {
+  // matchFields takes one name only: the hostname label names the node (kubelet sets it).
+  core::Value term;
+  core::Value expr;
+  expr["key"] = "kubernetes.io/hostname";
+  expr["operator"] = "In";
+  for (const auto& node : r.nodes) expr["values"].push_back(node);
+  term["matchExpressions"].push_back(std::move(expr));
+  pod_spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+          ["nodeSelectorTerms"]
+              .push_back(std::move(term));
+  core::Value anti;
+  anti["labelSelector"]["matchLabels"] = peers;
+  anti["topologyKey"] = "kubernetes.io/hostname";
+  pod_spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+      .push_back(std::move(anti));
+}
+
+core::Value build_job(const JobRequest& r) {
+  const CategoryPlan& plan = *r.plan;
+  const auto n = static_cast<std::int64_t>(r.nodes.size());
+
+  core::Value container = workload_container(r, {});
+  if (n > 1) add_env(container, "GPUFLEET_RENDEZVOUS", r.name + "-0." + r.name);
+  request_gpus(container, r.gpus_per_node);
 
   core::Value pod;
   pod["metadata"]["labels"] = common_labels(r);
@@ -90,34 +135,15 @@ core::Value build_job(const JobRequest& r) {
   core::Value& spec = pod["spec"];
   spec["restartPolicy"] = "Never";
   spec["containers"].push_back(std::move(container));
-  core::Value tolerations = r.tolerations.is_list() ? r.tolerations : core::Value::list();
-  if (r.tolerate_unschedulable) {
-    core::Value t;
-    t["key"] = "node.kubernetes.io/unschedulable";
-    t["operator"] = "Exists";
-    t["effect"] = "NoSchedule";
-    tolerations.push_back(std::move(t));
-  }
+  core::Value tolerations = workload_tolerations(r);
   if (!tolerations.as_list().empty()) spec["tolerations"] = std::move(tolerations);
   if (n == 1) {
     spec["nodeName"] = r.nodes.front();  // one node: no scheduling decision to make
   } else {
     spec["subdomain"] = r.name;
-    // matchFields takes one name only: the hostname label names the node (kubelet sets it).
-    core::Value term;
-    core::Value expr;
-    expr["key"] = "kubernetes.io/hostname";
-    expr["operator"] = "In";
-    for (const auto& node : r.nodes) expr["values"].push_back(node);
-    term["matchExpressions"].push_back(std::move(expr));
-    spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-        ["nodeSelectorTerms"]
-            .push_back(std::move(term));
-    core::Value anti;
-    anti["labelSelector"]["matchLabels"][kJobLabel] = r.name;
-    anti["topologyKey"] = "kubernetes.io/hostname";
-    spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"].push_back(
-        std::move(anti));
+    core::Value peers;
+    peers[kJobLabel] = r.name;
+    place_on_group(spec, r, peers);
   }
 
   core::Value job;
@@ -135,6 +161,30 @@ core::Value build_job(const JobRequest& r) {
   job["spec"]["activeDeadlineSeconds"] = static_cast<std::int64_t>(plan.timeout.count());
   job["spec"]["template"] = std::move(pod);
   return job;
+}
+
+WorkloadProgress progress_of(const core::Value& workload) {
+  WorkloadProgress p;
+  const bool mpijob = workload.get_string({"kind"}) == "MPIJob";
+  auto true_condition = [&](const char* type) -> const core::Value* {
+    const core::Value* c = kube::find_condition(workload, type);
+    return c != nullptr && c->get_string({"status"}) == "True" ? c : nullptr;
+  };
+  const core::Value* done = true_condition(mpijob ? "Succeeded" : "Complete");
+  if (const core::Value* failed = true_condition("Failed")) {
+    done = failed;
+    p.failure_reason = std::string(failed->get_string({"reason"}));
+    p.failure_message = std::string(failed->get_string({"message"}));
+  }
+  if (done != nullptr) {
+    p.finished = true;
+    p.finished_at = kube::parse_rfc3339(done->get_string({"lastTransitionTime"}));
+  }
+  if (mpijob) {
+    const core::Value* cs = workload.get({"status", "conditions"});
+    p.acknowledged = cs != nullptr && cs->is_list() && !cs->as_list().empty();
+  }
+  return p;
 }
 
 core::Value build_service(const JobRequest& r) {

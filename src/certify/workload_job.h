@@ -5,6 +5,7 @@
 // of its outcome back from the pods.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -40,6 +41,32 @@ struct JobRequest {
 
 core::Value build_job(const JobRequest& r);
 core::Value build_service(const JobRequest& r);  // only for groups of 2 or more
+
+// Where a group's workload object (a Job, or an MPIJob: mpijob.h) stands, read from its
+// conditions: Job Complete/Failed, MPIJob Succeeded/Failed.
+struct WorkloadProgress {
+  bool finished = false;
+  std::string failure_reason;  // the Failed condition's reason ("DeadlineExceeded"), if failed
+  std::string failure_message;
+  std::optional<std::chrono::system_clock::time_point> finished_at;
+  // A Job is acted on by the Job controller every cluster runs; an MPIJob only once an MPI
+  // operator has given it a condition.
+  bool acknowledged = true;
+};
+WorkloadProgress progress_of(const core::Value& workload);
+
+// The pieces both launchers build their pods from.
+core::Value workload_labels(const JobRequest& r);
+// The "workload" container: `launch` (mpirun and its flags, or nothing) + the template's
+// command with the plan's iterations; the plan's args; the template's env and the rendezvous
+// contract; the termination message settings.
+core::Value workload_container(const JobRequest& r, const std::vector<std::string>& launch);
+void add_env(core::Value& container, const std::string& name, const std::string& value);
+void request_gpus(core::Value& container, int gpus_per_node);
+core::Value workload_tolerations(const JobRequest& r);
+// Required node affinity to exactly the group's nodes and anti-affinity between the pods
+// `peers` (matchLabels) selects: one pod per node.
+void place_on_group(core::Value& pod_spec, const JobRequest& r, const core::Value& peers);
 
 // "<name up to 30>-<uid 5>-<category>-<group>", then "-a<attempt>" from the second attempt
 // on: a DNS label under 63 characters. The first attempt keeps the name Jobs had before

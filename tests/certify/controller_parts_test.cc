@@ -1,10 +1,12 @@
 // The Kubernetes-free parts of the certify controller: reading a spec (thresholds that do
 // not compile named with their metric and expression), choosing nodes (cordons, taints and
-// tolerations, missing names), the Job and Service of a group test, iteration overrides, and
-// the stored progress of a category round-tripping through JSON.
+// tolerations, missing names), the Job and Service of a group test, the MPIJob of one and the
+// progress read from either, iteration overrides, and the stored progress of a category
+// round-tripping through JSON.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "certify/mpijob.h"
 #include "certify/node_selection.h"
 #include "certify/run_spec.h"
 #include "certify/run_state.h"
@@ -120,6 +122,112 @@ TEST(WorkloadJob, GroupsBecomeIndexedJobsWithAServiceAndOneNodeJobsArePinned) {
   EXPECT_EQ(build_job(r).get_string({"spec", "template", "spec", "nodeName"}), "a");
   EXPECT_EQ(with_iterations({"x", "--max-steps", "50"}, 10),
             (std::vector<std::string>{"x", "--max-steps", "10"}));
+}
+
+// The MPIJob of a group: one worker per node holding its GPUs, pinned like the indexed Job's
+// pods; a launcher without GPUs running mpirun with one rank per GPU, the template's command
+// (iterations replaced) after it, and the env passed on to the ranks.
+TEST(WorkloadJob, MpiGroupsBecomeMpiJobsWithALauncherAndAWorkerPerNode) {
+  RunSpec rs = parse_certification_spec(
+      core::parse_yaml("{targets: {nodeNames: [a]}, categories: [{name: "
+                       "communication/nccl-all-reduce, iterations: 3, timeout: 2m}]}"),
+      Catalog::builtin());
+  JobRequest r;
+  r.ns = "ns";
+  r.name = "cert-abcde-0-1";
+  r.run_uid = "abcdef12";
+  r.nodes = {"a", "b", "c"};
+  r.plan = &rs.categories[0];
+  r.gpus_per_node = 8;
+  r.attempt = 2;
+  core::Value owner;
+  owner["kind"] = "Certification";
+  owner["name"] = "cert";
+  r.owner_ref = owner;
+  core::Value m = build_mpijob(r);
+  EXPECT_EQ(m.get_string({"apiVersion"}), "kubeflow.org/v2beta1");
+  EXPECT_EQ(m.get_string({"kind"}), "MPIJob");
+  EXPECT_EQ(m.get({"spec", "slotsPerWorker"})->as_int(), 8);
+  EXPECT_EQ(m.get({"spec", "runPolicy", "activeDeadlineSeconds"})->as_int(), 120);
+  EXPECT_EQ(m.get({"spec", "runPolicy", "backoffLimit"})->as_int(), 0);
+  EXPECT_EQ((*m.get({"metadata", "ownerReferences"}))[0].get_string({"name"}), "cert");
+  EXPECT_EQ(m.get_string({"metadata", "labels", kJobLabel}), r.name);
+
+  const core::Value& workers = *m.get({"spec", "mpiReplicaSpecs", "Worker"});
+  EXPECT_EQ(workers.get({"replicas"})->as_int(), 3);
+  const core::Value& wpod = *workers.get({"template"});
+  EXPECT_EQ(wpod.get_string({"metadata", "labels", kMpiRoleLabel}), "worker");
+  EXPECT_EQ(wpod.get_string({"metadata", "annotations", kAttemptAnnotation}), "2");
+  std::string wtext = core::to_json(wpod);
+  EXPECT_THAT(wtext, HasSubstr(R"("values":["a","b","c"])"));
+  EXPECT_THAT(wtext, HasSubstr(R"("nvidia.com/gpu":"8")"));
+  EXPECT_THAT(wtext, HasSubstr(R"("matchLabels":{"gpufleet.io/certify-job":"cert-abcde-0-1",)"
+                               R"("gpufleet.io/certify-mpi-role":"worker"})"));
+  EXPECT_EQ((*wpod.get({"spec", "containers"}))[0].get_string({"name"}), kWorkerContainerName);
+
+  const core::Value& lpod = *m.get({"spec", "mpiReplicaSpecs", "Launcher", "template"});
+  EXPECT_EQ(lpod.get_string({"metadata", "labels", kMpiRoleLabel}), "launcher");
+  EXPECT_EQ(lpod.get_string({"metadata", "annotations", "sim.gpufleet.io/nccl-hosts"}), "a,b,c");
+  const core::Value& lc = (*lpod.get({"spec", "containers"}))[0];
+  EXPECT_EQ(lc.get_string({"name"}), kContainerName);
+  EXPECT_EQ(lc.get({"resources"}), nullptr);  // the GPUs are the workers'
+  std::vector<std::string> cmd;
+  for (const auto& a : lc.get({"command"})->as_list()) cmd.push_back(a.as_string());
+  ASSERT_GE(cmd.size(), 6U);
+  EXPECT_EQ(cmd[0], "mpirun");
+  EXPECT_EQ(cmd[2], "-np");
+  EXPECT_EQ(cmd[3], "24");  // 3 nodes x 8 GPUs
+  std::string ctext = core::to_json(*lc.get({"command"}));
+  EXPECT_THAT(ctext, HasSubstr(R"("-x","NCCL_DEBUG")"));
+  EXPECT_THAT(ctext, HasSubstr(R"("-x","GPUFLEET_NODES")"));
+  EXPECT_THAT(ctext, HasSubstr(R"("all_reduce_perf")"));
+  EXPECT_THAT(ctext, HasSubstr(R"("-n","3")"));  // the iterations, after the launcher's flags
+  EXPECT_EQ(lc.get_string({"terminationMessagePolicy"}), "FallbackToLogsOnError");
+
+  EXPECT_EQ(parse_launcher_choice("auto"), LauncherChoice::Auto);
+  EXPECT_EQ(parse_launcher_choice("mpijob"), LauncherChoice::MpiJob);
+  try {
+    (void)parse_launcher_choice("MPIJob");
+    ADD_FAILURE() << "an unknown launcher was accepted";
+  } catch (const core::InvalidInput& e) {
+    EXPECT_THAT(e.what(), HasSubstr("certify.launcher"));
+    EXPECT_THAT(e.what(), HasSubstr("\"MPIJob\""));
+    EXPECT_THAT(e.what(), HasSubstr("auto, job, mpijob"));
+  }
+}
+
+// Jobs finish with Complete or Failed, MPIJobs with Succeeded or Failed; an MPIJob without
+// any condition has not been taken up by an operator yet.
+TEST(WorkloadJob, ProgressIsReadFromJobAndMpiJobConditions) {
+  WorkloadProgress running = progress_of(
+      core::parse_yaml("{kind: Job, status: {conditions: [{type: Complete, status: 'False'}]}}"));
+  EXPECT_FALSE(running.finished);
+  EXPECT_TRUE(running.acknowledged);
+  WorkloadProgress deadline = progress_of(core::parse_yaml(
+      "{kind: Job, status: {conditions: [{type: Failed, status: 'True', reason: "
+      "DeadlineExceeded, message: too long, lastTransitionTime: '2026-12-03T08:00:00Z'}]}}"));
+  EXPECT_TRUE(deadline.finished);
+  EXPECT_EQ(deadline.failure_reason, "DeadlineExceeded");
+  EXPECT_EQ(deadline.failure_message, "too long");
+  ASSERT_TRUE(deadline.finished_at.has_value());
+  WorkloadProgress fresh = progress_of(core::parse_yaml("{kind: MPIJob, spec: {}}"));
+  EXPECT_FALSE(fresh.finished);
+  EXPECT_FALSE(fresh.acknowledged);
+  WorkloadProgress mpi_running = progress_of(
+      core::parse_yaml("{kind: MPIJob, status: {conditions: [{type: Created, status: 'True'}, "
+                       "{type: Running, status: 'True'}]}}"));
+  EXPECT_FALSE(mpi_running.finished);
+  EXPECT_TRUE(mpi_running.acknowledged);
+  WorkloadProgress done = progress_of(core::parse_yaml(
+      "{kind: MPIJob, status: {conditions: [{type: Running, status: 'False'}, "
+      "{type: Succeeded, status: 'True', lastTransitionTime: '2026-12-03T08:00:00Z'}]}}"));
+  EXPECT_TRUE(done.finished);
+  EXPECT_TRUE(done.failure_reason.empty());
+  // A Job has no Succeeded condition: a Job is never read as an MPIJob.
+  EXPECT_FALSE(
+      progress_of(core::parse_yaml(
+                      "{kind: Job, status: {conditions: [{type: Succeeded, status: 'True'}]}}"))
+          .finished);
 }
 
 TEST(RunState, RoundTripsThroughJson) {
