@@ -7,7 +7,8 @@
 //   description: ...
 //   output: nccl                     # nccl | dcgm | training | result: which parser reads it
 //   scale: nvlinkDomain              # perNode | nvlinkDomain | wholeSet | diagnose
-//   launcher: mpi                    # mpi: indexed Job + headless Service, one rank per GPU
+//   launcher: mpi                    # mpi: an MPI program, one rank per GPU (indexed Job +
+//                                    # headless Service, or an MPIJob: docs/certify.md)
 //                                    # none: one pod per node runs `command` itself
 //   image: ghcr.io/...:tag
 //   command: [all_reduce_perf, -b, 8, -e, 8G, -f, "2", -g, "1"]

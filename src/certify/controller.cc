@@ -50,6 +50,9 @@ constexpr std::size_t kStatusListMax = 100;
 // wait this long before judging the group WorkloadFailed.
 constexpr auto kPodGrace = 30s;
 constexpr auto kPoll = 5s;
+// How long past its deadline a group's Job or MPIJob may go without ending before certify
+// stops waiting for the controller that should have ended it.
+constexpr auto kOperatorGrace = 120s;
 
 std::string now_rfc3339() { return kube::format_rfc3339(std::chrono::system_clock::now()); }
 
@@ -237,22 +240,6 @@ const core::Value* workload_status(const core::Value& pod) {
   return nullptr;
 }
 
-std::string job_failure_reason(const core::Value& job) {
-  const core::Value* c = kube::find_condition(job, "Failed");
-  return c != nullptr && c->get_string({"status"}) == "True"
-             ? std::string(c->get_string({"reason"}))
-             : "";
-}
-
-std::optional<std::chrono::system_clock::time_point> job_finished_at(const core::Value& job) {
-  for (const char* type : {"Complete", "Failed"}) {
-    const core::Value* c = kube::find_condition(job, type);
-    if (c != nullptr && c->get_string({"status"}) == "True")
-      return kube::parse_rfc3339(c->get_string({"lastTransitionTime"}));
-  }
-  return std::nullopt;
-}
-
 GroupResult to_result(const Judgement& j) {
   GroupResult r;
   r.passed = j.passed;
@@ -282,7 +269,8 @@ struct RunReconciler::Run {
 
 RunReconciler::RunReconciler(kube::Client& client, RunKind kind, const controller::Cache& runs,
                              const controller::Cache& nodes, const controller::Cache& jobs,
-                             const controller::Cache& pods, kube::EventRecorder& events)
+                             const controller::Cache& pods, kube::EventRecorder& events,
+                             const controller::Cache* mpijobs, Launcher launcher)
     : client_(client),
       kind_(std::move(kind)),
       events_(events),
@@ -290,7 +278,15 @@ RunReconciler::RunReconciler(kube::Client& client, RunKind kind, const controlle
       nodes_(nodes),
       jobs_(jobs),
       pods_(pods),
+      mpijobs_(mpijobs),
+      launcher_(mpijobs != nullptr ? launcher : Launcher::Job),
       status_(client, kind_.resource, kind_.kind, kFieldManager) {}
+
+kube::ObjectPtr RunReconciler::workload(const std::string& ns, const std::string& name) const {
+  const std::string key = kube::object_key(ns, name);
+  if (kube::ObjectPtr job = jobs_.get(key)) return job;
+  return mpijobs_ != nullptr ? mpijobs_->get(key) : nullptr;
+}
 
 void RunReconciler::event(const Run& run, kube::EventType type, std::string_view reason,
                           std::string_view action, std::string_view note) {
@@ -489,9 +485,9 @@ void RunReconciler::step_category(Run& run, int index, std::stop_token stop) {
     if (g.attempt > 1) {
       // Killed between storing the new attempt and deleting the old Job: delete it now.
       std::string old = job_name(run.name, run.uid, index, g.id, g.attempt - 1);
-      if (jobs_.get(kube::object_key(run.ns, old)) != nullptr) to_delete.push_back(old);
+      if (workload(run.ns, old) != nullptr) to_delete.push_back(old);
     }
-    kube::ObjectPtr job = jobs_.get(kube::object_key(run.ns, jname));
+    kube::ObjectPtr job = workload(run.ns, jname);
     if (g.result) {
       if (job != nullptr) to_delete.push_back(jname);
       continue;
@@ -500,8 +496,15 @@ void RunReconciler::step_category(Run& run, int index, std::stop_token stop) {
       waiting.push_back(&g);
       continue;
     }
-    bool finished = kube::job::complete(*job) || kube::job::failed_permanently(*job);
-    if (!finished) {
+    const WorkloadProgress progress = progress_of(*job);
+    // Past its deadline + a grace and still not ended: the Job controller or the MPI operator
+    // is not doing its part (an MPIJob nobody took up: no operator installed, or it is down).
+    // Nothing trustworthy ran, which is the cluster's fault, not the nodes'.
+    const bool overdue = !progress.finished && [&] {
+      auto created = kube::parse_rfc3339(job->get_string({"metadata", "creationTimestamp"}));
+      return created && now - *created > plan.timeout + kOperatorGrace;
+    }();
+    if (!progress.finished && !overdue) {
       ++running;
       busy.insert(g.nodes.begin(), g.nodes.end());
       continue;
@@ -511,7 +514,18 @@ void RunReconciler::step_category(Run& run, int index, std::stop_token stop) {
     if (auto it = run.info.find(g.nodes.front()); it != run.info.end())
       ctx.gpu_product = it->second->gpu_product;
     std::optional<Judgement> j;
-    if (job_failure_reason(*job) == "DeadlineExceeded") {
+    if (overdue) {
+      Judgement t;
+      t.reason = Reason::Infrastructure;
+      const std::string within =
+          " within " + std::to_string((plan.timeout + kOperatorGrace).count()) + " s";
+      t.message = std::string(job->get_string({"kind"})) + " " + jname +
+                  (progress.acknowledged
+                       ? " did not end" + within + " (its controller stopped updating it?)"
+                       : " got no condition from an MPI operator" + within +
+                             ": is the mpi-operator running? (or set certify.launcher=job)");
+      j = t;
+    } else if (progress.failure_reason == "DeadlineExceeded") {
       std::string what =
           "the workload did not finish within " + std::to_string(plan.timeout.count()) + " s";
       if (plan.thresholds.empty()) {
@@ -539,7 +553,7 @@ void RunReconciler::step_category(Run& run, int index, std::stop_token stop) {
         }
       }
       if (done == nullptr) {
-        auto at = job_finished_at(*job);
+        auto at = progress.finished_at;
         if (at && now - *at < kPodGrace) {
           ++running;  // the pod cache lags: judge on a later pass
           busy.insert(g.nodes.begin(), g.nodes.end());
@@ -548,7 +562,8 @@ void RunReconciler::step_category(Run& run, int index, std::stop_token stop) {
         Judgement t;
         t.reason = Reason::WorkloadFailed;
         t.message = "the job ended without a terminated workload container (" +
-                    job_failure_reason(*job) + ")";
+                    progress.failure_reason +
+                    (progress.failure_message.empty() ? "" : ": " + progress.failure_message) + ")";
         j = t;
       } else {
         const core::Value* term = done->get({"state", "terminated"});
@@ -675,8 +690,10 @@ void RunReconciler::step_category(Run& run, int index, std::stop_token stop) {
   // 3. Recorded: their Jobs (and Services) go.
   kube::DeleteOptions del;
   del.propagation_policy = "Background";
+  std::vector<kube::ResourceId> kinds = {kube::resources::jobs(), resources::services()};
+  if (mpijobs_ != nullptr) kinds.push_back(mpijobs());
   for (const auto& jname : to_delete) {
-    for (const auto& r : {kube::resources::jobs(), resources::services()}) {
+    for (const auto& r : kinds) {
       try {
         client_.remove(r, run.ns, jname, del);
       } catch (const kube::ApiError& e) {
@@ -717,14 +734,20 @@ void RunReconciler::step_category(Run& run, int index, std::stop_token stop) {
       gpus = it->second->gpu_count;
     }
     r.gpus_per_node = plan.gpus_per_node >= 0 ? plan.gpus_per_node : gpus;
+    // Catalog templates say they are MPI programs (launcher: mpi); a WorkloadRun's container
+    // keeps the indexed Job's rendezvous contract it was written for.
+    const bool as_mpijob = launcher_ == Launcher::MpiJob && !kind_.workload_run &&
+                           plan.workload.mpi && g->nodes.size() > 1;
     try {
-      if (g->nodes.size() > 1)
+      if (as_mpijob)
+        client_.create(mpijobs(), build_mpijob(r), kFieldManager);
+      else if (g->nodes.size() > 1)
         client_.create(resources::services(), build_service(r), kFieldManager);
     } catch (const kube::ApiError& e) {
       if (e.reason() != kube::Reason::AlreadyExists) throw;
     }
     try {
-      client_.create(kube::resources::jobs(), build_job(r), kFieldManager);
+      if (!as_mpijob) client_.create(kube::resources::jobs(), build_job(r), kFieldManager);
     } catch (const kube::ApiError& e) {
       if (e.reason() != kube::Reason::AlreadyExists) throw;
     }
@@ -1097,6 +1120,30 @@ void setup_certify(controller::Manager& manager, const controller::Context& cont
   pods.cache.namespace_ = context.namespace_;
   pods.cache.label_selector = kRunLabel;
   controller::Cache& pod_cache = manager.cache(kube::resources::pods(), pods.cache);
+  // MPIJobs are watched wherever the cluster serves them, whatever the setting: groups a
+  // controller started as MPIJobs are followed to the end after a restart with another one.
+  const LauncherChoice choice = parse_launcher_choice(context.setting("certify.launcher", "auto"));
+  bool serves_mpijob = false;
+  try {
+    (void)manager.client().resource_for(mpijobs().api_version(), "MPIJob");
+    serves_mpijob = true;
+  } catch (const kube::ApiError& e) {
+    if (e.reason() != kube::Reason::NotFound) throw;
+  }
+  if (choice == LauncherChoice::MpiJob && !serves_mpijob)
+    throw core::InvalidInput(
+        "setting certify.launcher=mpijob: the API server does not serve kubeflow.org/v2beta1 "
+        "MPIJob (install the mpi-operator, or set certify.launcher=auto or job)");
+  controller::Cache* mpijob_cache = nullptr;
+  controller::SourceOptions mpi;
+  mpi.cache.namespace_ = context.namespace_;
+  mpi.cache.label_selector = kRunLabel;
+  if (serves_mpijob) mpijob_cache = &manager.cache(mpijobs(), mpi.cache);
+  const Launcher launcher =
+      serves_mpijob && choice != LauncherChoice::Job ? Launcher::MpiJob : Launcher::Job;
+  core::log::info("certify launcher", {{"setting", context.setting("certify.launcher", "auto")},
+                                       {"multi_node_mpi_workloads",
+                                        launcher == Launcher::MpiJob ? "MPIJob" : "indexed Job"}});
   pod_cache.add_index(kJobLabel, [](const core::Value& p) -> std::vector<std::string> {
     std::string_view j = kube::label_of(p, kJobLabel);
     if (j.empty()) return {};
@@ -1131,12 +1178,12 @@ void setup_certify(controller::Manager& manager, const controller::Context& cont
     controller::SourceOptions primary;
     primary.cache.namespace_ = context.namespace_;
     controller::Cache& runs = manager.cache(k.resource, primary.cache);
-    manager.controller(wr ? "certify-workloadrun" : "certify")
-        .for_resource(k.resource, k.kind, primary)
-        .owns(kube::resources::jobs(), jobs)
-        .max_concurrent_reconciles(4)
-        .complete(std::make_shared<RunReconciler>(manager.client(), k, runs, node_cache, job_cache,
-                                                  pod_cache, manager.event_recorder("certify")));
+    controller::ControllerBuilder b = manager.controller(wr ? "certify-workloadrun" : "certify");
+    b.for_resource(k.resource, k.kind, primary).owns(kube::resources::jobs(), jobs);
+    if (mpijob_cache != nullptr) b.owns(mpijobs(), mpi);
+    b.max_concurrent_reconciles(4).complete(
+        std::make_shared<RunReconciler>(manager.client(), k, runs, node_cache, job_cache, pod_cache,
+                                        manager.event_recorder("certify"), mpijob_cache, launcher));
   }
   controller::SourceOptions requests;
   controller::Cache& vr_cache = manager.cache(resources::validation_requests(), requests.cache);

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "certify/mpijob.h"
 #include "certify/node_selection.h"
 #include "certify/run_spec.h"
 #include "certify/run_state.h"
@@ -57,15 +58,20 @@ struct RunKind {
 
 class RunReconciler : public controller::Reconciler {
  public:
+  // `mpijobs`: the MPIJob cache when the cluster serves MPIJob (null otherwise); `launcher`:
+  // what multi-node MPI-style groups run as (MpiJob needs `mpijobs`).
   RunReconciler(kube::Client& client, RunKind kind, const controller::Cache& runs,
                 const controller::Cache& nodes, const controller::Cache& jobs,
-                const controller::Cache& pods, kube::EventRecorder& events);
+                const controller::Cache& pods, kube::EventRecorder& events,
+                const controller::Cache* mpijobs = nullptr, Launcher launcher = Launcher::Job);
   controller::Result reconcile(const controller::Request& request, std::stop_token stop) override;
 
  private:
   struct Run;
   void step_category(Run& run, int index, std::stop_token stop);
   void write_status(Run& run);
+  // A group's workload object, whichever launcher ran it (a Job, else an MPIJob).
+  kube::ObjectPtr workload(const std::string& ns, const std::string& name) const;
   void event(const Run& run, kube::EventType type, std::string_view reason, std::string_view action,
              std::string_view note);
 
@@ -76,6 +82,8 @@ class RunReconciler : public controller::Reconciler {
   const controller::Cache& nodes_;
   const controller::Cache& jobs_;
   const controller::Cache& pods_;
+  const controller::Cache* mpijobs_;
+  Launcher launcher_;
   controller::StatusWriter status_;
 };
 

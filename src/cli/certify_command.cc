@@ -25,7 +25,11 @@ const controller::Registration kCertify({
                    "(NCCL, DCGM, training workloads; judges them; isolates faulty nodes)",
     .settings = {{"certify.namespace",
                   "namespace of the Certifications answering ValidationRequests (default: "
-                  "$POD_NAMESPACE, else default)"}},
+                  "$POD_NAMESPACE, else default)"},
+                 {"certify.launcher",
+                  "what multi-node MPI workloads run as: auto (an MPIJob where the cluster "
+                  "serves kubeflow.org/v2beta1 MPIJob, else an indexed Job; the default), job, "
+                  "mpijob"}},
     .setup = certify::setup_certify,
 });
 

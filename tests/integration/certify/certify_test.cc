@@ -6,8 +6,9 @@
 // ending the run, diagnose finding exactly the degraded nodes (16 nodes; and 64 nodes with a
 // degraded link between two healthy ones, reported as an Infrastructure finding), a
 // ValidationRequest answered,
-// WorkloadRuns, and a controller killed with SIGKILL mid-run resuming without re-running a
-// recorded group.
+// WorkloadRuns, a controller killed with SIGKILL mid-run resuming without re-running a
+// recorded group, and multi-node groups run as MPIJobs where the cluster serves them (the test
+// plays the mpi-operator).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -22,6 +23,7 @@
 #include <thread>
 
 #include "certify/controller.h"
+#include "certify/mpijob.h"
 #include "certify/workload_job.h"
 #include "core/text.h"
 #include "core/yaml.h"
@@ -791,6 +793,239 @@ TEST_F(CertifyIT, KilledControllerResumesWithoutRerunningRecordedGroups) {
   std::lock_guard l(mu);
   EXPECT_EQ(jobs.size(), st->groups.size()) << "one Job per group test";
   for (const auto& [name, uids] : jobs) EXPECT_EQ(uids.size(), 1u) << name << " ran twice";
+}
+
+// Plays the mpi-operator (kubeflow.org/v2beta1) for the MPIJobs of one namespace, as far as
+// certify relies on it: a launcher Job "<name>-launcher" from the Launcher template and worker
+// pods "<name>-worker-<i>" from the Worker template, all owned by the MPIJob (so deleting it
+// collects them); conditions Created and Running, then Succeeded or Failed (the launcher
+// Job's reason and message) when the launcher Job ends, and the workers deleted then
+// (cleanPodPolicy: Running).
+class PlayedMpiOperator {
+ public:
+  PlayedMpiOperator(kube::Client& client, std::string ns) : client_(client), ns_(std::move(ns)) {
+    thread_ = std::jthread([this](std::stop_token stop) {
+      while (!stop.stop_requested()) {
+        try {
+          pass();
+        } catch (const std::exception&) {  // a conflict or a race with a deletion: next pass
+        }
+        std::this_thread::sleep_for(200ms);
+      }
+    });
+  }
+  [[nodiscard]] std::set<std::string> launched() {
+    std::lock_guard l(mu_);
+    return launched_;
+  }
+
+ private:
+  void pass() {
+    for (const auto& m : client_.list(mpijobs(), ns_).items) {
+      const std::string name(kube::name_of(m));
+      if (!m.get_string({"metadata", "deletionTimestamp"}).empty()) continue;
+      core::Value owner;
+      owner["apiVersion"] = "kubeflow.org/v2beta1";
+      owner["kind"] = "MPIJob";
+      owner["name"] = name;
+      owner["uid"] = std::string(kube::uid_of(m));
+      owner["controller"] = true;
+      auto meta_for = [&](const core::Value& tmpl, const std::string& obj, const char* role) {
+        core::Value meta =
+            tmpl.get({"metadata"}) != nullptr ? *tmpl.get({"metadata"}) : core::Value();
+        meta["name"] = obj;
+        meta["namespace"] = ns_;
+        meta["labels"]["training.kubeflow.org/job-name"] = name;
+        meta["labels"]["training.kubeflow.org/job-role"] = role;
+        meta["ownerReferences"].push_back(owner);
+        return meta;
+      };
+      const core::Value& specs = *m.get({"spec", "mpiReplicaSpecs"});
+      std::optional<core::Value> launcher;
+      try {
+        launcher = client_.get(kube::resources::jobs(), ns_, name + "-launcher");
+      } catch (const kube::ApiError& e) {
+        if (e.reason() != kube::Reason::NotFound) throw;
+      }
+      if (!launcher) {
+        const core::Value& w = *specs.get({"Worker"});
+        for (std::int64_t i = 0; i < w.get({"replicas"})->as_int(); ++i) {
+          core::Value pod;
+          pod["apiVersion"] = "v1";
+          pod["kind"] = "Pod";
+          pod["metadata"] =
+              meta_for(*w.get({"template"}), name + "-worker-" + std::to_string(i), "worker");
+          pod["spec"] = *w.get({"template", "spec"});
+          create_or_keep(kube::resources::pods(), pod);
+        }
+        const core::Value& l = *specs.get({"Launcher"});
+        core::Value job;
+        job["apiVersion"] = "batch/v1";
+        job["kind"] = "Job";
+        job["metadata"] = meta_for(core::Value(), name + "-launcher", "launcher");
+        job["spec"]["template"] = *l.get({"template"});
+        job["spec"]["template"]["metadata"]["labels"]["training.kubeflow.org/job-role"] =
+            "launcher";
+        job["spec"]["backoffLimit"] = *m.get({"spec", "runPolicy", "backoffLimit"});
+        job["spec"]["activeDeadlineSeconds"] =
+            *m.get({"spec", "runPolicy", "activeDeadlineSeconds"});
+        create_or_keep(kube::resources::jobs(), job);
+        set_conditions(name, {{"Created", "True", "", ""}, {"Running", "True", "", ""}});
+        std::lock_guard lock(mu_);
+        launched_.insert(name);
+        continue;
+      }
+      const bool complete = kube::job::complete(*launcher);
+      const bool failed = kube::job::failed_permanently(*launcher);
+      if (!complete && !failed) continue;
+      if (progress_of(m).finished) continue;
+      std::string reason;
+      std::string message;
+      if (const core::Value* c = kube::find_condition(*launcher, "Failed"); failed && c) {
+        reason = std::string(c->get_string({"reason"}));
+        message = std::string(c->get_string({"message"}));
+      }
+      set_conditions(name, {{"Created", "True", "", ""},
+                            {"Running", "False", "", ""},
+                            {complete ? "Succeeded" : "Failed", "True", reason, message}});
+      kube::ListOptions workers;
+      workers.label_selector =
+          "training.kubeflow.org/job-name=" + name + ",training.kubeflow.org/job-role=worker";
+      for (const auto& p : client_.list(kube::resources::pods(), ns_, workers).items) {
+        try {
+          client_.remove(kube::resources::pods(), ns_, std::string(kube::name_of(p)));
+        } catch (const kube::ApiError&) {
+        }
+      }
+    }
+  }
+  void create_or_keep(const kube::ResourceId& r, const core::Value& obj) {
+    try {
+      client_.create(r, obj);
+    } catch (const kube::ApiError& e) {
+      if (e.reason() != kube::Reason::AlreadyExists) throw;
+    }
+  }
+  struct Condition {
+    std::string type, status, reason, message;
+  };
+  void set_conditions(const std::string& name, const std::vector<Condition>& conditions) {
+    core::Value m = client_.get(mpijobs(), ns_, name);
+    core::Value list = core::Value::list();
+    for (const auto& c : conditions) {
+      core::Value v;
+      v["type"] = c.type;
+      v["status"] = c.status;
+      if (!c.reason.empty()) v["reason"] = c.reason;
+      if (!c.message.empty()) v["message"] = c.message;
+      v["lastTransitionTime"] = kube::format_rfc3339(std::chrono::system_clock::now());
+      list.push_back(std::move(v));
+    }
+    m["status"]["conditions"] = std::move(list);
+    client_.update_status(mpijobs(), m);
+  }
+
+  kube::Client& client_;
+  std::string ns_;
+  std::mutex mu_;
+  std::set<std::string> launched_;
+  std::jthread thread_;  // last: stopped and joined before the members it uses go
+};
+
+// Where the cluster serves kubeflow.org/v2beta1 MPIJob (certify.launcher=auto), a multi-node
+// group of an MPI-style catalog workload runs as an MPIJob and is judged from its launcher,
+// and single-node tests stay Jobs: a diagnose run over both finds the degraded node. The CRD
+// goes and the controller restarts without it afterwards, for the tests that follow.
+TEST_F(CertifyIT, MultiNodeGroupsRunAsMpiJobsWhereTheClusterServesThem) {
+  const std::string crd =
+      std::string(GPUFLEET_SOURCE_DIR) + "/tests/integration/certify/testdata/mpijob-crd.yaml";
+  ASSERT_EQ(kube::testing::run_command(kubectl() + " apply -f " + crd + " >/dev/null"), 0);
+  struct Restore {
+    ~Restore() {
+      kube::testing::run_command(kubectl() +
+                                 " delete crd mpijobs.kubeflow.org --wait=true >/dev/null 2>&1");
+      eventually(
+          [] {
+            client_->invalidate_discovery();
+            for (const auto& gv : client_->server_group_versions())
+              if (gv == "kubeflow.org/v2beta1") return false;
+            return true;
+          },
+          30s);
+      delete controller_;
+      controller_ = nullptr;
+      start_controller();
+    }
+  } restore;
+  ASSERT_EQ(
+      kube::testing::run_command(kubectl() + " wait --for=condition=Established --timeout=30s "
+                                             "crd/mpijobs.kubeflow.org >/dev/null"),
+      0);
+  ASSERT_TRUE(eventually(
+      [] {
+        client_->invalidate_discovery();
+        for (const auto& gv : client_->server_group_versions())
+          if (gv == "kubeflow.org/v2beta1") return true;
+        return false;
+      },
+      30s));
+  delete controller_;  // the launcher is chosen at start-up, from discovery
+  controller_ = nullptr;
+  start_controller();
+  PlayedMpiOperator mpi_operator(*client_, ns());
+
+  // Every Job in the namespace: certify's own must all be single-node (multi-node groups are
+  // MPIJobs, whose launcher Jobs the played operator makes).
+  std::mutex mu;
+  std::map<std::string, std::int64_t> job_completions;
+  kube::InformerOptions io;
+  io.resource = kube::resources::jobs();
+  io.namespace_ = ns();
+  kube::Informer informer(*client_, io);
+  kube::EventHandlers h;
+  h.on_add = [&](const core::Value& o) {
+    std::lock_guard l(mu);
+    const core::Value* c = o.get({"spec", "completions"});
+    job_completions[std::string(kube::name_of(o))] = c != nullptr && c->is_int() ? c->as_int() : 1;
+  };
+  informer.add_handlers(h);
+  informer.start();
+
+  sim_->inject(sim::parse_event(
+      core::parse_yaml("{node: " + node(21) + ", type: networkDegraded, factor: 0.5}"), "itest",
+      "event", false));
+  std::vector<int> nodes;
+  for (int i = 16; i < 24; ++i) nodes.push_back(i);
+  create(resources::certifications(),
+         certification("mpi", nodes, R"Y([{name: communication/nccl-all-reduce, scale: diagnose,
+            thresholds: {busBandwidthGBps: "value >= 300.0"}}])Y"));
+  core::Value done = finished(resources::certifications(), "mpi", 120s);
+  sim_->inject(sim::parse_event(core::parse_yaml("{node: " + node(21) + ", type: clear}"), "itest",
+                                "event", false));
+  EXPECT_EQ(failed_reasons(done),
+            (std::map<std::string, std::string>{{node(21), "ThresholdViolated"}}))
+      << core::to_json(done);
+  informer.stop();
+
+  const std::set<std::string> launched = mpi_operator.launched();
+  EXPECT_FALSE(launched.empty()) << "no group ran as an MPIJob";
+  {
+    std::lock_guard l(mu);
+    for (const auto& [name, completions] : job_completions) {
+      if (name.ends_with("-launcher")) {
+        EXPECT_TRUE(launched.count(name.substr(0, name.size() - 9)) > 0) << name;
+        continue;
+      }
+      EXPECT_EQ(completions, 1) << name << ": a multi-node group ran as an indexed Job";
+    }
+  }
+  // Recorded groups' MPIJobs are deleted (and with them, by owner, the launcher and workers).
+  EXPECT_TRUE(eventually([&] { return client_->list(mpijobs(), ns()).items.empty(); }, 30s));
+  auto st = read_category(*client_, ns(), "mpi", 0);
+  ASSERT_TRUE(st.has_value());
+  std::size_t multi = 0;
+  for (const auto& g : st->groups) multi += g.nodes.size() > 1 ? 1 : 0;
+  EXPECT_EQ(launched.size(), multi) << "one MPIJob per multi-node group test";
 }
 
 }  // namespace

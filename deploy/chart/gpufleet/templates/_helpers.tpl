@@ -47,6 +47,11 @@ Cluster-wide rules here; leader election Leases are a Role in the release namesp
 - apiGroups: [""]
   resources: [services]
   verbs: [get, create, delete]
+# Where the cluster runs the mpi-operator (certify.launcher auto or mpijob), multi-node MPI
+# workloads are MPIJobs instead (no rule is used where the group is not served).
+- apiGroups: [kubeflow.org]
+  resources: [mpijobs]
+  verbs: [get, list, watch, create, delete]
 # Progress and per-node results of each run, in ConfigMaps the run owns.
 - apiGroups: [""]
   resources: [configmaps]
