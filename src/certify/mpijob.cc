@@ -72,13 +72,7 @@ core::Value build_mpijob(const JobRequest& r) {
   peers[kMpiRoleLabel] = "worker";
   place_on_group(worker["spec"], r, peers);
 
-  core::Value job;
-  job["apiVersion"] = "kubeflow.org/v2beta1";
-  job["kind"] = "MPIJob";
-  job["metadata"]["name"] = r.name;
-  job["metadata"]["namespace"] = r.ns;
-  job["metadata"]["labels"] = workload_labels(r);
-  job["metadata"]["ownerReferences"].push_back(r.owner_ref);
+  core::Value job = workload_object(r, mpijobs().api_version(), "MPIJob");
   core::Value& spec = job["spec"];
   spec["slotsPerWorker"] = static_cast<std::int64_t>(slots);
   spec["mpiImplementation"] = "OpenMPI";

@@ -47,6 +47,18 @@ std::vector<std::string> with_iterations(std::vector<std::string> command, int i
 
 core::Value workload_labels(const JobRequest& r) { return common_labels(r); }
 
+core::Value workload_object(const JobRequest& r, std::string_view api_version,
+                            std::string_view kind) {
+  core::Value obj;
+  obj["apiVersion"] = std::string(api_version);
+  obj["kind"] = std::string(kind);
+  obj["metadata"]["name"] = r.name;
+  obj["metadata"]["namespace"] = r.ns;
+  obj["metadata"]["labels"] = common_labels(r);
+  obj["metadata"]["ownerReferences"].push_back(r.owner_ref);
+  return obj;
+}
+
 void add_env(core::Value& container, const std::string& name, const std::string& value) {
   core::Value e;
   e["name"] = name;
@@ -146,13 +158,7 @@ core::Value build_job(const JobRequest& r) {
     place_on_group(spec, r, peers);
   }
 
-  core::Value job;
-  job["apiVersion"] = "batch/v1";
-  job["kind"] = "Job";
-  job["metadata"]["name"] = r.name;
-  job["metadata"]["namespace"] = r.ns;
-  job["metadata"]["labels"] = common_labels(r);
-  job["metadata"]["ownerReferences"].push_back(r.owner_ref);
+  core::Value job = workload_object(r, "batch/v1", "Job");
   job["spec"]["completions"] = n;
   job["spec"]["parallelism"] = n;
   job["spec"]["completionMode"] = "Indexed";

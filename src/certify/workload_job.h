@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "certify/node_selection.h"
@@ -57,6 +58,9 @@ WorkloadProgress progress_of(const core::Value& workload);
 
 // The pieces both launchers build their pods from.
 core::Value workload_labels(const JobRequest& r);
+// The group's object: name, namespace, labels and the owner reference.
+core::Value workload_object(const JobRequest& r, std::string_view api_version,
+                            std::string_view kind);
 // The "workload" container: `launch` (mpirun and its flags, or nothing) + the template's
 // command with the plan's iterations; the plan's args; the template's env and the rendezvous
 // contract; the termination message settings.

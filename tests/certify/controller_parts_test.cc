@@ -91,19 +91,29 @@ TEST(NodeSelection, ExcludesCordonedNotReadyUntoleratedAndMissingNodes) {
                          {"a", "", "NoExecute"}));
 }
 
-TEST(WorkloadJob, GroupsBecomeIndexedJobsWithAServiceAndOneNodeJobsArePinned) {
-  RunSpec rs = parse_certification_spec(
+// An all-reduce group test of nodes a, b, c with 8 GPUs each, 3 iterations, 2 minutes.
+RunSpec all_reduce_spec() {
+  return parse_certification_spec(
       core::parse_yaml("{targets: {nodeNames: [a]}, categories: [{name: "
                        "communication/nccl-all-reduce, iterations: 3, timeout: 2m}]}"),
       Catalog::builtin());
+}
+JobRequest three_node_request(const RunSpec& rs, std::string name) {
   JobRequest r;
   r.ns = "ns";
-  r.name = job_name("my.cert-with-a-long-name-that-goes-on-and-on", "abcdef12", 0, 7);
-  EXPECT_EQ(r.name, "my-cert-with-a-long-name-that-abcde-0-7");
+  r.name = std::move(name);
   r.run_uid = "abcdef12";
   r.nodes = {"a", "b", "c"};
   r.plan = &rs.categories[0];
   r.gpus_per_node = 8;
+  return r;
+}
+
+TEST(WorkloadJob, GroupsBecomeIndexedJobsWithAServiceAndOneNodeJobsArePinned) {
+  RunSpec rs = all_reduce_spec();
+  JobRequest r = three_node_request(
+      rs, job_name("my.cert-with-a-long-name-that-goes-on-and-on", "abcdef12", 0, 7));
+  EXPECT_EQ(r.name, "my-cert-with-a-long-name-that-abcde-0-7");
   r.tolerate_unschedulable = true;
   core::Value job = build_job(r);
   EXPECT_EQ(job.get({"spec", "completions"})->as_int(), 3);
@@ -128,17 +138,8 @@ TEST(WorkloadJob, GroupsBecomeIndexedJobsWithAServiceAndOneNodeJobsArePinned) {
 // pods; a launcher without GPUs running mpirun with one rank per GPU, the template's command
 // (iterations replaced) after it, and the env passed on to the ranks.
 TEST(WorkloadJob, MpiGroupsBecomeMpiJobsWithALauncherAndAWorkerPerNode) {
-  RunSpec rs = parse_certification_spec(
-      core::parse_yaml("{targets: {nodeNames: [a]}, categories: [{name: "
-                       "communication/nccl-all-reduce, iterations: 3, timeout: 2m}]}"),
-      Catalog::builtin());
-  JobRequest r;
-  r.ns = "ns";
-  r.name = "cert-abcde-0-1";
-  r.run_uid = "abcdef12";
-  r.nodes = {"a", "b", "c"};
-  r.plan = &rs.categories[0];
-  r.gpus_per_node = 8;
+  RunSpec rs = all_reduce_spec();
+  JobRequest r = three_node_request(rs, "cert-abcde-0-1");
   r.attempt = 2;
   core::Value owner;
   owner["kind"] = "Certification";
