@@ -15,6 +15,7 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "core/text.h"
+#include "core/time.h"
 #include "kube/api/conditions.h"
 #include "kube/api/meta.h"
 #include "kube/api/objects.h"
@@ -50,9 +51,6 @@ constexpr std::size_t kStatusListMax = 100;
 // wait this long before judging the group WorkloadFailed.
 constexpr auto kPodGrace = 30s;
 constexpr auto kPoll = 5s;
-// How long past its deadline a group's Job or MPIJob may go without ending before certify
-// stops waiting for the controller that should have ended it.
-constexpr auto kOperatorGrace = 120s;
 
 std::string now_rfc3339() { return kube::format_rfc3339(std::chrono::system_clock::now()); }
 
@@ -270,7 +268,8 @@ struct RunReconciler::Run {
 RunReconciler::RunReconciler(kube::Client& client, RunKind kind, const controller::Cache& runs,
                              const controller::Cache& nodes, const controller::Cache& jobs,
                              const controller::Cache& pods, kube::EventRecorder& events,
-                             const controller::Cache* mpijobs, Launcher launcher)
+                             const controller::Cache* mpijobs, Launcher launcher,
+                             std::chrono::milliseconds overdue_grace)
     : client_(client),
       kind_(std::move(kind)),
       events_(events),
@@ -280,6 +279,7 @@ RunReconciler::RunReconciler(kube::Client& client, RunKind kind, const controlle
       pods_(pods),
       mpijobs_(mpijobs),
       launcher_(mpijobs != nullptr ? launcher : Launcher::Job),
+      overdue_grace_(overdue_grace),
       status_(client, kind_.resource, kind_.kind, kFieldManager) {}
 
 kube::ObjectPtr RunReconciler::workload(const std::string& ns, const std::string& name) const {
@@ -502,7 +502,7 @@ void RunReconciler::step_category(Run& run, int index, std::stop_token stop) {
     // Nothing trustworthy ran, which is the cluster's fault, not the nodes'.
     const bool overdue = !progress.finished && [&] {
       auto created = kube::parse_rfc3339(job->get_string({"metadata", "creationTimestamp"}));
-      return created && now - *created > plan.timeout + kOperatorGrace;
+      return created && now - *created > plan.timeout + overdue_grace_;
     }();
     if (!progress.finished && !overdue) {
       ++running;
@@ -517,8 +517,11 @@ void RunReconciler::step_category(Run& run, int index, std::stop_token stop) {
     if (overdue) {
       Judgement t;
       t.reason = Reason::Infrastructure;
-      const std::string within =
-          " within " + std::to_string((plan.timeout + kOperatorGrace).count()) + " s";
+      const std::string within = " within " +
+                                 std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                                    plan.timeout + overdue_grace_)
+                                                    .count()) +
+                                 " s";
       t.message = std::string(job->get_string({"kind"})) + " " + jname +
                   (progress.acknowledged
                        ? " did not end" + within + " (its controller stopped updating it?)"
@@ -1108,6 +1111,15 @@ void setup_certify(controller::Manager& manager, const controller::Context& cont
     const char* pod_ns = std::getenv("POD_NAMESPACE");
     vr_ns = pod_ns != nullptr && *pod_ns != '\0' ? pod_ns : "default";
   }
+  const std::string grace_text = context.setting("certify.overdue-grace", "2m");
+  std::chrono::milliseconds overdue_grace{};
+  try {
+    overdue_grace =
+        std::chrono::duration_cast<std::chrono::milliseconds>(core::parse_duration(grace_text));
+  } catch (const core::InvalidInput&) {
+    throw core::InvalidInput("setting certify.overdue-grace: value \"" + grace_text +
+                             "\" is not a duration (e.g. 2m, 90s)");
+  }
   controller::SourceOptions nodes;
   nodes.cache.shape.prune = {"status.images"};
   // Nodes are read when a run starts (not watched: their heartbeats need not wake a run).
@@ -1181,9 +1193,9 @@ void setup_certify(controller::Manager& manager, const controller::Context& cont
     controller::ControllerBuilder b = manager.controller(wr ? "certify-workloadrun" : "certify");
     b.for_resource(k.resource, k.kind, primary).owns(kube::resources::jobs(), jobs);
     if (mpijob_cache != nullptr) b.owns(mpijobs(), mpi);
-    b.max_concurrent_reconciles(4).complete(
-        std::make_shared<RunReconciler>(manager.client(), k, runs, node_cache, job_cache, pod_cache,
-                                        manager.event_recorder("certify"), mpijob_cache, launcher));
+    b.max_concurrent_reconciles(4).complete(std::make_shared<RunReconciler>(
+        manager.client(), k, runs, node_cache, job_cache, pod_cache,
+        manager.event_recorder("certify"), mpijob_cache, launcher, overdue_grace));
   }
   controller::SourceOptions requests;
   controller::Cache& vr_cache = manager.cache(resources::validation_requests(), requests.cache);

@@ -59,11 +59,14 @@ struct RunKind {
 class RunReconciler : public controller::Reconciler {
  public:
   // `mpijobs`: the MPIJob cache when the cluster serves MPIJob (null otherwise); `launcher`:
-  // what multi-node MPI-style groups run as (MpiJob needs `mpijobs`).
+  // what multi-node MPI-style groups run as (MpiJob needs `mpijobs`); `overdue_grace`: how
+  // long past its deadline a group's Job or MPIJob may go without ending before certify stops
+  // waiting for the controller that should end it (judged Infrastructure).
   RunReconciler(kube::Client& client, RunKind kind, const controller::Cache& runs,
                 const controller::Cache& nodes, const controller::Cache& jobs,
                 const controller::Cache& pods, kube::EventRecorder& events,
-                const controller::Cache* mpijobs = nullptr, Launcher launcher = Launcher::Job);
+                const controller::Cache* mpijobs = nullptr, Launcher launcher = Launcher::Job,
+                std::chrono::milliseconds overdue_grace = std::chrono::minutes(2));
   controller::Result reconcile(const controller::Request& request, std::stop_token stop) override;
 
  private:
@@ -84,6 +87,7 @@ class RunReconciler : public controller::Reconciler {
   const controller::Cache& pods_;
   const controller::Cache* mpijobs_;
   Launcher launcher_;
+  std::chrono::milliseconds overdue_grace_;
   controller::StatusWriter status_;
 };
 

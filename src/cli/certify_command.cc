@@ -29,7 +29,10 @@ const controller::Registration kCertify({
                  {"certify.launcher",
                   "what multi-node MPI workloads run as: auto (an MPIJob where the cluster "
                   "serves kubeflow.org/v2beta1 MPIJob, else an indexed Job; the default), job, "
-                  "mpijob"}},
+                  "mpijob"},
+                 {"certify.overdue-grace",
+                  "how long past its deadline a group's Job or MPIJob may go without ending "
+                  "before it is judged Infrastructure (default 2m)"}},
     .setup = certify::setup_certify,
 });
 

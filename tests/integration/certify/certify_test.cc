@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -187,14 +188,22 @@ class CertifyIT : public ::testing::Test {
     delete ns_;
     delete client_;
   }
-  static void start_controller() {
+  // `settings`: more --set pairs.
+  static void start_controller(const std::vector<std::string>& settings = {}) {
     port_ = controller::testing::free_port();
-    controller_ = new controller::testing::Child(
-        {controller::testing::gpufleet_bin(), "controller", "--controllers=certify", "--namespace",
-         ns_->name(), "--set", "certify.namespace=" + ns_->name(), "--metrics-addr",
-         "127.0.0.1:" + std::to_string(port_), "--kubeconfig",
-         kube::testing::env_or_empty("KUBECONFIG")},
-        "certify-controller-" + kRun + ".log");
+    std::vector<std::string> argv = {controller::testing::gpufleet_bin(),
+                                     "controller",
+                                     "--controllers=certify",
+                                     "--namespace",
+                                     ns_->name(),
+                                     "--set",
+                                     "certify.namespace=" + ns_->name(),
+                                     "--metrics-addr",
+                                     "127.0.0.1:" + std::to_string(port_),
+                                     "--kubeconfig",
+                                     kube::testing::env_or_empty("KUBECONFIG")};
+    for (const auto& s : settings) argv.insert(argv.end(), {"--set", s});
+    controller_ = new controller::testing::Child(argv, "certify-controller-" + kRun + ".log");
   }
   static std::string node(int i) {
     char buf[16];
@@ -814,6 +823,8 @@ class PlayedMpiOperator {
       }
     });
   }
+  // Stops acting, as an operator that is not installed or is down.
+  void pause() { paused_ = true; }
   [[nodiscard]] std::set<std::string> launched() {
     std::lock_guard l(mu_);
     return launched_;
@@ -821,6 +832,7 @@ class PlayedMpiOperator {
 
  private:
   void pass() {
+    if (paused_) return;
     for (const auto& m : client_.list(mpijobs(), ns_).items) {
       const std::string name(kube::name_of(m));
       if (!m.get_string({"metadata", "deletionTimestamp"}).empty()) continue;
@@ -929,6 +941,7 @@ class PlayedMpiOperator {
   std::string ns_;
   std::mutex mu_;
   std::set<std::string> launched_;
+  std::atomic<bool> paused_{false};
   std::jthread thread_;  // last: stopped and joined before the members it uses go
 };
 
@@ -971,7 +984,7 @@ TEST_F(CertifyIT, MultiNodeGroupsRunAsMpiJobsWhereTheClusterServesThem) {
       30s));
   delete controller_;  // the launcher is chosen at start-up, from discovery
   controller_ = nullptr;
-  start_controller();
+  start_controller({"certify.overdue-grace=1s"});
   PlayedMpiOperator mpi_operator(*client_, ns());
 
   // Every Job in the namespace: certify's own must all be single-node (multi-node groups are
@@ -1026,6 +1039,24 @@ TEST_F(CertifyIT, MultiNodeGroupsRunAsMpiJobsWhereTheClusterServesThem) {
   std::size_t multi = 0;
   for (const auto& g : st->groups) multi += g.nodes.size() > 1 ? 1 : 0;
   EXPECT_EQ(launched.size(), multi) << "one MPIJob per multi-node group test";
+
+  // No operator acting (none installed, or down): an MPIJob never gets a condition. Past its
+  // deadline + the grace (2 s + 1 s here) the group is Infrastructure, retried once (the
+  // template's retries) and then reported with what to check.
+  mpi_operator.pause();
+  create(resources::certifications(),
+         certification("mpi-nobody", {24, 25}, R"Y([{name: communication/nccl-all-reduce,
+            scale: wholeSet, timeout: 2s}])Y"));
+  core::Value nobody = finished(resources::certifications(), "mpi-nobody", 60s);
+  EXPECT_EQ(failed_reasons(nobody),
+            (std::map<std::string, std::string>{{node(24), "Infrastructure"},
+                                                {node(25), "Infrastructure"}}))
+      << core::to_json(nobody);
+  auto results = read_node_results(*client_, ns(), "mpi-nobody", 1);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_THAT(results[0].message, HasSubstr("is the mpi-operator running?"));
+  EXPECT_THAT(results[0].message, HasSubstr("attempt 2 of 2"));
+  EXPECT_EQ(mpi_operator.launched().size(), launched.size()) << "the paused operator acted";
 }
 
 }  // namespace
