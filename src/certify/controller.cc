@@ -1117,9 +1117,13 @@ void setup_certify(controller::Manager& manager, const controller::Context& cont
     overdue_grace =
         std::chrono::duration_cast<std::chrono::milliseconds>(core::parse_duration(grace_text));
   } catch (const core::InvalidInput&) {
-    throw core::InvalidInput("setting certify.overdue-grace: value \"" + grace_text +
-                             "\" is not a duration (e.g. 2m, 90s)");
+    overdue_grace = std::chrono::milliseconds(-1);
   }
+  // Under a second, a Job failed at its deadline could be read as overdue before its
+  // condition arrives.
+  if (overdue_grace < std::chrono::seconds(1))
+    throw core::InvalidInput("setting certify.overdue-grace: value \"" + grace_text +
+                             "\" is not a duration of at least 1s (e.g. 2m, 90s)");
   controller::SourceOptions nodes;
   nodes.cache.shape.prune = {"status.images"};
   // Nodes are read when a run starts (not watched: their heartbeats need not wake a run).

@@ -32,7 +32,7 @@ const controller::Registration kCertify({
                   "mpijob"},
                  {"certify.overdue-grace",
                   "how long past its deadline a group's Job or MPIJob may go without ending "
-                  "before it is judged Infrastructure (default 2m)"}},
+                  "before it is judged Infrastructure (default 2m, at least 1s)"}},
     .setup = certify::setup_certify,
 });
 

@@ -6,13 +6,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "certify/controller.h"
 #include "certify/mpijob.h"
 #include "certify/node_selection.h"
 #include "certify/run_spec.h"
 #include "certify/run_state.h"
 #include "certify/workload_job.h"
+#include "controller/manager.h"
+#include "controller/registry.h"
 #include "core/json.h"
 #include "core/yaml.h"
+#include "kube/client.h"
 
 namespace gpufleet::certify {
 namespace {
@@ -229,6 +233,36 @@ TEST(WorkloadJob, ProgressIsReadFromJobAndMpiJobConditions) {
       progress_of(core::parse_yaml(
                       "{kind: Job, status: {conditions: [{type: Succeeded, status: 'True'}]}}"))
           .finished);
+}
+
+// Bad settings stop the controller at start-up with the setting, the value and the fix, before
+// it talks to the API server (none listens here).
+TEST(CertifySettings, BadLauncherOrGraceIsRefusedNamingTheSetting) {
+  kube::ClientConfig cc;
+  cc.server = "http://127.0.0.1:1";
+  cc.allow_plain_http_loopback = true;
+  kube::Client client(cc);
+  auto refused = [&](std::map<std::string, std::string> settings) -> std::string {
+    controller::Manager manager(client, controller::ManagerOptions{});
+    controller::Context ctx;
+    ctx.settings = std::move(settings);
+    try {
+      setup_certify(manager, ctx);
+    } catch (const core::InvalidInput& e) {
+      return e.what();
+    }
+    return "";
+  };
+  std::string e = refused({{"certify.launcher", "mpi-job"}});
+  EXPECT_THAT(e, HasSubstr("certify.launcher"));
+  EXPECT_THAT(e, HasSubstr("\"mpi-job\""));
+  EXPECT_THAT(e, HasSubstr("auto, job, mpijob"));
+  for (const char* bad : {"soon", "0s", "-5m", "500ms"}) {
+    e = refused({{"certify.overdue-grace", bad}});
+    EXPECT_THAT(e, HasSubstr("certify.overdue-grace")) << bad;
+    EXPECT_THAT(e, HasSubstr(std::string("\"") + bad + "\"")) << bad;
+    EXPECT_THAT(e, HasSubstr("at least 1s")) << bad;
+  }
 }
 
 TEST(RunState, RoundTripsThroughJson) {
