@@ -57,9 +57,10 @@ core::Value build_mpijob(const JobRequest& r) {
   launcher["spec"]["containers"].push_back(workload_container(r, mpirun_prefix(r, slots)));
 
   // Workers serve sshd for the launcher's mpirun (the mpi-operator mounts the keys and the
-  // hostfile); the simulator keeps them running as the real sshd would.
+  // hostfile); the simulator runs them as the service they are (its behaviour for the image
+  // would run the benchmark itself).
   core::Value worker = pod_template("worker");
-  worker["metadata"]["annotations"]["sim.gpufleet.io/duration"] = "forever";
+  worker["metadata"]["annotations"]["sim.gpufleet.io/behaviour"] = "service";
   core::Value wc;
   wc["name"] = kWorkerContainerName;
   wc["image"] = plan.workload.for_family(r.gpu_family).image;
@@ -76,6 +77,9 @@ core::Value build_mpijob(const JobRequest& r) {
   core::Value& spec = job["spec"];
   spec["slotsPerWorker"] = static_cast<std::int64_t>(slots);
   spec["mpiImplementation"] = "OpenMPI";
+  // mpirun started before every worker's sshd answers fails the group for nothing (operator
+  // v0.5+; an older one drops the field and starts the launcher at once).
+  spec["launcherCreationPolicy"] = "WaitForWorkersReady";
   // As the indexed Job: retries are the controller's, the deadline is the category's, and
   // the workers go as soon as the launcher is done.
   spec["runPolicy"]["backoffLimit"] = 0;

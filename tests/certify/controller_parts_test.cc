@@ -155,6 +155,7 @@ TEST(WorkloadJob, MpiGroupsBecomeMpiJobsWithALauncherAndAWorkerPerNode) {
   EXPECT_EQ(m.get({"spec", "slotsPerWorker"})->as_int(), 8);
   EXPECT_EQ(m.get({"spec", "runPolicy", "activeDeadlineSeconds"})->as_int(), 120);
   EXPECT_EQ(m.get({"spec", "runPolicy", "backoffLimit"})->as_int(), 0);
+  EXPECT_EQ(m.get_string({"spec", "launcherCreationPolicy"}), "WaitForWorkersReady");
   EXPECT_EQ((*m.get({"metadata", "ownerReferences"}))[0].get_string({"name"}), "cert");
   EXPECT_EQ(m.get_string({"metadata", "labels", kJobLabel}), r.name);
 
@@ -163,6 +164,8 @@ TEST(WorkloadJob, MpiGroupsBecomeMpiJobsWithALauncherAndAWorkerPerNode) {
   const core::Value& wpod = *workers.get({"template"});
   EXPECT_EQ(wpod.get_string({"metadata", "labels", kMpiRoleLabel}), "worker");
   EXPECT_EQ(wpod.get_string({"metadata", "annotations", kAttemptAnnotation}), "2");
+  // The simulator runs a worker as the sshd service it is, not as the benchmark its image runs.
+  EXPECT_EQ(wpod.get_string({"metadata", "annotations", "sim.gpufleet.io/behaviour"}), "service");
   std::string wtext = core::to_json(wpod);
   EXPECT_THAT(wtext, HasSubstr(R"("values":["a","b","c"])"));
   EXPECT_THAT(wtext, HasSubstr(R"("nvidia.com/gpu":"8")"));

@@ -805,9 +805,10 @@ TEST_F(CertifyIT, KilledControllerResumesWithoutRerunningRecordedGroups) {
 }
 
 // Plays the mpi-operator (kubeflow.org/v2beta1) for the MPIJobs of one namespace, as far as
-// certify relies on it: a launcher Job "<name>-launcher" from the Launcher template and worker
-// pods "<name>-worker-<i>" from the Worker template, all owned by the MPIJob (so deleting it
-// collects them); conditions Created and Running, then Succeeded or Failed (the launcher
+// certify relies on it: worker pods "<name>-worker-<i>" from the Worker template and, once
+// they are Ready (launcherCreationPolicy: WaitForWorkersReady), a launcher Job
+// "<name>-launcher" from the Launcher template, all owned by the MPIJob (so deleting it
+// collects them); conditions Created, then Running, then Succeeded or Failed (the launcher
 // Job's reason and message) when the launcher Job ends, and the workers deleted then
 // (cleanPodPolicy: Running).
 class PlayedMpiOperator {
@@ -861,6 +862,7 @@ class PlayedMpiOperator {
       }
       if (!launcher) {
         const core::Value& w = *specs.get({"Worker"});
+        std::int64_t ready = 0;
         for (std::int64_t i = 0; i < w.get({"replicas"})->as_int(); ++i) {
           core::Value pod;
           pod["apiVersion"] = "v1";
@@ -869,6 +871,16 @@ class PlayedMpiOperator {
               meta_for(*w.get({"template"}), name + "-worker-" + std::to_string(i), "worker");
           pod["spec"] = *w.get({"template", "spec"});
           create_or_keep(kube::resources::pods(), pod);
+          const core::Value now =
+              client_.get(kube::resources::pods(), ns_, name + "-worker-" + std::to_string(i));
+          const core::Value* r = kube::find_condition(now, "Ready");
+          ready += r != nullptr && r->get_string({"status"}) == "True" ? 1 : 0;
+        }
+        if (m.get_string({"spec", "launcherCreationPolicy"}) == "WaitForWorkersReady" &&
+            ready < w.get({"replicas"})->as_int()) {
+          if (m.get({"status", "conditions"}) == nullptr)
+            set_conditions(name, {{"Created", "True", "", ""}});
+          continue;
         }
         const core::Value& l = *specs.get({"Launcher"});
         core::Value job;
