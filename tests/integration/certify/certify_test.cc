@@ -826,6 +826,11 @@ class PlayedMpiOperator {
   }
   // Stops acting, as an operator that is not installed or is down.
   void pause() { paused_ = true; }
+  // Every MPIJob object it has seen (by uid): a group's MPIJob created twice shows twice.
+  [[nodiscard]] std::size_t objects_seen() {
+    std::lock_guard l(mu_);
+    return uids_.size();
+  }
   [[nodiscard]] std::set<std::string> launched() {
     std::lock_guard l(mu_);
     return launched_;
@@ -836,6 +841,10 @@ class PlayedMpiOperator {
     if (paused_) return;
     for (const auto& m : client_.list(mpijobs(), ns_).items) {
       const std::string name(kube::name_of(m));
+      {
+        std::lock_guard l(mu_);
+        uids_.insert(std::string(kube::uid_of(m)));
+      }
       if (!m.get_string({"metadata", "deletionTimestamp"}).empty()) continue;
       core::Value owner;
       owner["apiVersion"] = "kubeflow.org/v2beta1";
@@ -953,13 +962,15 @@ class PlayedMpiOperator {
   std::string ns_;
   std::mutex mu_;
   std::set<std::string> launched_;
+  std::set<std::string> uids_;
   std::atomic<bool> paused_{false};
   std::jthread thread_;  // last: stopped and joined before the members it uses go
 };
 
 // Where the cluster serves kubeflow.org/v2beta1 MPIJob (certify.launcher=auto), a multi-node
 // group of an MPI-style catalog workload runs as an MPIJob and is judged from its launcher,
-// and single-node tests stay Jobs: a diagnose run over both finds the degraded node. The CRD
+// and single-node tests stay Jobs: a diagnose run over both finds the degraded node, with the
+// controller killed while MPIJobs run. The CRD
 // goes and the controller restarts without it afterwards, for the tests that follow.
 TEST_F(CertifyIT, MultiNodeGroupsRunAsMpiJobsWhereTheClusterServesThem) {
   const std::string crd =
@@ -1024,6 +1035,14 @@ TEST_F(CertifyIT, MultiNodeGroupsRunAsMpiJobsWhereTheClusterServesThem) {
   create(resources::certifications(),
          certification("mpi", nodes, R"Y([{name: communication/nccl-all-reduce, scale: diagnose,
             thresholds: {busBandwidthGBps: "value >= 300.0"}}])Y"));
+  // Killed while MPIJobs run: the restarted controller finds them in its MPIJob cache and
+  // follows them, creating none again.
+  ASSERT_TRUE(eventually([&] { return !mpi_operator.launched().empty(); }, 60s));
+  controller_->signal(SIGKILL);
+  controller_->wait(10s);
+  delete controller_;
+  controller_ = nullptr;
+  start_controller({"certify.overdue-grace=1s"});
   core::Value done = finished(resources::certifications(), "mpi", 120s);
   sim_->inject(sim::parse_event(core::parse_yaml("{node: " + node(21) + ", type: clear}"), "itest",
                                 "event", false));
@@ -1051,6 +1070,7 @@ TEST_F(CertifyIT, MultiNodeGroupsRunAsMpiJobsWhereTheClusterServesThem) {
   std::size_t multi = 0;
   for (const auto& g : st->groups) multi += g.nodes.size() > 1 ? 1 : 0;
   EXPECT_EQ(launched.size(), multi) << "one MPIJob per multi-node group test";
+  EXPECT_EQ(mpi_operator.objects_seen(), multi) << "a group's MPIJob was created again";
 
   // No operator acting (none installed, or down): an MPIJob never gets a condition. Past its
   // deadline + the grace (2 s + 1 s here) the group is Infrastructure, retried once (the
