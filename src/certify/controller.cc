@@ -499,10 +499,20 @@ void RunReconciler::step_category(Run& run, int index, std::stop_token stop) {
     const WorkloadProgress progress = progress_of(*job);
     // Past its deadline + a grace and still not ended: the Job controller or the MPI operator
     // is not doing its part (an MPIJob nobody took up: no operator installed, or it is down).
-    // Nothing trustworthy ran, which is the cluster's fault, not the nodes'.
+    // Nothing trustworthy ran, which is the cluster's fault, not the nodes'. An MPIJob's
+    // deadline runs from its launcher (started once the workers are Ready), so its launcher
+    // pod's creation counts where there is one.
+    const bool is_mpijob = job->get_string({"kind"}) == "MPIJob";
+    std::optional<std::chrono::system_clock::time_point> launched;
+    if (is_mpijob)
+      for (const auto& p : pods_.by_index(kJobLabel, kube::object_key(run.ns, jname)))
+        if (kube::label_of(*p, kMpiRoleLabel) == "launcher")
+          launched = kube::parse_rfc3339(p->get_string({"metadata", "creationTimestamp"}));
     const bool overdue = !progress.finished && [&] {
-      auto created = kube::parse_rfc3339(job->get_string({"metadata", "creationTimestamp"}));
-      return created && now - *created > plan.timeout + overdue_grace_;
+      auto since = launched
+                       ? launched
+                       : kube::parse_rfc3339(job->get_string({"metadata", "creationTimestamp"}));
+      return since && now - *since > plan.timeout + overdue_grace_;
     }();
     if (!progress.finished && !overdue) {
       ++running;
@@ -522,11 +532,15 @@ void RunReconciler::step_category(Run& run, int index, std::stop_token stop) {
                                                     plan.timeout + overdue_grace_)
                                                     .count()) +
                                  " s";
-      t.message = std::string(job->get_string({"kind"})) + " " + jname +
-                  (progress.acknowledged
-                       ? " did not end" + within + " (its controller stopped updating it?)"
-                       : " got no condition from an MPI operator" + within +
-                             ": is the mpi-operator running? (or set certify.launcher=job)");
+      t.message = std::string(job->get_string({"kind"})) + " " + jname;
+      if (!progress.acknowledged)
+        t.message += " got no condition from an MPI operator" + within +
+                     ": is the mpi-operator running? (or set certify.launcher=job)";
+      else if (is_mpijob && !launched)
+        t.message += " started no launcher" + within +
+                     ": its workers were never all Ready (GPUs in use, an image pull failing?)";
+      else
+        t.message += " did not end" + within + " (its controller stopped updating it?)";
       j = t;
     } else if (progress.failure_reason == "DeadlineExceeded") {
       std::string what =

@@ -826,6 +826,9 @@ class PlayedMpiOperator {
   }
   // Stops acting, as an operator that is not installed or is down.
   void pause() { paused_ = true; }
+  // Takes MPIJobs up (condition Created) but never starts a launcher, as when the workers
+  // never all become Ready.
+  void hold_launchers() { hold_ = true; }
   // Every MPIJob object it has seen (by uid): a group's MPIJob created twice shows twice.
   [[nodiscard]] std::size_t objects_seen() {
     std::lock_guard l(mu_);
@@ -885,8 +888,8 @@ class PlayedMpiOperator {
           const core::Value* r = kube::find_condition(now, "Ready");
           ready += r != nullptr && r->get_string({"status"}) == "True" ? 1 : 0;
         }
-        if (m.get_string({"spec", "launcherCreationPolicy"}) == "WaitForWorkersReady" &&
-            ready < w.get({"replicas"})->as_int()) {
+        if (hold_ || (m.get_string({"spec", "launcherCreationPolicy"}) == "WaitForWorkersReady" &&
+                      ready < w.get({"replicas"})->as_int())) {
           if (m.get({"status", "conditions"}) == nullptr)
             set_conditions(name, {{"Created", "True", "", ""}});
           continue;
@@ -964,6 +967,7 @@ class PlayedMpiOperator {
   std::set<std::string> launched_;
   std::set<std::string> uids_;
   std::atomic<bool> paused_{false};
+  std::atomic<bool> hold_{false};
   std::jthread thread_;  // last: stopped and joined before the members it uses go
 };
 
@@ -1071,6 +1075,20 @@ TEST_F(CertifyIT, MultiNodeGroupsRunAsMpiJobsWhereTheClusterServesThem) {
   for (const auto& g : st->groups) multi += g.nodes.size() > 1 ? 1 : 0;
   EXPECT_EQ(launched.size(), multi) << "one MPIJob per multi-node group test";
   EXPECT_EQ(mpi_operator.objects_seen(), multi) << "a group's MPIJob was created again";
+
+  // An MPIJob taken up whose launcher never starts (workers never all Ready): past its
+  // deadline + the grace the group is Infrastructure, saying so.
+  mpi_operator.hold_launchers();
+  create(resources::certifications(),
+         certification("mpi-held", {26, 27}, R"Y([{name: communication/nccl-all-reduce,
+            scale: wholeSet, timeout: 2s}])Y"));
+  core::Value held = finished(resources::certifications(), "mpi-held", 60s);
+  EXPECT_EQ(failed_reasons(held), (std::map<std::string, std::string>{
+                                      {node(26), "Infrastructure"}, {node(27), "Infrastructure"}}))
+      << core::to_json(held);
+  auto held_results = read_node_results(*client_, ns(), "mpi-held", 1);
+  ASSERT_EQ(held_results.size(), 2u);
+  EXPECT_THAT(held_results[0].message, HasSubstr("started no launcher"));
 
   // No operator acting (none installed, or down): an MPIJob never gets a condition. Past its
   // deadline + the grace (2 s + 1 s here) the group is Infrastructure, retried once (the
