@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/errors.h"
+#include "core/text.h"
 
 namespace gpufleet::certify {
 
@@ -49,11 +50,8 @@ core::Value build_mpijob(const JobRequest& r) {
 
   // The launcher asks for no GPU: mpirun starts the ranks in the workers over ssh.
   core::Value launcher = pod_template("launcher");
-  launcher["metadata"]["annotations"]["sim.gpufleet.io/nccl-hosts"] = [&] {
-    std::string s;
-    for (const auto& n : r.nodes) s += (s.empty() ? "" : ",") + n;
-    return s;
-  }();
+  // The simulator's NCCL and training models read the group from here (as on the Job's pods).
+  launcher["metadata"]["annotations"]["sim.gpufleet.io/nccl-hosts"] = core::join(r.nodes, ",");
   launcher["spec"]["containers"].push_back(workload_container(r, mpirun_prefix(r, slots)));
 
   // Workers serve sshd for the launcher's mpirun (the mpi-operator mounts the keys and the
