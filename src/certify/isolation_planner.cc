@@ -138,6 +138,18 @@ const core::Value& need(const core::Value& v, std::string_view key) {
   return *f;
 }
 
+// An optional count in 0..n (absent in state saved before the field existed).
+std::optional<std::size_t> optional_count(const core::Value& v, std::string_view key,
+                                          std::size_t n) {
+  const core::Value* f = v.find(key);
+  if (f == nullptr) return std::nullopt;
+  const std::int64_t c = f->as_int();
+  if (c < 0 || static_cast<std::uint64_t>(c) > n)
+    throw InvalidInput("isolation planner state: " + std::string(key) + " " + std::to_string(c) +
+                       " is outside 0.." + std::to_string(n));
+  return static_cast<std::size_t>(c);
+}
+
 }  // namespace
 
 std::string_view purpose_name(TestPurpose p) noexcept { return kPurposeNames[static_cast<int>(p)]; }
@@ -1491,13 +1503,7 @@ IsolationPlanner IsolationPlanner::from_value(const core::Value& s) {
       for (const core::Value& members : c->as_list())
         inv.constraints.push_back(read_indices(&members, n, "investigation constraint"));
     }
-    if (const core::Value* k = i.find("maxFaulty"); k != nullptr) {
-      std::int64_t v = k->as_int();
-      if (v < 0 || static_cast<std::uint64_t>(v) > n)
-        throw InvalidInput("isolation planner state: maxFaulty " + std::to_string(v) +
-                           " is outside 0.." + std::to_string(n));
-      inv.max_faulty = static_cast<std::uint32_t>(v);
-    }
+    if (auto k = optional_count(i, "maxFaulty", n)) inv.max_faulty = static_cast<std::uint32_t>(*k);
     p.investigations_.push_back(std::move(inv));
   }
   std::unordered_set<std::uint32_t> ids;
@@ -1536,13 +1542,7 @@ IsolationPlanner IsolationPlanner::from_value(const core::Value& s) {
   p.total_tests_ = static_cast<int>(need(s, "totalTests").as_int());
   p.pad_cursor_ = static_cast<std::size_t>(need(s, "padCursor").as_int());
   // Optional: absent in state saved before groups were split into parts.
-  if (const core::Value* g = s.find("splitGroups"); g != nullptr) {
-    std::int64_t v = g->as_int();
-    if (v < 0 || static_cast<std::uint64_t>(v) > n)
-      throw InvalidInput("isolation planner state: splitGroups " + std::to_string(v) +
-                         " is outside 0.." + std::to_string(n));
-    p.split_groups_ = static_cast<std::size_t>(v);
-  }
+  if (auto g = optional_count(s, "splitGroups", n)) p.split_groups_ = *g;
   p.done_ = need(s, "done").as_bool();
   if (!p.done_) p.publish_round();
   return p;
