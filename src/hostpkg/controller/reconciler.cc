@@ -1188,6 +1188,9 @@ void HostPkgReconciler::write_status(Pass& p, const RolloutPlan* plan, const std
            progressing ? "NodesUpdating" : (complete ? "Complete" : phase),
            std::to_string(done) + "/" + std::to_string(nodes) + " nodes done, " +
                std::to_string(active) + " in progress");
+  set_cond("Paused", p.set.pause, p.set.pause ? "SpecPause" : "NotPaused",
+           p.set.pause ? "spec.pause is true: started nodes finish, no new node starts"
+                       : "spec.pause is false");
   set_cond("Stopped", stopped, stopped ? "FailureThreshold" : "NotStopped",
            stopped ? stop_reason + "; failing nodes: " + join(failing, ", ") + "; raise " +
                          std::string(kResetAnnotation) + " to resume"
@@ -1528,9 +1531,9 @@ Result HostPkgReconciler::reconcile_pass(const Request& req, std::stop_token sto
   for (const auto& c : plan.compartments) stopped = stopped || c.stopped;
   std::string phase =
       p.deleting      ? "Deleting"
-      : plan.complete ? "Complete"
       : stopped       ? "Stopped"
-      : p.set.pause   ? "Paused"
+      : p.set.pause   ? "Paused"  // also on a finished set: pausing shows at once
+      : plan.complete ? "Complete"
       : (plan.blocked_count + plan.malformed_count + p.drain_blocked + p.protected_wait) > 0 &&
               in_progress.empty() && plan.start.empty()
           ? "Blocked"

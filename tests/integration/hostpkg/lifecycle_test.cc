@@ -86,6 +86,17 @@ TEST(HostPkgLifecycle, PauseAndDisable) {
                      "    p:\n      version: 1.0.0\n      image: example.com/p\n"));
   ASSERT_TRUE(HostPkgEnv::eventually([&] { return phase_is(env, "paused", "Complete"); }, 40s))
       << dump(env, "paused");
+  // Pausing a finished set shows at once: phase Paused and Paused=True.
+  env.apply(set_yaml("paused", env.node_list(0, 2), "  pause: true\n",
+                     "    p:\n      version: 1.0.0\n      image: example.com/p\n"));
+  ASSERT_TRUE(HostPkgEnv::eventually(
+      [&] {
+        core::Value s = env.get_set("paused");
+        return s.get_string({"status", "phase"}) == "Paused" &&
+               condition(s, "Paused").status == "True";
+      },
+      10s))
+      << dump(env, "paused");
   env.remove_set("paused");
 }
 
