@@ -403,8 +403,11 @@ void setup_agent(CLI::App& root) {
                   "stop after this long (e.g. 30s); default: until SIGTERM");
   cmd->add_option("--kubeconfig", flags->kubeconfig,
                   "kubeconfig (default: $KUBECONFIG, ~/.kube/config, then in-cluster)");
-  cmd->add_option("--metrics-address", flags->metrics_address,
-                  "host:port for /metrics, /healthz, /readyz (loopback; \"\" = none)")
+  // --metrics-addr is the one spelling every command uses; --metrics-address stays accepted
+  // (the chart and older scripts pass it).
+  cmd->add_option("--metrics-addr,--metrics-address", flags->metrics_address,
+                  "host:port for /metrics, /healthz, /readyz (loopback; \"\" = none); "
+                  "--metrics-address is a deprecated alias")
       ->capture_default_str();
   cmd->add_option("--remediation", flags->remediation,
                   "carry out sentinel's remediation requests (Node annotation "

@@ -198,7 +198,7 @@ void setup_recipe(CLI::App& root) {
   }
   flags->nodes_opt = cmd->add_option("--nodes", flags->nodes,
                                      "GPU node count (selects overlays with a nodeCount criterion)")
-                         ->check(CLI::PositiveNumber);
+                         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000000}));
   cmd->add_option(
       "--pool", flags->pools,
       "node pool NAME=ACCELERATOR[:NODES], repeatable, for clusters with several pools");
