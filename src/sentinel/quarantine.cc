@@ -6,6 +6,7 @@
 #include "core/json.h"
 #include "kube/api/cordon.h"
 #include "kube/api/meta.h"
+#include "kube/api/objects.h"
 
 namespace gpufleet::sentinel {
 namespace {
@@ -46,6 +47,10 @@ QuarantineRecord QuarantineRecord::from_node(const core::Value& node) {
     if (!c->is_bool()) throw core::InvalidInput(where + ": cordoned must be true or false");
     r.cordoned = c->as_bool();
   }
+  if (const core::Value* c = v.find("foreignCordon"); c != nullptr) {
+    if (!c->is_bool()) throw core::InvalidInput(where + ": foreignCordon must be true or false");
+    r.foreign_cordon = c->as_bool();
+  }
   if (const core::Value* t = v.find("taints"); t != nullptr && t->is_list()) {
     for (const auto& s : t->as_list()) {
       if (!s.is_string()) throw core::InvalidInput(where + ": taints must be strings");
@@ -67,6 +72,7 @@ QuarantineRecord QuarantineRecord::from_node(const core::Value& node) {
 std::string QuarantineRecord::to_annotation() const {
   core::Value v = core::Value::map();
   v["cordoned"] = cordoned;
+  if (foreign_cordon) v["foreignCordon"] = true;
   core::Value t = core::Value::list();
   for (const auto& taint : taints) t.push_back(taint.to_string());
   v["taints"] = std::move(t);
@@ -99,7 +105,8 @@ std::set<std::string> faulty_entities(const core::Value& health) {
 }
 
 NodeChange plan_quarantine(const core::Value& node, const Decision& decision,
-                           const std::set<std::string>& entities, const std::string& incident) {
+                           const std::set<std::string>& entities, const std::string& incident,
+                           bool take_over) {
   NodeChange change;
   QuarantineRecord rec = QuarantineRecord::from_node(node);
   const QuarantineRecord before = rec;
@@ -110,6 +117,7 @@ NodeChange plan_quarantine(const core::Value& node, const Decision& decision,
     // uncordoned node, or one held by other gpufleet owners, gets sentinel's share.
     if (!cs.foreign() && !(cs.unschedulable && cs.owned_by(kCordonOwner))) change.cordon = true;
     if (!cs.foreign()) rec.cordoned = true;
+    if (cs.foreign() && !rec.cordoned) rec.foreign_cordon = true;
   }
   const std::vector<Taint> present = node_taints(node);
   for (const auto& t : decision.taints) {
@@ -117,12 +125,30 @@ NodeChange plan_quarantine(const core::Value& node, const Decision& decision,
     change.add_taints.push_back(t);
     rec.taints.push_back(t);
   }
+  if (take_over) rec.entities.clear();
   rec.entities.insert(entities.begin(), entities.end());
-  if (rec.cordoned != before.cordoned || rec.taints != before.taints ||
+  if (rec.cordoned != before.cordoned || rec.foreign_cordon != before.foreign_cordon || rec.taints != before.taints ||
       rec.entities != before.entities || rec.incident != before.incident) {
     change.annotation = rec.to_annotation();
   }
   return change;
+}
+
+bool handed_back(const core::Value& node, const QuarantineRecord& rec) {
+  if (rec.cordoned || rec.foreign_cordon) return !kube::node::unschedulable(node);
+  if (rec.taints.empty()) return false;
+  const std::vector<Taint> present = node_taints(node);
+  return std::none_of(rec.taints.begin(), rec.taints.end(), [&](const Taint& t) {
+    return std::find(present.begin(), present.end(), t) != present.end();
+  });
+}
+
+std::optional<std::string> forget_recovered(const QuarantineRecord& rec,
+                                            const std::set<std::string>& faulty) {
+  QuarantineRecord out = rec;
+  std::erase_if(out.entities, [&](const std::string& e) { return !faulty.contains(e); });
+  if (out.entities == rec.entities) return std::nullopt;
+  return out.to_annotation();
 }
 
 NodeChange plan_release(const core::Value& node, const std::set<std::string>& faulty) {

@@ -10,6 +10,8 @@
 //   annotation of kube/api/cordon.h (owner "sentinel"): alone, or jointly with hostpkg; the
 //   last gpufleet owner to leave uncordons. A node cordoned before by a person or a cloud tool
 //   (cordoned, no owners) is not claimed and stays cordoned at release;
+// - foreignCordon is true when the quarantine wanted a cordon and found that foreign one: the
+//   node is out only by someone else's cordon, so lifting it hands the node back (below);
 // - taints lists only taints sentinel added (a taint with the same key and effect that was
 //   already there is left alone and not recorded);
 // - entities are the faulty entities ("<check>/<entity id>") the quarantine is for. A node is
@@ -34,11 +36,12 @@ inline constexpr std::string_view kCordonOwner = "sentinel";
 
 struct QuarantineRecord {
   bool cordoned = false;
+  bool foreign_cordon = false;
   std::vector<Taint> taints;
   std::set<std::string> entities;
   std::string incident;
   [[nodiscard]] bool empty() const noexcept {
-    return !cordoned && taints.empty() && entities.empty() && incident.empty();
+    return !cordoned && !foreign_cordon && taints.empty() && entities.empty() && incident.empty();
   }
   // From the node's annotation; an absent annotation is an empty record. A damaged one throws
   // core::InvalidInput naming the annotation (the controller reports it and does nothing).
@@ -68,12 +71,26 @@ std::set<std::string> faulty_entities(const core::Value& node_health);
 // Quarantine `node` for `entities` with the decision's actions (cordon, taints) under
 // `incident` ("" keeps the recorded one). Adds to an existing quarantine; claims only what it
 // actually changes.
+// `take_over`: a new incident takes over a node still held by an ended (Failed) one: the
+// recorded entities are replaced by `entities` instead of added to.
 NodeChange plan_quarantine(const core::Value& node, const Decision& decision,
-                           const std::set<std::string>& entities, const std::string& incident = "");
+                           const std::set<std::string>& entities, const std::string& incident = "",
+                           bool take_over = false);
 
 // Releases everything sentinel holds on the node now, whatever the entities say (an incident
 // that ends: validated, cancelled). Undoes only sentinel's own marks.
 NodeChange plan_release_all(const core::Value& node);
+
+// True when someone gave the node back to the scheduler against the quarantine: a node the
+// quarantine keeps out by a cordon (sentinel's share, or a foreign cordon it found) that is
+// schedulable now, or a taint-only quarantine whose taints were all removed. The caller ends
+// the incident (Cancelled) or lets a Failed one go. False for a record that holds nothing.
+bool handed_back(const core::Value& node, const QuarantineRecord& rec);
+
+// The record without the entities that recovered (not in `faulty`): the annotation to write,
+// or nullopt when every recorded entity is still faulty. The node stays held.
+std::optional<std::string> forget_recovered(const QuarantineRecord& rec,
+                                            const std::set<std::string>& faulty);
 
 // Releases the node when every entity of its quarantine recovered (not in `faulty`); entities
 // that recovered are dropped from the record meanwhile. Undoes only sentinel's own marks.
