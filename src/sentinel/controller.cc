@@ -528,6 +528,7 @@ class NodeReconciler final : public controller::Reconciler {
 
     if (active != nullptr) return drive(policy, *node, *active, rec, faulty, health.get());
 
+    bool take_over = false;  // the node is held by a Failed incident
     if (!rec.incident.empty()) {
       kube::ObjectPtr named = remediations_.get(rec.incident);
       if (named == nullptr) {
@@ -549,15 +550,23 @@ class NodeReconciler final : public controller::Reconciler {
                         rec.entities, d.matched, rec.cordoned, rec.taints, action);
         return {.requeue = true};
       }
-      const std::string p = phase_of(*named);
-      if (p == "Failed") {
-        // Stays out until someone looks; a manual uncordon hands the node back.
-        if (kube::cordon_state(*node).overridden()) patch_node(*node, plan_release_all(*node));
-        return {};
+      if (phase_of(*named) != "Failed") {
+        // A finished incident whose release was interrupted: finish it.
+        patch_node(*node, plan_release_all(*node));
+        return {.requeue = true};
       }
-      // A finished incident whose release was interrupted: finish it.
-      patch_node(*node, plan_release_all(*node));
-      return {};
+      // A Failed incident keeps the node out until a person hands it back (uncordons it, or
+      // removes a taint-only quarantine's taints): then sentinel's marks go and the node is
+      // watched like any other. While it is out, a new fault opens a new incident that takes
+      // the quarantine over (below), so no fault on the node is ever ignored.
+      if (handed_back(*node, rec)) {
+        patch_node(*node, plan_release_all(*node));
+        events_.record(node_ref(*node), kube::EventType::Normal, "HandedBack", "Release",
+                       "the node was made schedulable after incident " + rec.incident +
+                           " failed; sentinel's marks removed");
+        return {.requeue = true};
+      }
+      take_over = true;
     }
 
     // A new incident? Evaluate the rules over every faulty entity.
@@ -567,7 +576,7 @@ class NodeReconciler final : public controller::Reconciler {
     if (health != nullptr && !faulty.empty())
       evaluate(*health, *node, faulty, overridden, decision, entities, fault_since);
     if (!decision.cordon && decision.taints.empty()) {
-      return gate_new_node(policy, policy_created, *node);
+      return take_over ? Result{} : gate_new_node(policy, policy_created, *node);
     }
     const std::int64_t now = now_ms();
     std::string refused;
@@ -595,7 +604,7 @@ class NodeReconciler final : public controller::Reconciler {
     save_breaker(version);
     const std::string name = incident_name(req.name, now);
     std::optional<core::Value> patched =
-        patch_node(*node, plan_quarantine(*node, decision, entities, name));
+        patch_node(*node, plan_quarantine(*node, decision, entities, name, take_over));
     const std::int64_t cordoned = now_ms();
     metrics_.quarantines.inc();
     if (fault_since > 0 && cordoned >= fault_since) {
@@ -975,11 +984,26 @@ class NodeReconciler final : public controller::Reconciler {
     if (new_node) recovered = false;
     const std::int64_t now = now_ms();
 
-    // A manual uncordon (owners recorded, node schedulable) cancels the incident.
-    if (rec.cordoned && kube::cordon_state(node).overridden()) {
-      finish(rem, "Cancelled", "the node was uncordoned by someone else; incident cancelled",
+    // Someone gave the node back (a manual uncordon, whoever cordoned it first; a taint-only
+    // quarantine's taints removed): the person's decision wins, the incident is cancelled.
+    // Only once the quarantine is on the node (its record names this incident).
+    if (rec.incident == name && handed_back(node, rec)) {
+      finish(rem, "Cancelled",
+             rec.cordoned || rec.foreign_cordon
+                 ? "the node was uncordoned by someone else; incident cancelled"
+                 : "sentinel's taints were removed by someone else; incident cancelled",
              &node);
       return {};
+    }
+    // Entities that recovered leave the record at once (the node stays held by the rest, or
+    // by the incident until certify passed it).
+    if (rec.incident == name && phase != "Detected") {
+      if (auto annotation = forget_recovered(rec, faulty)) {
+        NodeChange c;
+        c.annotation = std::move(*annotation);
+        patch_node(node, c);
+        return {.requeue = true};
+      }
     }
 
     // The agent's log bundle of this incident (NodeHealth status.remediationBundle) is named
