@@ -76,7 +76,13 @@ void fold_health(core::Value& status, const Record& r, const core::Value& p) {
     return reject(status, r,
                   "more than 64 checks; check '" + std::string(check) + "' not recorded");
   const std::string_view entity = p.get_string({"entity"});
+  // The state of what the record is about (the entity, else the check) before it: history
+  // records transitions only, so a record that changes only the reason or the message of the
+  // same state (a follow-up line of one fault, a monitor re-reporting after a restart) updates
+  // the status and adds no entry. A first sighting ("" before) is a transition.
+  std::string before;
   if (entity.empty()) {
+    before = c->get_string({"state"});
     set_state(*c, state, reason, message, time);
   } else {
     core::Value* e = item((*c)["entities"], "id", entity, kMaxEntities);
@@ -85,6 +91,7 @@ void fold_health(core::Value& status, const Record& r, const core::Value& p) {
                     "check '" + std::string(check) + "' has 64 entities; '" + std::string(entity) +
                         "' not recorded");
     if (auto k = p.get_string({"entityKind"}); !k.empty()) (*e)["kind"] = std::string(k);
+    before = e->get_string({"state"});
     set_state(*e, state, reason, message, time);
     // The check is as bad as its worst entity.
     const core::Value* worst = e;
@@ -94,6 +101,7 @@ void fold_health(core::Value& status, const Record& r, const core::Value& p) {
     set_state(*c, worst->get_string({"state"}), worst->get_string({"reason"}),
               worst->get_string({"message"}), time);
   }
+  if (before == state) return;
   core::Value h = core::Value::map();
   h["recordId"] = static_cast<std::int64_t>(r.id);
   h["time"] = std::string(time);

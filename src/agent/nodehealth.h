@@ -22,7 +22,10 @@ inline const kube::ResourceId kNodeHealthResource{"gpufleet.io", "v1alpha1", "no
 //    "entityKind": "GPU|NIC|Host|…" (optional), "reason": "Xid79", "message": "…", "time": RFC
 //    3339}
 // Without an entity the observation is about the check as a whole; with one, the entity's
-// state is set and the check's state becomes the worst of its entities'.
+// state is set and the check's state becomes the worst of its entities'. status.history gets
+// an entry only for a transition: a record whose state differs from what the entity (else the
+// check) had before, a first sighting included; one that changes only the reason or message
+// of the same state updates the entity and adds no entry (escalation rules count entries).
 inline constexpr std::string_view kHealthKind = "health";
 
 // Bounds of the status (the CRD enforces the same maxItems).

@@ -25,6 +25,10 @@ namespace {
 int rank(std::string_view state) { return state == "Fatal" ? 2 : state == "Warning" ? 1 : 0; }
 
 constexpr std::string_view kStateFile = "kmsg-state.json";
+// An open fault's message grows by one "; then …" per distinct follow-up up to this many bytes
+// (under NodeHealth's 1,024), then says that more followed; the kernel events keep them all.
+constexpr std::size_t kMaxFaultMessage = 900;
+constexpr std::string_view kMoreFollowUps = "; and more (see the sentinel.kernel events)";
 
 }  // namespace
 
@@ -122,6 +126,7 @@ void KmsgMonitor::load_state() {
         fault.state = std::string(e.value.get_string({"state"}));
         fault.reason = std::string(e.value.get_string({"reason"}));
         fault.entity_kind = std::string(e.value.get_string({"entityKind"}, "GPU"));
+        fault.message = std::string(e.value.get_string({"message"}));
         const core::Value* r = e.value.find("needsReboot");
         fault.needs_reboot = r != nullptr && r->is_bool() && r->as_bool();
         if (rank(fault.state) > 0) faults_[e.key] = fault;
@@ -150,6 +155,7 @@ void KmsgMonitor::save_state() {
     e["reason"] = fault.reason;
     e["entityKind"] = fault.entity_kind;
     e["needsReboot"] = fault.needs_reboot;
+    e["message"] = fault.message;
     f[entity] = std::move(e);
   }
   v["faults"] = std::move(f);
@@ -314,22 +320,49 @@ void KmsgMonitor::handle_line(std::string_view line, agent::Emitter& out) {
 void KmsgMonitor::set_entity(const std::string& entity, const Fault& f, std::string_view message,
                              agent::Emitter& out) {
   auto it = faults_.find(entity);
-  if (it != faults_.end()) {
-    // Never downgrade an entity's state with a lesser signal, and say nothing new twice.
-    if (rank(it->second.state) > rank(f.state)) return;
-    if (it->second.state == f.state && it->second.reason == f.reason) return;
+  if (it == faults_.end() || rank(f.state) > rank(it->second.state)) {
+    // A new fault: the entity goes to a worse state (healthy → Warning or Fatal, Warning →
+    // Fatal). This signal is its identity.
+    Fault fresh = f;
+    if (it != faults_.end()) fresh.needs_reboot = fresh.needs_reboot || it->second.needs_reboot;
+    fresh.message = std::string(message);
+    faults_[entity] = fresh;
+    dirty_ = true;
+    emit_entity(entity, fresh, out);
+    return;
   }
-  Fault merged = f;
-  if (it != faults_.end()) merged.needs_reboot = merged.needs_reboot || it->second.needs_reboot;
-  faults_[entity] = merged;
+  // The entity is already at this state or worse: the signal belongs to the open fault (a
+  // repeat of its Xid after the burst window, the driver's Xid 154 recovery action that
+  // follows it, another Xid of the same error). It never downgrades the entity and never
+  // becomes a fault of its own; what it adds is kept: a reboot the driver now asks for, and
+  // a line in the message.
+  Fault& open = it->second;
+  if (f.needs_reboot && !open.needs_reboot) {
+    open.needs_reboot = true;
+    dirty_ = true;
+  }
+  if (rank(f.state) < rank(open.state) || f.reason == open.reason) return;
+  if (open.message.find(message) != std::string::npos) return;  // said before
+  if (open.message.empty()) {
+    open.message = std::string(message);  // a fault a version before messages were kept left
+  } else if (open.message.size() + message.size() > kMaxFaultMessage) {
+    if (open.message.ends_with(kMoreFollowUps)) return;
+    open.message += kMoreFollowUps;
+  } else {
+    open.message.append("; then ").append(message);
+  }
   dirty_ = true;
+  emit_entity(entity, open, out);
+}
+
+void KmsgMonitor::emit_entity(const std::string& entity, const Fault& f, agent::Emitter& out) {
   core::Value h = core::Value::map();
   h["check"] = kXidCheck;
   h["entity"] = entity;
   h["entityKind"] = f.entity_kind;
   h["state"] = f.state;
   h["reason"] = f.reason;
-  h["message"] = message;
+  h["message"] = f.message;
   out.emit(agent::kHealthKind, h);
 }
 

@@ -15,6 +15,13 @@
 // - Cancellation: Xid 154 "recovery action changed ... to 0x0 (None)" is the driver's outcome
 //   of a successful GPU reset and clears that GPU's fault, unless the fault needs a reboot
 //   (fallen off the bus), which only a new boot clears.
+// - One fault, one health record of its own: an entity's health changes state only upwards
+//   (healthy → Warning → Fatal) while it is faulty. A signal at the state it already has or a
+//   lesser one — a repeat of the Xid after the burst window, the driver's Xid 154 recovery
+//   action that follows it, another Xid of the same error (48 then 95) — is part of the open
+//   fault: the state and reason stay (NodeHealth history gets no entry), the message gets a
+//   "; then …" line and a reboot it asks for is remembered. A new fault on the entity starts
+//   after it recovered (GPU reset succeeded, reboot) or when it turns worse.
 #pragma once
 
 #include <chrono>
@@ -72,11 +79,15 @@ class KmsgMonitor final : public agent::Monitor {
   [[nodiscard]] const KmsgMonitorStats& stats() const noexcept { return stats_; }
 
  private:
+  // An entity's open fault: what first took it to its state. Later signals of the same or a
+  // lesser state (the driver's recovery-action line, another Xid of the same burst) are part
+  // of it: they add to `message`, never to the fault's identity (state, reason).
   struct Fault {
     std::string state;   // Warning | Fatal
     std::string reason;  // Xid79, SXid20034, RecoveryAction
     bool needs_reboot = false;
     std::string entity_kind;
+    std::string message;  // as reported: the first signal, then "; then …" per follow-up
   };
   struct Burst {
     std::uint64_t last_usec = 0;
@@ -92,6 +103,7 @@ class KmsgMonitor final : public agent::Monitor {
   void handle_event(const KmsgRecord& r, const KernelEvent& ev, agent::Emitter& out);
   void set_entity(const std::string& entity, const Fault& f, std::string_view message,
                   agent::Emitter& out);
+  void emit_entity(const std::string& entity, const Fault& f, agent::Emitter& out);
   void clear_entity(const std::string& entity, std::string_view reason, std::string_view message,
                     agent::Emitter& out);
   void read_char_device(const std::string& path, agent::Emitter& out);

@@ -136,7 +136,9 @@ TEST(Agent, BacklogAfterOutageIsDeliveredInOrder) {
   const auto* e = entity(sink.status["n1"], "ib-port", "mlx5_0/1");
   EXPECT_EQ(e->get_string({"state"}), "Fatal");
   EXPECT_EQ(e->get_string({"message"}), "port state 1: DOWN");
-  EXPECT_EQ(sink.status["n1"].find("history")->size(), 5u);  // the boot is not a health event
+  // Healthy, Fatal, Healthy, Fatal: the boot is not a health event, and DOWN after INIT
+  // changes only the message of the same Fatal state (not a transition).
+  EXPECT_EQ(sink.status["n1"].find("history")->size(), 4u);
 }
 
 TEST(Agent, LostReplyRedeliversWithoutDuplicateEffect) {
@@ -346,6 +348,47 @@ TEST(AgentMetrics, CountsDeliveriesByResultAndAggregatesBacklogOverNodes) {
   EXPECT_EQ(m.nodes_with_backlog.value(), 0);
   // Bounded: no series names a node.
   EXPECT_EQ(registry.render().find("n1"), std::string::npos);
+}
+
+// status.history records transitions only (issue 29: one fault, one entry; escalation rules
+// count the entries): a record that changes only the reason or message of an entity's (or a
+// check's) state updates the status and adds no entry; recoveries are transitions too.
+TEST(FoldRecords, HistoryRecordsTransitionsOnly) {
+  core::Value st;
+  auto rec = [](std::uint64_t id, std::string_view json) {
+    return Record{id, std::string(kHealthKind), std::string(json)};
+  };
+  std::vector<Record> rs = {
+      rec(1,
+          R"({"check":"xid","entity":"GPU-a","state":"Fatal","reason":"Xid79","message":"off"})"),
+      rec(2, R"({"check":"xid","entity":"GPU-a","state":"Fatal","reason":"RecoveryAction",)"
+             R"("message":"reboot"})"),
+      rec(3, R"({"check":"xid","entity":"GPU-a","state":"Fatal","reason":"Xid79",)"
+             R"("message":"off; then reboot"})"),
+      rec(4, R"({"check":"xid","entity":"GPU-b","state":"Warning","reason":"Xid13"})"),
+      rec(5, R"({"check":"xid","entity":"GPU-b","state":"Fatal","reason":"Xid48"})"),
+      rec(6, R"({"check":"xid","entity":"GPU-a","state":"Healthy","reason":"NodeRebooted"})"),
+      rec(7, R"({"check":"xid","entity":"GPU-a","state":"Fatal","reason":"Xid79"})"),
+      rec(8, R"({"check":"nvml","state":"Unknown","reason":"NvmlUnavailable"})"),
+      rec(9, R"({"check":"nvml","state":"Unknown","reason":"NvmlUnavailable","message":"again"})"),
+  };
+  EXPECT_EQ(fold_records(st, rs), 9u);
+  std::vector<std::string> h;
+  for (const auto& e : st.find("history")->as_list())
+    h.push_back(std::to_string(e.find("recordId")->as_int()) + " " +
+                std::string(e.get_string({"entity"})) + " " + std::string(e.get_string({"state"})));
+  EXPECT_EQ(h, (std::vector<std::string>{"1 GPU-a Fatal", "4 GPU-b Warning", "5 GPU-b Fatal",
+                                         "6 GPU-a Healthy", "7 GPU-a Fatal", "8  Unknown"}));
+  // The entity still shows the newest reason and message of its state.
+  const auto* a = entity(st, "xid", "GPU-a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->get_string({"reason"}), "Xid79");
+  const auto* b = entity(st, "xid", "GPU-b");
+  EXPECT_EQ(b->get_string({"reason"}), "Xid48");
+  st = core::Value{};
+  fold_records(st, std::span(rs).first(3));
+  EXPECT_EQ(entity(st, "xid", "GPU-a")->get_string({"message"}), "off; then reboot");
+  EXPECT_EQ(st.find("history")->size(), 1u);
 }
 
 TEST(FoldRecords, RejectsMalformedHealthRecordsVisibly) {

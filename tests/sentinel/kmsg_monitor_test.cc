@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "agent/nodehealth.h"
+#include "core/json.h"
 #include "core/xid_catalog.h"
 #include "sim/fault.h"
 #include "sim/kmsg_log.h"
@@ -252,8 +253,15 @@ TEST(KmsgMonitor, BurstsAreSuppressedAtTheSource) {
   ASSERT_EQ(ev.size(), 3u);
   EXPECT_EQ(ev[2].find("suppressedBefore")->as_uint(), 99u);
   EXPECT_EQ(m.stats().suppressed, 99u);
-  // Health is said once per change (Xid13, Xid31, Xid13 again), not per event.
-  EXPECT_EQ(out.of(agent::kHealthKind).size(), 3u);
+  // Health is said once per change, not per event: Xid13 makes the GPU Warning; Xid31 on the
+  // Warning GPU is part of that fault (its message says so, the reason stays); Xid13 again is
+  // its repeat and says nothing new.
+  auto h = out.of(agent::kHealthKind);
+  ASSERT_EQ(h.size(), 2u);
+  EXPECT_EQ(h[1].get_string({"state"}), "Warning");
+  EXPECT_EQ(h[1].get_string({"reason"}), "Xid13");
+  EXPECT_NE(h[1].get_string({"message"}).find("; then Xid31 on GPU-aaaa"), std::string::npos)
+      << h[1].get_string({"message"});
 }
 
 TEST(KmsgMonitor, BurstStateIsBounded) {
@@ -279,8 +287,12 @@ TEST(KmsgMonitor, SuccessfulResetCancelsTheFaultButNotAFallenOffGpu) {
   Collect out;
   m.poll(out);
   auto h = out.of(agent::kHealthKind);
-  ASSERT_EQ(h.size(), 3u);  // 48 Fatal, recovery action (same state, new reason), fell off
-  EXPECT_EQ(h[1].get_string({"reason"}), "RecoveryAction");
+  ASSERT_EQ(h.size(), 3u);  // 48 Fatal, its recovery action (in the message), fell off
+  EXPECT_EQ(h[1].get_string({"state"}), "Fatal");
+  EXPECT_EQ(h[1].get_string({"reason"}), "Xid48");  // the fault is still the Xid 48
+  EXPECT_NE(h[1].get_string({"message"}).find("; then RecoveryAction on GPU-aaaa"),
+            std::string::npos)
+      << h[1].get_string({"message"});
   EXPECT_EQ(h[2].get_string({"entity"}), "GPU-bbbb");
   EXPECT_EQ(h[2].get_string({"reason"}), "GpuFellOffBus");
 
@@ -296,6 +308,110 @@ TEST(KmsgMonitor, SuccessfulResetCancelsTheFaultButNotAFallenOffGpu) {
   EXPECT_EQ(h[0].get_string({"state"}), "Healthy");
   EXPECT_EQ(h[1].get_string({"entity"}), "GPU-aaaa");
   EXPECT_EQ(h[1].get_string({"state"}), "Fatal");
+}
+
+// Folds what a monitor emitted into a NodeHealth status as the agent's sink does, and returns
+// the history entries of one entity as "state reason".
+std::vector<std::string> history_of(const Collect& out, std::string_view entity,
+                                    core::Value& status, std::uint64_t& next_id) {
+  std::vector<agent::Record> records;
+  for (const auto& [kind, payload] : out.items)
+    records.push_back({next_id++, kind, core::to_json(payload)});
+  agent::fold_records(status, records);
+  std::vector<std::string> entries;
+  if (const core::Value* h = status.find("history"); h != nullptr && h->is_list())
+    for (const auto& e : h->as_list())
+      if (e.get_string({"entity"}) == entity)
+        entries.push_back(std::string(e.get_string({"state"})) + " " +
+                          std::string(e.get_string({"reason"})));
+  return entries;
+}
+
+// Issue 29: one fault, one history entry. The kernel log as the driver prints it when a GPU
+// falls off the bus (a burst of Xid 79 over more than the burst window, the recovery-action
+// line, more Xid 79) and when a double-bit ECC error hits (Xid 48 burst, the row-remap event,
+// the recovery action, the contained and uncontained memory errors that follow).
+TEST(KmsgMonitor, BurstWithRecoveryActionIsOneFaultInTheHistory) {
+  Node n;
+  const char* off =
+      "NVRM: Xid (PCI:0000:2a:00): 79, pid=1234, name=python3, GPU has fallen off the bus.";
+  for (int i = 0; i < 5; ++i) n.log.append(sim::kKernWarning, 5'000'000 + i * 1000, off);
+  n.log.append(sim::kKernWarning, 5'010'000,
+               "NVRM: Xid (PCI:0000:2a:00): 154, GPU recovery action changed from 0x0 (None) to "
+               "0x2 (Node Reboot Required)");
+  n.log.append(sim::kKernWarning, 20'000'000, off);  // after the burst window: a new burst
+  const char* dbe =
+      "NVRM: Xid (PCI:0000:18:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double "
+      "bit error (DBE) has been detected on GPU in the framebuffer at physAddr 0x3f2c0000.";
+  for (int i = 0; i < 3; ++i) n.log.append(sim::kKernWarning, 6'000'000 + i, dbe);
+  n.log.append(sim::kKernWarning, 6'000'010,
+               "NVRM: Xid (PCI:0000:18:00): 63, pid='<unknown>', name=<unknown>, Row Remapper: "
+               "New row (0x0000000000001234) marked for remapping, reset gpu to activate.");
+  n.log.append(sim::kKernWarning, 6'000'020,
+               "NVRM: Xid (PCI:0000:18:00): 154, GPU recovery action changed from 0x0 (None) to "
+               "0x1 (GPU Reset Required)");
+  n.log.append(sim::kKernWarning, 6'000'030,
+               "NVRM: Xid (PCI:0000:18:00): 94, pid=4242, name=python3, Contained: SM (0x1). RST: "
+               "No, D-RST: No");
+  n.log.append(sim::kKernWarning, 6'000'040,
+               "NVRM: Xid (PCI:0000:18:00): 95, pid=4242, name=python3, Uncontained: FBHUB. RST: "
+               "Yes, D-RST: No");
+  n.flush();
+  KmsgMonitor m(n.ctx);
+  Collect out;
+  m.poll(out);
+  core::Value status;
+  std::uint64_t id = 1;
+  EXPECT_EQ(history_of(out, "GPU-bbbb", status, id), (std::vector<std::string>{"Fatal Xid79"}));
+  EXPECT_EQ(history_of({}, "GPU-aaaa", status, id), (std::vector<std::string>{"Fatal Xid48"}));
+  // What followed is kept in the entity's message: the driver wants a reboot, a reset.
+  std::string msg;
+  for (const auto& c : status.find("checks")->as_list())
+    for (const auto& e : c.find("entities")->as_list())
+      if (e.get_string({"id"}) == "GPU-bbbb") msg = e.get_string({"message"});
+  EXPECT_NE(msg.find("Xid79 on GPU-bbbb"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(action Node Reboot Required)"), std::string::npos) << msg;
+
+  // A restarted agent (state from the file) still knows the open faults: a later repeat and
+  // the recovery line again add nothing.
+  n.log.append(sim::kKernWarning, 40'000'000, off);
+  n.log.append(sim::kKernWarning, 40'000'010,
+               "NVRM: Xid (PCI:0000:18:00): 154, GPU recovery action changed from 0x0 (None) to "
+               "0x1 (GPU Reset Required)");
+  n.flush();
+  Collect later;
+  m.poll(later);  // also saves the state of the first poll
+  EXPECT_EQ(later.of(agent::kHealthKind).size(), 0u);
+  EXPECT_EQ(later.of(kKernelEventKind).size(), 2u);  // the kernel events are still told
+  {
+    KmsgMonitor restarted(n.ctx);
+    Collect again;
+    restarted.poll(again);
+    EXPECT_EQ(again.of(agent::kHealthKind).size(), 0u);
+  }
+
+  // A successful reset of GPU 0 ends its fault; the next Xid 48 is a new fault. GPU 1 (off the
+  // bus) stays faulty until a reboot.
+  Node fresh;
+  for (int i = 0; i < 3; ++i) fresh.log.append(sim::kKernWarning, 1'000'000 + i, dbe);
+  fresh.log.append(sim::kKernWarning, 1'000'010,
+                   "NVRM: Xid (PCI:0000:18:00): 154, GPU recovery action changed from 0x0 (None) "
+                   "to 0x1 (GPU Reset Required)");
+  fresh.log.append(sim::kKernWarning, 2'000'000,
+                   "NVRM: Xid (PCI:0000:18:00): 154, GPU recovery action changed from 0x1 (GPU "
+                   "Reset Required) to 0x0 (None)");
+  fresh.log.append(sim::kKernWarning, 3'000'000, dbe);
+  fresh.log.append(sim::kKernWarning, 3'000'010,
+                   "NVRM: Xid (PCI:0000:18:00): 154, GPU recovery action changed from 0x0 (None) "
+                   "to 0x1 (GPU Reset Required)");
+  fresh.flush();
+  KmsgMonitor m2(fresh.ctx);
+  Collect out2;
+  m2.poll(out2);
+  core::Value st2;
+  std::uint64_t id2 = 1;
+  EXPECT_EQ(history_of(out2, "GPU-aaaa", st2, id2),
+            (std::vector<std::string>{"Fatal Xid48", "Healthy GpuResetSucceeded", "Fatal Xid48"}));
 }
 
 TEST(KmsgMonitor, MalformedLinesAndGapsAreCounted) {
