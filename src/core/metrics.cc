@@ -1,5 +1,6 @@
 #include "core/metrics.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <mutex>
@@ -145,7 +146,7 @@ void append_labels(std::string& out, const std::vector<std::string>& names,
 namespace detail {
 
 template <typename Series>
-Series& Family<Series>::series(std::span<const std::string_view> values) {
+std::shared_ptr<Series> Family<Series>::series(std::span<const std::string_view> values) {
   if (values.size() != label_names_.size()) {
     std::string names;
     for (const std::string& n : label_names_) names += (names.empty() ? "" : ", ") + n;
@@ -155,23 +156,76 @@ Series& Family<Series>::series(std::span<const std::string_view> values) {
   }
   {
     std::shared_lock lock(mu_);
-    if (auto it = series_.find(values); it != series_.end()) return *it->second;
+    if (auto it = series_.find(values); it != series_.end()) return it->second;
   }
   std::unique_lock lock(mu_);
-  if (auto it = series_.find(values); it != series_.end()) return *it->second;
+  if (auto it = series_.find(values); it != series_.end()) return it->second;
   if (regular_series_ >= options_.max_series) {
     std::vector<std::string> overflow(label_names_.size(), std::string(kOverflowLabelValue));
     auto it = series_.find(overflow);
     if (it == series_.end()) {
-      it = series_.emplace(std::move(overflow), std::make_unique<Series>(series_size_)).first;
+      it = series_.emplace(std::move(overflow), std::make_shared<Series>(series_size_)).first;
     }
-    return *it->second;
+    return it->second;
   }
   std::vector<std::string> key(values.begin(), values.end());
-  auto it = series_.emplace(std::move(key), std::make_unique<Series>(series_size_)).first;
+  auto it = series_.emplace(std::move(key), std::make_shared<Series>(series_size_)).first;
   ++regular_series_;
   if (label_names_.empty()) sole_.store(it->second.get(), std::memory_order_release);
-  return *it->second;
+  return it->second;
+}
+
+template <typename Series>
+bool Family<Series>::remove(std::initializer_list<std::string_view> label_values) {
+  if (label_names_.empty()) {
+    throw InvalidInput("metric " + name_ +
+                       " has no labels: its one series cannot be removed; set it to 0 instead");
+  }
+  if (label_values.size() != label_names_.size()) {
+    throw InvalidInput("metric " + name_ + " has " + std::to_string(label_names_.size()) +
+                       " label(s) but remove was given " + std::to_string(label_values.size()) +
+                       " value(s)");
+  }
+  std::unique_lock lock(mu_);
+  auto it = series_.find(
+      std::span<const std::string_view>(label_values.begin(), label_values.size()));
+  if (it == series_.end()) return false;
+  const bool overflow = std::all_of(it->first.begin(), it->first.end(),
+                                    [](const std::string& v) { return v == kOverflowLabelValue; });
+  if (!overflow) --regular_series_;
+  series_.erase(it);  // handles still holding it keep it alive, unrendered
+  return true;
+}
+
+template <typename Series>
+std::size_t Family<Series>::remove_matching(std::string_view label_name, std::string_view value) {
+  auto pos = std::find(label_names_.begin(), label_names_.end(), label_name);
+  if (pos == label_names_.end()) {
+    throw InvalidInput("metric " + name_ + " has no label \"" + std::string(label_name) +
+                       "\"; remove by one of its labels");
+  }
+  const auto index = static_cast<std::size_t>(pos - label_names_.begin());
+  std::unique_lock lock(mu_);
+  std::size_t removed = 0;
+  for (auto it = series_.begin(); it != series_.end();) {
+    if (it->first[index] != value) {
+      ++it;
+      continue;
+    }
+    const bool overflow = std::all_of(it->first.begin(), it->first.end(), [](const std::string& v) {
+      return v == kOverflowLabelValue;
+    });
+    if (!overflow) --regular_series_;
+    it = series_.erase(it);
+    ++removed;
+  }
+  return removed;
+}
+
+template <typename Series>
+std::size_t Family<Series>::series_count() const {
+  std::shared_lock lock(mu_);
+  return series_.size();
 }
 
 template class Family<Scalar>;
@@ -189,10 +243,10 @@ void Counter::Handle::inc(double amount) const {
 
 Counter::Handle Counter::with(std::initializer_list<std::string_view> label_values) {
   return Handle(
-      &series(std::span<const std::string_view>(label_values.begin(), label_values.size())));
+      series(std::span<const std::string_view>(label_values.begin(), label_values.size())));
 }
 Counter::Handle Counter::with(std::span<const std::string_view> label_values) {
-  return Handle(&series(label_values));
+  return Handle(series(label_values));
 }
 
 void Counter::render(std::string& out) const {
@@ -208,10 +262,10 @@ void Counter::render(std::string& out) const {
 
 Gauge::Handle Gauge::with(std::initializer_list<std::string_view> label_values) {
   return Handle(
-      &series(std::span<const std::string_view>(label_values.begin(), label_values.size())));
+      series(std::span<const std::string_view>(label_values.begin(), label_values.size())));
 }
 Gauge::Handle Gauge::with(std::span<const std::string_view> label_values) {
-  return Handle(&series(label_values));
+  return Handle(series(label_values));
 }
 
 void Gauge::render(std::string& out) const {
@@ -247,11 +301,11 @@ std::uint64_t Histogram::Handle::count() const noexcept {
 }
 
 Histogram::Handle Histogram::with(std::initializer_list<std::string_view> label_values) {
-  return Handle(&bounds_, &series(std::span<const std::string_view>(label_values.begin(),
-                                                                    label_values.size())));
+  return Handle(&bounds_, series(std::span<const std::string_view>(label_values.begin(),
+                                                                   label_values.size())));
 }
 Histogram::Handle Histogram::with(std::span<const std::string_view> label_values) {
-  return Handle(&bounds_, &series(label_values));
+  return Handle(&bounds_, series(label_values));
 }
 
 void Histogram::render(std::string& out) const {

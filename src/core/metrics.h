@@ -9,6 +9,11 @@
 // Label sets are bounded: each metric holds at most `max_series` label-value combinations;
 // further new combinations are counted in one overflow series whose label values are all
 // "other", so a runaway label (a pod name, an error text) cannot grow memory or scrape size.
+//
+// Series of something that went away (a deleted object's name in a label) are removed with
+// remove() / remove_matching(). A handle shares ownership of its series, so a handle another
+// thread still holds stays valid: its updates go to the removed series, which is no longer
+// rendered, and the next with() of those labels starts a fresh series at zero.
 #pragma once
 
 #include <algorithm>
@@ -84,15 +89,31 @@ class Family {
  protected:
   // Finds or creates the series for these label values (the overflow series when full).
   // Throws InvalidInput when the number of values differs from the label names.
-  Series& series(std::span<const std::string_view> values);
+  std::shared_ptr<Series> series(std::span<const std::string_view> values);
   // The series of a metric without labels, once created; no lock needed to reach it.
   Series* sole() const noexcept { return sole_.load(std::memory_order_acquire); }
+  // A handle's pointer to the sole series without touching a reference count (hot path): it
+  // is never removed, and lives as long as the family.
+  static std::shared_ptr<Series> unowned(Series* s) noexcept {
+    return std::shared_ptr<Series>(std::shared_ptr<void>(), s);
+  }
   // Calls f(label_values, series) in label-value order, under a shared lock.
   template <typename F>
   void for_each(F&& f) const {
     std::shared_lock lock(mu_);
     for (const auto& [values, s] : series_) f(values, *s);
   }
+
+ public:
+  // Removes the series with exactly these label values; false when there is none. Throws
+  // InvalidInput for a metric without labels (its one series is never removed) or a wrong
+  // number of values.
+  bool remove(std::initializer_list<std::string_view> label_values);
+  // Removes every series whose label `label_name` has `value`; returns how many. Throws
+  // InvalidInput when the metric has no such label.
+  std::size_t remove_matching(std::string_view label_name, std::string_view value);
+  // Series currently rendered (the overflow series included).
+  [[nodiscard]] std::size_t series_count() const;
 
  private:
   std::string name_;
@@ -101,7 +122,7 @@ class Family {
   MetricOptions options_;
   std::size_t series_size_;
   mutable std::shared_mutex mu_;
-  std::map<std::vector<std::string>, std::unique_ptr<Series>, LabelLess> series_;
+  std::map<std::vector<std::string>, std::shared_ptr<Series>, LabelLess> series_;
   std::size_t regular_series_ = 0;  // series other than the overflow series
   std::atomic<Series*> sole_{nullptr};
 };
@@ -121,8 +142,8 @@ class Counter : public detail::Family<detail::Scalar> {
 
    private:
     friend class Counter;
-    explicit Handle(detail::Scalar* s) : s_(s) {}
-    detail::Scalar* s_;
+    explicit Handle(std::shared_ptr<detail::Scalar> s) : s_(std::move(s)) {}
+    std::shared_ptr<detail::Scalar> s_;
   };
 
   using Family::Family;
@@ -137,7 +158,7 @@ class Counter : public detail::Family<detail::Scalar> {
  private:
   Handle unlabeled() {
     detail::Scalar* s = sole();
-    return s != nullptr ? Handle(s) : with({});
+    return s != nullptr ? Handle(unowned(s)) : with({});
   }
 };
 
@@ -155,8 +176,8 @@ class Gauge : public detail::Family<detail::Scalar> {
 
    private:
     friend class Gauge;
-    explicit Handle(detail::Scalar* s) : s_(s) {}
-    detail::Scalar* s_;
+    explicit Handle(std::shared_ptr<detail::Scalar> s) : s_(std::move(s)) {}
+    std::shared_ptr<detail::Scalar> s_;
   };
 
   using Family::Family;
@@ -170,7 +191,7 @@ class Gauge : public detail::Family<detail::Scalar> {
  private:
   Handle unlabeled() {
     detail::Scalar* s = sole();
-    return s != nullptr ? Handle(s) : with({});
+    return s != nullptr ? Handle(unowned(s)) : with({});
   }
 };
 
@@ -185,9 +206,10 @@ class Histogram : public detail::Family<detail::Buckets> {
 
    private:
     friend class Histogram;
-    Handle(const std::vector<double>* bounds, detail::Buckets* b) : bounds_(bounds), b_(b) {}
+    Handle(const std::vector<double>* bounds, std::shared_ptr<detail::Buckets> b)
+        : bounds_(bounds), b_(std::move(b)) {}
     const std::vector<double>* bounds_;
-    detail::Buckets* b_;
+    std::shared_ptr<detail::Buckets> b_;
   };
 
   Histogram(std::string name, std::string help, std::vector<double> bounds,
@@ -202,7 +224,7 @@ class Histogram : public detail::Family<detail::Buckets> {
  private:
   Handle unlabeled() {
     detail::Buckets* b = sole();
-    return b != nullptr ? Handle(&bounds_, b) : with({});
+    return b != nullptr ? Handle(&bounds_, unowned(b)) : with({});
   }
   std::vector<double> bounds_;  // strictly increasing, finite
 };

@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "core/errors.h"
 
@@ -116,6 +119,91 @@ TEST(Metrics, HandlesAreStableAndCheap) {
   EXPECT_EQ(g.with({"certify"}).value(), 11);
   g.with({"other-queue"}).set(1);  // more series do not move existing ones
   EXPECT_EQ(q.value(), 11);
+}
+
+TEST(Metrics, SeriesRemovedByLabelLeaveTheExposition) {
+  Registry r;
+  auto& nodes = r.gauge("set_nodes", "h", {"set", "state"});
+  auto& steps = r.counter("set_steps_total", "h", {"set"});
+  auto& seconds = r.histogram("set_seconds", "h", {1.0}, {"set"});
+  for (const char* set : {"gone", "kept"}) {
+    nodes.with({set, "done"}).set(3);
+    nodes.with({set, "failed"}).set(1);
+    steps.with({set}).inc();
+    seconds.with({set}).observe(0.5);
+  }
+  const Gauge::Handle held = nodes.with({"gone", "done"});  // another thread's handle
+  EXPECT_EQ(nodes.remove_matching("set", "gone"), 2u);
+  EXPECT_EQ(steps.remove_matching("set", "gone"), 1u);
+  EXPECT_TRUE(seconds.remove({"gone"}));
+  EXPECT_FALSE(seconds.remove({"gone"}));
+  EXPECT_EQ(nodes.remove_matching("set", "never-there"), 0u);
+  const std::string text = r.render();
+  EXPECT_EQ(text.find("\"gone\""), std::string::npos) << text;
+  EXPECT_NE(text.find("set_nodes{set=\"kept\",state=\"done\"} 3"), std::string::npos) << text;
+  // The held handle still works (no dangling series); its writes are no longer exported, and
+  // looking the labels up again starts a fresh series.
+  held.set(7);
+  EXPECT_EQ(held.value(), 7);
+  EXPECT_EQ(r.render().find("\"gone\""), std::string::npos);
+  EXPECT_EQ(nodes.with({"gone", "done"}).value(), 0);
+  EXPECT_EQ(nodes.series_count(), 3u);
+  // Bad removals name the metric and the fix.
+  EXPECT_THROW((void)nodes.remove_matching("nope", "x"), InvalidInput);
+  EXPECT_THROW((void)nodes.remove({"only-one"}), InvalidInput);
+  auto& plain = r.counter("plain_total", "h");
+  EXPECT_THROW((void)plain.remove({}), InvalidInput);
+}
+
+TEST(Metrics, RemovalFreesRoomUnderTheCardinalityCap) {
+  Registry r;
+  auto& c = r.counter("capped_total", "h", {"id"}, MetricOptions{2});
+  c.with({"a"}).inc();
+  c.with({"b"}).inc();
+  c.with({"c"}).inc();  // over the cap: counted as "other"
+  EXPECT_EQ(c.remove_matching("id", "a"), 1u);
+  c.with({"d"}).inc();  // room again
+  const std::string text = r.render();
+  EXPECT_NE(text.find("capped_total{id=\"d\"} 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("capped_total{id=\"other\"} 1"), std::string::npos) << text;
+}
+
+// Writers holding handles and looking series up, a remover and a scraper at once: nothing
+// dangles (ASan) and the registry stays consistent.
+TEST(Metrics, RemovalUnderConcurrentUse) {
+  Registry r;
+  auto& g = r.gauge("busy", "h", {"set", "state"});
+  auto& c = r.counter("busy_total", "h", {"set"});
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      const std::string set = "s" + std::to_string(t % 2);
+      Counter::Handle kept = c.with({set});
+      while (!stop) {
+        kept.inc();
+        g.with({set, "done"}).inc();
+        c.with({set}).inc();
+      }
+    });
+  }
+  threads.emplace_back([&] {
+    while (!stop) {
+      (void)g.remove_matching("set", "s0");
+      (void)c.remove_matching("set", "s0");
+      std::this_thread::yield();
+    }
+  });
+  threads.emplace_back([&] {
+    while (!stop) (void)r.render();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  stop = true;
+  for (auto& th : threads) th.join();
+  const std::size_t before = g.series_count();
+  EXPECT_LE(before, 2u);
+  EXPECT_EQ(g.remove_matching("set", "s0") + g.remove_matching("set", "s1"), before);
+  EXPECT_EQ(g.series_count(), 0u);
 }
 
 TEST(Metrics, RegistrationRules) {
