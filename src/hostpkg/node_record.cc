@@ -32,6 +32,12 @@ core::Value record_to_value(const NodeRecord& r) {
     pv["configHashes"] = std::move(ch);
     pv["uninstallSupported"] = p.uninstall_supported;
     pv["interrupt"] = interrupt_to_value(p.interrupt);
+    if (!p.env.empty()) {
+      core::Value env = core::Value::map();
+      for (const auto& [k, val] : p.env) env[k] = val;
+      pv["env"] = std::move(env);
+    }
+    if (!p.resources.empty()) pv["resources"] = pod_resources_to_value(p.resources);
     inst[name] = std::move(pv);
   }
   v["installed"] = std::move(inst);
@@ -84,8 +90,10 @@ RecordRead record_from_value(const core::Value& v) noexcept {
     if (const core::Value* inst = m.find("installed"); inst && !inst->is_null()) {
       for (const auto& [name, pv] : strict_map(*inst, "record.installed", {})) {
         std::string f = "record.installed." + name;
-        const core::Map& pm = strict_map(
-            pv, f, {"version", "image", "configHashes", "uninstallSupported", "interrupt"});
+        const core::Map& pm =
+            strict_map(pv, f,
+                       {"version", "image", "configHashes", "uninstallSupported", "interrupt",
+                        "env", "resources"});
         InstalledPackage p;
         p.version = required_string(pm, f, "version");
         if (!core::SemVer::try_parse(p.version)) {
@@ -102,6 +110,14 @@ RecordRead record_from_value(const core::Value& v) noexcept {
         p.uninstall_supported = optional_bool(pm, f, "uninstallSupported", false);
         if (const core::Value* i = pm.find("interrupt"))
           p.interrupt = parse_interrupt(*i, f + ".interrupt");
+        if (const core::Value* env = pm.find("env"); env && !env->is_null()) {
+          for (const auto& [k, val] : strict_map(*env, f + ".env", {})) {
+            if (!val.is_string()) throw core::InvalidInput(f + ".env." + k + ": expected a string");
+            p.env[k] = val.as_string();
+          }
+        }
+        if (const core::Value* res = pm.find("resources"); res && !res->is_null())
+          p.resources = parse_pod_resources(*res, f + ".resources");
         r.installed.emplace(name, std::move(p));
       }
     }

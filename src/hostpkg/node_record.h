@@ -25,6 +25,10 @@ struct InstalledPackage {
   std::map<std::string, std::string> config_hashes;  // configMap key -> content hash
   bool uninstall_supported = false;
   Interrupt interrupt;  // what its uninstall needs
+  // The env and resources its stage pods ran with: its uninstall after it left the set has
+  // no set entry to take them from. Written only when set (records stay format 1).
+  std::map<std::string, std::string> env;
+  PodResources resources;
   friend bool operator==(const InstalledPackage&, const InstalledPackage&) = default;
 };
 

@@ -204,7 +204,7 @@ Package parse_package(const std::string& name, const core::Value& v) {
     }
   }
   if (const core::Value* r = m.find("resources"); r && !r->is_null()) {
-    strict_map(*r, f + ".resources", {"requests", "limits"});
+    p.resources = parse_pod_resources(*r, f + ".resources");
   }
   p.timeouts = kDefaultTimeouts;
   if (const core::Value* t = m.find("timeouts"); t && !t->is_null()) {

@@ -13,6 +13,7 @@
 
 #include "core/semver.h"
 #include "core/value.h"
+#include "hostpkg/pod_resources.h"
 #include "hostpkg/selector.h"
 #include "kube/api/disruption.h"
 
@@ -69,6 +70,7 @@ struct Package {
   std::vector<ConfigInterrupt> config_interrupts;
   Interrupt interrupt;                     // after apply / upgrade / uninstall
   std::map<std::string, std::string> env;  // handed to every step
+  PodResources resources;                  // requests and limits of every stage pod
   std::array<std::chrono::seconds, kStageCount> timeouts{};
   bool uninstall_supported = false;
   DowngradeRule downgrade = DowngradeRule::Refuse;

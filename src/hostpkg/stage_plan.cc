@@ -84,6 +84,8 @@ NodePlan plan_node(const DesiredState& desired, const NodeRecord& record) {
     s.stage = Stage::Uninstall;
     s.version = inst.version;
     s.image = inst.image;
+    s.env = inst.env;
+    s.resources = inst.resources;
     s.interrupt = inst.interrupt;
     uninstalls.push_back(std::move(s));
   }
@@ -102,6 +104,8 @@ NodePlan plan_node(const DesiredState& desired, const NodeRecord& record) {
       s.stage = Stage::Apply;
       s.version = p.version_text;
       s.image = p.image;
+      s.env = p.env;
+      s.resources = p.resources;
       s.interrupt = p.interrupt;
       s.timeout = p.timeout(Stage::Apply);
       changes.push_back(std::move(s));
@@ -115,6 +119,8 @@ NodePlan plan_node(const DesiredState& desired, const NodeRecord& record) {
         s.version = p.version_text;
         s.from_version = inst->version;
         s.image = p.image;
+        s.env = p.env;
+        s.resources = p.resources;
         s.interrupt = p.interrupt;
         s.timeout = p.timeout(Stage::Upgrade);
         s.downgrade = cmp < 0;
@@ -131,6 +137,8 @@ NodePlan plan_node(const DesiredState& desired, const NodeRecord& record) {
         u.stage = Stage::Uninstall;
         u.version = inst->version;
         u.image = inst->image;
+        u.env = inst->env;
+        u.resources = inst->resources;
         u.interrupt = inst->interrupt;
         u.timeout = p.timeout(Stage::Uninstall);
         u.downgrade = true;
@@ -141,6 +149,8 @@ NodePlan plan_node(const DesiredState& desired, const NodeRecord& record) {
         s.version = p.version_text;
         s.from_version = inst->version;
         s.image = p.image;
+        s.env = p.env;
+        s.resources = p.resources;
         s.interrupt = p.interrupt;
         s.timeout = p.timeout(Stage::Apply);
         s.downgrade = true;
@@ -158,6 +168,8 @@ NodePlan plan_node(const DesiredState& desired, const NodeRecord& record) {
       s.stage = Stage::Config;
       s.version = p.version_text;
       s.image = p.image;
+      s.env = p.env;
+      s.resources = p.resources;
       s.config_hash = desired.package_config_hash[i];
       for (const std::string& k : keys) s.interrupt = coalesce(s.interrupt, p.interrupt_for_key(k));
       s.changed_keys = std::move(keys);
@@ -188,6 +200,15 @@ NodePlan plan_node(const DesiredState& desired, const NodeRecord& record) {
     std::chrono::seconds t{0};
     for (const Package& p : set.packages) t = std::max(t, p.timeout(Stage::Interrupt));
     s.timeout = t;
+    // One pod for every package of the node: the set's packages in dependsOn order, then the
+    // ones leaving it (as recorded); an env name set twice keeps the first value.
+    auto add = [&s](const std::map<std::string, std::string>& env, const PodResources& r) {
+      for (const auto& [k, v] : env) s.env.emplace(k, v);
+      s.resources = merge_pod_resources(s.resources, r);
+    };
+    for (const Package& p : set.packages) add(p.env, p.resources);
+    for (const auto& [name, inst] : record.installed)
+      if (set.find(name) == nullptr) add(inst.env, inst.resources);
     plan.steps.push_back(std::move(s));
   }
   // Post-interrupt checks: packages already waiting on one, then the ones changing now.
@@ -201,6 +222,8 @@ NodePlan plan_node(const DesiredState& desired, const NodeRecord& record) {
       s.stage = Stage::PostInterrupt;
       s.version = p.version_text;
       s.image = p.image;
+      s.env = p.env;
+      s.resources = p.resources;
       s.timeout = p.timeout(Stage::PostInterrupt);
       plan.steps.push_back(std::move(s));
     }
@@ -263,6 +286,8 @@ void record_step_done(NodeRecord& record, const DesiredState& desired, const Pla
         inst.uninstall_supported = p->uninstall_supported;
         inst.interrupt = p->interrupt;
       }
+      inst.env = step.env;
+      inst.resources = step.resources;
       record.pending_interrupt = coalesce(record.pending_interrupt, step.interrupt);
       record.pending_post.insert(step.package);
       break;
@@ -277,6 +302,8 @@ void record_step_done(NodeRecord& record, const DesiredState& desired, const Pla
       for (std::size_t i = 0; i < set.packages.size(); ++i) {
         if (set.packages[i].name == step.package) inst.config_hashes = desired.config_hashes[i];
       }
+      inst.env = step.env;
+      inst.resources = step.resources;
       record.pending_interrupt = coalesce(record.pending_interrupt, step.interrupt);
       record.pending_post.insert(step.package);
       break;

@@ -42,6 +42,10 @@ struct PlannedStep {
   std::string version;       // version the step installs; uninstall: the version removed
   std::string from_version;  // upgrade / downgrade: the installed version
   std::string image;
+  // What the stage pod runs with: the package's (an uninstall: what the record kept of it;
+  // the interrupt: merged over the packages of the node).
+  std::map<std::string, std::string> env;
+  PodResources resources;
   std::string config_hash;                // config: hash of the whole desired configMap
   std::vector<std::string> changed_keys;  // config: added, changed and removed keys
   Interrupt interrupt;  // what completing this step adds to the node's pending interrupt

@@ -14,7 +14,9 @@ NodeRecord sample() {
                                       "r/a:1.2.0",
                                       {{"x.conf", "0123456789abcdef"}},
                                       true,
-                                      Interrupt{InterruptKind::RestartServices, {"s.service"}}};
+                                      Interrupt{InterruptKind::RestartServices, {"s.service"}},
+                                      {},
+                                      {}};
   r.pending_interrupt = Interrupt{InterruptKind::Reboot, {}};
   r.pending_post = {"a"};
   r.state = NodeState::InProgress;

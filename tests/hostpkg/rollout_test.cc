@@ -286,7 +286,7 @@ TEST(Rollout, MalformedAndBlockedNodesAreReportedWhileOthersProceed) {
   f.bad_records["n000"] = "record.state: \"Dancing\" is not Idle, InProgress, Done or Failed";
   NodeRecord newer;
   newer.set = "test";
-  newer.installed["sysctl"] = InstalledPackage{"9.0.0", "r/sysctl:9.0.0", {}, false, {}};
+  newer.installed["sysctl"] = InstalledPackage{"9.0.0", "r/sysctl:9.0.0", {}, false, {}, {}, {}};
   f.records["n001"] = newer;  // downgrade refused
   RolloutPlan p = f.plan();
   EXPECT_EQ(p.malformed_count, 1);

@@ -59,7 +59,7 @@ core::Value config_map(const HostPackageSet& set, const Package& package,
 core::Value stage_pod(const HostPackageSet& set, const std::string& node, const PlannedStep& step,
                       const StagePodOptions& options) {
   const bool interrupt = step.stage == Stage::Interrupt;
-  const Package* pkg = interrupt ? nullptr : set.find(step.package);
+  const Package* pkg = interrupt ? nullptr : set.find(step.package);  // null: left the set
   const std::string package = interrupt ? set.name : step.package;
   const std::string stage(stage_name(step.stage));
 
@@ -173,12 +173,11 @@ core::Value stage_pod(const HostPackageSet& set, const std::string& node, const 
       cm["readOnly"] = true;
       mounts.push_back(cm);
     }
-    if (pkg != nullptr) {
-      for (const auto& [k, v] : pkg->env) {
-        args.push_back("--env");
-        args.push_back(k + "=" + v);
-      }
-    }
+  }
+  // The step's env: the package's, an uninstall's as recorded, the interrupt's merged.
+  for (const auto& [k, v] : step.env) {
+    args.push_back("--env");
+    args.push_back(k + "=" + v);
   }
   spec["volumes"] = std::move(volumes);
 
@@ -186,6 +185,7 @@ core::Value stage_pod(const HostPackageSet& set, const std::string& node, const 
   c["name"] = std::string(kStepContainer);
   c["image"] = options.runner_image;
   c["args"] = std::move(args);
+  if (!step.resources.empty()) c["resources"] = pod_resources_to_value(step.resources);
   c["securityContext"]["privileged"] = true;
   c["terminationMessagePolicy"] = "File";
   c["volumeMounts"] = std::move(mounts);
@@ -212,6 +212,8 @@ core::Value verify_pod(const HostPackageSet& set, const DesiredState& desired,
   step.stage = Stage::Apply;
   step.version = package.version_text;
   step.image = package.image;
+  step.env = package.env;
+  step.resources = package.resources;
   std::vector<Stage> stages = verify_stages(package);
   std::chrono::seconds timeout{0};
   std::string list;
