@@ -21,6 +21,7 @@
 #include "core/text.h"
 #include "core/time.h"
 #include "hostpkg/controller/node_condition.h"
+#include "hostpkg/controller/policy_admission.h"
 #include "hostpkg/controller/record_store.h"
 #include "hostpkg/controller/stage_pod.h"
 #include "hostpkg/reverify.h"
@@ -1666,12 +1667,16 @@ void setup_hostpkg(controller::Manager& manager, const ControllerSettings& setti
     (void)parse_host_package_set(r.object);  // InvalidInput: denied with its words
     return controller::AdmissionResult::allow();
   });
-  manager.admission().add(group, "DeploymentPolicy", [](const controller::AdmissionRequest& r) {
+  kube::Client& client = manager.client();
+  auto policy_admission = [&client](const controller::AdmissionRequest& r) {
+    // Deleting a policy a set still names would leave that set Blocked mid-rollout.
+    if (r.operation == "DELETE") return policy_delete_admission(client, r.name);
     if ((r.operation != "CREATE" && r.operation != "UPDATE") || r.spec_unchanged())
       return controller::AdmissionResult::allow();
     (void)parse_deployment_policy(r.object);
     return controller::AdmissionResult::allow();
-  });
+  };
+  manager.admission().add(group, "DeploymentPolicy", policy_admission);
   auto rec = std::make_shared<HostPkgReconciler>(manager, settings);
   controller::Cache& sets = rec->sets();
   // A Node event concerns every set selecting the node, and every set whose record is on it

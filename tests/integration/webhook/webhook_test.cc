@@ -36,6 +36,7 @@ const kube::ResourceId kWebhooks{"admissionregistration.k8s.io", "v1",
 const kube::ResourceId kCertifications{"gpufleet.io", "v1alpha1", "certifications", true};
 const kube::ResourceId kSentinelPolicies{"gpufleet.io", "v1alpha1", "sentinelpolicies", false};
 const kube::ResourceId kHostPackageSets{"gpufleet.io", "v1alpha1", "hostpackagesets", false};
+const kube::ResourceId kDeploymentPolicies{"gpufleet.io", "v1alpha1", "deploymentpolicies", false};
 
 std::string kubectl() {
   std::string kl = kube::testing::env_or_empty("KUBE_LOCAL_BIN");
@@ -52,9 +53,10 @@ bool eventually(const std::function<bool()>& f, std::chrono::seconds timeout) {
   return f();
 }
 
-// One webhook entry per controller, as the chart writes them (templates/webhook.yaml).
-core::Value webhook_entry(const std::string& controller,
-                          const std::vector<std::string>& resources) {
+// One webhook entry per controller, as the chart writes them (templates/webhook.yaml): CREATE
+// and UPDATE of its kinds, and DELETE of `deletes` (hostpkg: a DeploymentPolicy in use).
+core::Value webhook_entry(const std::string& controller, const std::vector<std::string>& resources,
+                          const std::vector<std::string>& deletes = {}) {
   core::Value h = core::parse_yaml(R"(
 admissionReviewVersions: [v1]
 sideEffects: None
@@ -70,6 +72,14 @@ rules:
   core::List kinds;
   for (const std::string& r : resources) kinds.emplace_back(r);
   h["rules"].as_list()[0]["resources"] = core::Value(std::move(kinds));
+  if (!deletes.empty()) {
+    core::Value del = h["rules"].as_list()[0];
+    del["operations"] = core::Value(core::List{core::Value("DELETE")});
+    core::List d;
+    for (const std::string& r : deletes) d.emplace_back(r);
+    del["resources"] = core::Value(std::move(d));
+    h["rules"].push_back(std::move(del));
+  }
   return h;
 }
 
@@ -81,7 +91,8 @@ core::Value webhook_config(const std::string& name, const std::string& label, st
   w["metadata"]["name"] = name;
   core::List hooks = {webhook_entry("certify", {"certifications", "workloadruns"}),
                       webhook_entry("sentinel", {"sentinelpolicies"}),
-                      webhook_entry("hostpkg", {"hostpackagesets", "deploymentpolicies"})};
+                      webhook_entry("hostpkg", {"hostpackagesets", "deploymentpolicies"},
+                                    {"deploymentpolicies"})};
   // All served by the one in-process Manager (the chart has a Service per controller).
   for (auto& hook : hooks) {
     hook["clientConfig"]["url"] = "https://127.0.0.1:" + std::to_string(port) + "/validate";
@@ -106,7 +117,7 @@ class WebhookIT : public ::testing::Test {
     ASSERT_EQ(kube::testing::run_command(
                   kubectl() + " wait --for=condition=Established --timeout=30s "
                               "crd/certifications.gpufleet.io crd/sentinelpolicies.gpufleet.io "
-                              "crd/hostpackagesets.gpufleet.io "
+                              "crd/hostpackagesets.gpufleet.io crd/deploymentpolicies.gpufleet.io "
                               ">/dev/null"),
               0);
     dir_ = fs::temp_directory_path() / kube::testing::unique_name("webhook-it");
@@ -338,6 +349,50 @@ TEST_F(WebhookIT, RefusesWhatTheControllersCannotRunAndFollowsARotatedCertificat
       << cycle;
   EXPECT_NE(cycle.find("first"), std::string::npos) << cycle;
   EXPECT_EQ(admit(kHostPackageSets, package_set(false)), "");
+  // A package asking for more than its limit is refused naming the field, both values and the fix.
+  core::Value over = package_set(false);
+  over["spec"]["packages"]["first"]["resources"] =
+      core::parse_yaml("{requests: {cpu: \"2\", memory: 1Gi}, limits: {cpu: 1500m}}");
+  const std::string over_limit = admit(kHostPackageSets, over);
+  EXPECT_NE(over_limit.find("denied by admission webhook 'hostpkg.gpufleet.io'"),
+            std::string::npos)
+      << over_limit;
+  EXPECT_NE(over_limit.find("spec.packages.first.resources.requests.cpu: \"2\" is more than "
+                            "limits.cpu \"1500m\""),
+            std::string::npos)
+      << over_limit;
+  over["spec"]["packages"]["first"]["resources"]["limits"]["cpu"] = "2";
+  EXPECT_EQ(admit(kHostPackageSets, over), "");
+
+  // A DeploymentPolicy a set still names cannot be deleted: refused naming the set; once the set
+  // is gone it can.
+  core::Value pol = core::parse_yaml(R"(
+apiVersion: gpufleet.io/v1alpha1
+kind: DeploymentPolicy
+spec: {default: {budget: {count: 1}, strategy: {fixed: {initialBatch: 1}}}}
+)");
+  const std::string pol_name = kube::testing::unique_name("wh-dpol");
+  pol["metadata"]["name"] = pol_name;
+  pol["metadata"]["labels"]["gpufleet.io/webhook-test"] = label_;
+  client_.create(kDeploymentPolicies, pol);
+  core::Value user = package_set(false);
+  user["spec"]["deploymentPolicy"] = pol_name;
+  const std::string user_name(user.get_string({"metadata", "name"}));
+  client_.create(kHostPackageSets, user);
+  std::string in_use;
+  try {
+    client_.remove(kDeploymentPolicies, "", pol_name);
+  } catch (const kube::ApiError& e) {
+    in_use = e.what();
+  }
+  EXPECT_NE(in_use.find("denied by admission webhook 'hostpkg.gpufleet.io'"), std::string::npos)
+      << "a DeploymentPolicy in use was deleted: " << in_use;
+  EXPECT_NE(in_use.find("HostPackageSet " + user_name), std::string::npos) << in_use;
+  client_.remove(kHostPackageSets, "", user_name);
+  ASSERT_TRUE(eventually(
+      [&] { return !client_.try_get(kHostPackageSets, "", user_name).has_value(); }, 30s))
+      << "the set did not go";
+  EXPECT_NO_THROW(client_.remove(kDeploymentPolicies, "", pol_name));
 
   // Rotation: a new pair in the folder (as the kubelet swaps a Secret's files) and the new CA
   // in the configuration; the server follows without a restart and still refuses.
