@@ -1555,10 +1555,14 @@ Result HostPkgReconciler::reconcile_pass(const Request& req, std::stop_token sto
   if (p.deleting && plan.complete && in_progress.empty()) {
     // Everything that supports uninstall is uninstalled; records stay on the Nodes.
     ensure_finalizer(obj, false);
-    for (const char* state : {"done", "in_progress", "failed", "pending", "blocked", "drifted"}) {
-      metrics_.nodes->with({p.set.name, state}).set(0);
-    }
-    metrics_.stopped->with({p.set.name}).set(0);
+    // The set is gone: so are its series (a name that never comes back must not stay on
+    // /metrics). Nothing of this set runs now, so nothing re-creates them.
+    metrics_.nodes->remove_matching("set", p.set.name);
+    metrics_.stopped->remove_matching("set", p.set.name);
+    metrics_.steps->remove_matching("set", p.set.name);
+    metrics_.interrupts->remove_matching("set", p.set.name);
+    metrics_.verifications->remove_matching("set", p.set.name);
+    metrics_.drift->remove_matching("set", p.set.name);
     return {};
   }
   write_status(p, &plan, phase, message);
