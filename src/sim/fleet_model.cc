@@ -123,6 +123,7 @@ std::vector<AppliedEvent> FleetModel::scale(const std::string& pool, int count, 
   for (int i = old - 1; i >= count; --i) {
     std::string name = make_node_identity(spec_, p, i).name;
     nodes_.erase(name);
+    step_injections_.forget(name);
     down_until_.erase(name);
     forget_links(name);
     order_.erase(std::remove(order_.begin(), order_.end(), name), order_.end());
@@ -196,6 +197,10 @@ std::vector<AppliedEvent> FleetModel::apply(const SimEvent& e, double now_s) {
         ev.what = node.host().reboot_required() ? "host change (reboot required)" : "host change";
         break;
       }
+      case EventKind::StepOutcome:
+        step_injections_.apply(n, e.step);
+        ev.what = describe_step_injection(e.step);
+        break;
       case EventKind::Scale: break;
     }
     out.push_back(std::move(ev));

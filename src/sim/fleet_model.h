@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -54,6 +55,14 @@ class FleetModel {
   // Applies one event at once; throws core::InvalidInput on an unknown node/pool/GPU.
   std::vector<AppliedEvent> apply(const SimEvent& e, double now_s);
 
+  // The injected outcome (hostStep / stagePod events) for a stage pod of `package` and
+  // `stage` on `node`, one use consumed; nullopt when none matches.
+  std::optional<StepInjection> take_step_injection(const std::string& node,
+                                                   const std::string& package,
+                                                   const std::string& stage) {
+    return step_injections_.take(node, package, stage);
+  }
+
   // The members of an NCCL group (throws core::InvalidInput naming an unknown host).
   [[nodiscard]] std::vector<GroupMember> group(const std::vector<std::string>& hosts) const;
   // Writes every node's signal files under `root` (only files that changed).
@@ -82,6 +91,7 @@ class FleetModel {
   std::unordered_map<std::string, double> down_until_;
   std::map<std::pair<std::string, std::string>, double> links_;  // (a, b), a < b -> factor
   std::vector<SimEvent> queue_;                                  // sorted by at_s, stable
+  StepInjections step_injections_;
   std::uint64_t picks_ = 0;
   std::size_t signal_cursor_ = 0;
 };

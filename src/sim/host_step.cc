@@ -128,6 +128,8 @@ HostStepBehaviour parse_host_step(const core::Value& v, const std::string& sourc
       hf.status = f.one_of("status", "failed", {"failed", "check-failed", "timed-out"});
       hf.times = static_cast<int>(f.integer("times", 0, 0, 1000, "0 (always) .. 1000"));
       hf.message = f.string("message", "");
+      hf.exit_code =
+          static_cast<int>(f.integer("exitCode", 1, 1, 255, "the script's exit code, 1 to 255"));
       f.done();
       b.failures.push_back(std::move(hf));
     }
@@ -185,6 +187,7 @@ HostStepOutcome run_host_step(const HostStepRequest& req, const HostStepBehaviou
   HostStepOutcome out;
   std::string status = "succeeded";
   std::string message;
+  int script_exit = 1;  // a failure's exit code, reported in the result
   int attempts = 0;
   history_has(host, req.key, "", &attempts);
   // Failure modes count earlier runs of the same package, stage and version, whatever the
@@ -251,8 +254,10 @@ HostStepOutcome run_host_step(const HostStepRequest& req, const HostStepBehaviou
         if (!f.nodes.empty() && !core::glob_match(f.nodes, req.node)) continue;
         if (f.times > 0 && tries >= f.times) continue;
         status = f.status;
+        script_exit = f.exit_code;
         message = f.message.empty() ? req.stage + " of " + req.package + " " + req.version + " " +
-                                          f.status + " (simulated)"
+                                          f.status + ": exit code " + std::to_string(f.exit_code) +
+                                          " (simulated)"
                                     : f.message;
         break;
       }
@@ -297,7 +302,7 @@ HostStepOutcome run_host_step(const HostStepRequest& req, const HostStepBehaviou
   r["stage"] = req.stage;
   r["key"] = req.key;
   r["status"] = status;
-  r["exitCode"] = out.exit_code;
+  r["exitCode"] = out.exit_code == 0 ? 0 : script_exit;
   r["attempt"] = attempts + 1;
   r["seconds"] = 0.0;
   r["message"] = message;

@@ -18,6 +18,7 @@
 //         uninstall: {files: {/etc/pkg/version: null}}
 //       failures:                         # first match wins
 //         - {stage: apply, nodes: "gpu-000[12]", status: check-failed, times: 1, message: "..."}
+//         - {stage: config, exitCode: 3}   # the script's exit code in the result (default 1)
 //       rebootDown: 2s                    # how long a reboot keeps the node NotReady
 //
 // The interrupt stage needs no declaration: reboot reboots the node at the end of the pod's
@@ -56,6 +57,7 @@ struct HostStepFailure {
   std::string status = "failed";  // failed | check-failed | timed-out
   int times = 0;                  // failing attempts before success; 0 = always
   std::string message;
+  int exit_code = 1;  // the stage script's exit code in the result (pkg-step itself exits 1)
 };
 
 struct HostStepBehaviour {

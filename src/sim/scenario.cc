@@ -21,7 +21,7 @@ namespace {
 constexpr std::string_view kEventTypes =
     "xid, sxid, ecc, rowRemap, ibPortDown, ibPortUp, ibPortFlap, ibErrors, thermal, gpuLost, "
     "gpuReset, nvlinkDegraded, networkDegraded, linkDegraded, clear, maintenance, reboot, scale, "
-    "host";
+    "host, hostStep, stagePod";
 
 std::vector<std::string> string_list(FieldReader& r, std::string_view key, std::string_view fix) {
   std::vector<std::string> out;
@@ -108,6 +108,9 @@ SimEvent parse_event(const core::Value& v, std::string_view source_view, std::st
   } else if (type == "host") {
     e.kind = EventKind::Host;
     e.host = parse_host_change(r);
+  } else if (type == "hostStep" || type == "stagePod") {
+    e.kind = EventKind::StepOutcome;
+    e.step = parse_step_injection(r, type == "stagePod");
   } else if (fault_type_from_name(type)) {
     e.kind = EventKind::Fault;
     core::Value fault = core::Value::map();
@@ -149,6 +152,7 @@ SimEvent parse_event(const core::Value& v, std::string_view source_view, std::st
 core::Value event_to_value(const SimEvent& e) {
   core::Value v;
   if (e.kind == EventKind::Fault) v = fault_to_value(e.fault);
+  if (e.kind == EventKind::StepOutcome) v = step_injection_to_value(e.step);
   v["at"] = e.at_s;
   if (!e.nodes.empty()) {
     for (const auto& n : e.nodes) v["nodes"].push_back(n);
@@ -166,6 +170,7 @@ core::Value event_to_value(const SimEvent& e) {
       v["count"] = e.count;
       break;
     case EventKind::Host: v["type"] = "host"; break;
+    case EventKind::StepOutcome: break;  // its type came with its fields
   }
   return v;
 }

@@ -13,10 +13,12 @@
 #include "sim/behaviour.h"
 #include "sim/fault.h"
 #include "sim/fleet_spec.h"
+#include "sim/step_injection.h"
 
 namespace gpufleet::sim {
 
-enum class EventKind { Fault, Reboot, Scale, Host };
+// StepOutcome: a hostStep or stagePod event (sim/step_injection.h).
+enum class EventKind { Fault, Reboot, Scale, Host, StepOutcome };
 
 struct HostChange {
   std::map<std::string, std::string> sysctls;
@@ -42,6 +44,7 @@ struct SimEvent {
   double down_s = 60;  // reboot: how long the node stays NotReady
   int count = 0;       // scale: the pool's new node count
   HostChange host;
+  StepInjection step;  // StepOutcome
   std::string where;  // "spec.timeline[3]" for messages
 };
 

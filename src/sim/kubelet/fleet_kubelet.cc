@@ -483,6 +483,7 @@ void FleetKubelet::handle_events(const std::vector<AppliedEvent>& events) {
       }
       case EventKind::Fault:
       case EventKind::Host: mark_node_locked(ev.node); break;
+      case EventKind::StepOutcome: break;  // decides stage pods the kubelet takes from now on
     }
   }
 }
@@ -797,9 +798,16 @@ FleetKubelet::PodAction FleetKubelet::admit_pod_locked(const std::string& key,
   NodeModel* m = model_.find(std::string(pod.get_string({"spec", "nodeName"})));
   PodPlan plan = table_.plan(pod);
   // A hostpkg stage pod acts on the host model and reports the step runner's result.
-  if (auto step = host_step_request(pod)) {
-    const HostStepBehaviour* hs = table_.host_step(pod);
+  // An injected outcome (gpufleet sim inject) decides before the behaviour table.
+  std::optional<HostStepRequest> step = host_step_request(pod);
+  auto inj = step ? model_.take_step_injection(step->node, step->package, step->stage)
+                  : std::nullopt;
+  InjectedStep injected = inj ? plan_injected_step(*inj, step->stage, table_.host_step(pod), plan)
+                              : InjectedStep{};
+  if (step && injected.run_step) {
+    const HostStepBehaviour* hs = injected.behaviour(table_.host_step(pod));
     HostStepOutcome o = run_host_step(*step, hs, m->host());
+    m->touch();  // the step wrote its host history: mirror it to the state dir
     for (auto& c : plan.containers) {
       c.exit_codes = {o.exit_code};
       c.termination_message = o.result_json;
