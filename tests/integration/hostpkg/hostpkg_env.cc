@@ -62,7 +62,7 @@ std::string kubectl() {
 
 }  // namespace
 
-HostPkgEnv::HostPkgEnv(int nodes, bool controller) {
+HostPkgEnv::HostPkgEnv(int nodes, bool controller, std::string state_dir) {
   client_ = std::make_unique<kube::Client>(kube::load_default_config());
   const std::string run = std::to_string(::getpid());
   const char* kc = std::getenv("KUBECONFIG");
@@ -101,6 +101,7 @@ HostPkgEnv::HostPkgEnv(int nodes, bool controller) {
   o.lease_renew = 5s;
   o.status_report = 60s;
   o.tick = 100ms;
+  o.state_dir = std::move(state_dir);
   sim_ = std::make_unique<sim::FleetKubelet>(
       *client_, sim::parse_fleet(core::parse_yaml(fleet), "itest"),
       sim::BehaviourTable::parse(core::parse_yaml(kBehaviours), "itest"), o);

@@ -20,8 +20,10 @@ namespace gpufleet::hostpkg::testing {
 
 class HostPkgEnv {
  public:
-  // Starts the fleet (`nodes` nodes) and, unless `controller` is false, the controller.
-  HostPkgEnv(int nodes, bool controller = true);
+  // Starts the fleet (`nodes` nodes) and, unless `controller` is false, the controller. With a
+  // `state_dir` the simulator mirrors its nodes' files there and reads its control inbox
+  // (`gpufleet sim inject --state-dir`), as `gpufleet sim --state-dir` does.
+  explicit HostPkgEnv(int nodes, bool controller = true, std::string state_dir = "");
   ~HostPkgEnv();
 
   kube::Client& client() { return *client_; }
