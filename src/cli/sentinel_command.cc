@@ -18,6 +18,7 @@
 #include "core/time.h"
 #include "kube/api/cordon.h"
 #include "kube/api/meta.h"
+#include "kube/api/names.h"
 #include "kube/api/objects.h"
 #include "kube/client.h"
 #include "kube/config.h"
@@ -126,11 +127,31 @@ class SimReplacementProvider final : public sentinel::ReplacementProvider {
   kube::Client& client_;
 };
 
+// --set sentinel.policy=a,b: the names followed ("" follows every SentinelPolicy).
+std::vector<std::string> policy_names(const std::string& list) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= list.size() && !list.empty()) {
+    const std::size_t end = std::min(list.find(',', start), list.size());
+    std::string name = list.substr(start, end - start);
+    if (std::string why = kube::check_dns_subdomain(name); !why.empty()) {
+      throw core::InvalidInput("--set sentinel.policy=" + list + ": \"" + name +
+                               "\" is not a SentinelPolicy name (" + why +
+                               "); give names separated by commas, or leave it unset to follow "
+                               "every policy");
+    }
+    out.push_back(std::move(name));
+    start = end + 1;
+  }
+  return out;
+}
+
 const controller::Registration kSentinel({
     .name = "sentinel",
     .description = "quarantines faulty GPU nodes behind a circuit breaker, drains, remediates "
                    "and returns them once certify passes them (SentinelPolicy, Remediation)",
-    .settings = {{"sentinel.policy", "the SentinelPolicy followed (default \"default\")"},
+    .settings = {{"sentinel.policy",
+                  "the SentinelPolicies followed, comma-separated (default: every one)"},
                  {"sentinel.workers", "nodes reconciled in parallel (default 8)"},
                  {"sentinel.sim-state-dir",
                   "remediate through this simulator's control inbox instead of the agent"},
@@ -143,7 +164,7 @@ const controller::Registration kSentinel({
     .setup =
         [](controller::Manager& m, const controller::Context& ctx) {
           sentinel::SentinelOptions o;
-          o.policy = ctx.setting("sentinel.policy", "default");
+          o.policies = policy_names(ctx.setting("sentinel.policy", ""));
           const std::string workers = ctx.setting("sentinel.workers", "8");
           try {
             o.workers = std::stoi(workers);
