@@ -11,6 +11,7 @@
 #include "controller/disruption_reservation.h"
 #include "controller/manager.h"
 #include "controller/status.h"
+#include "controller/work_pool.h"
 #include "core/errors.h"
 #include "core/json.h"
 #include "core/log.h"
@@ -120,7 +121,8 @@ class NodeReconciler final : public controller::Reconciler {
                  std::map<std::string, std::shared_ptr<ReplacementProvider>> providers,
                  const controller::Cache& nodes, const controller::Cache& healths,
                  const controller::Cache& remediations, const controller::Cache& pods,
-                 const controller::Cache& vreqs)
+                 const controller::Cache& vreqs, const controller::Cache& policies,
+                 std::size_t follow_up_threads)
       : client_(m.client()),
         events_(m.event_recorder("sentinel")),
         state_(std::move(state)),
@@ -132,12 +134,23 @@ class NodeReconciler final : public controller::Reconciler {
         remediations_(remediations),
         pods_(pods),
         vreqs_(vreqs),
+        policies_(policies),
         breaker_status_(m.client(), api::sentinel_policies(), "SentinelPolicy",
                         kBreakerFieldManager),
         budget_(m.client()),
-        claims_(m.client(), {.namespace_ = m.options().lease_namespace}) {}
+        claims_(m.client(), {.namespace_ = m.options().lease_namespace}),
+        follow_ups_(
+            follow_up_threads, nullptr,
+            [](const std::string& node, const std::string& what) {
+              // The next look of the node finishes it (a record without its Remediation).
+              core::log::warn("sentinel: quarantine follow-up failed",
+                              {{"node", node}, {"error", what}});
+            }) {}
 
   Result reconcile(const Request& req, std::stop_token) override {
+    // A quarantine's follow-up is still writing: look again shortly (its writes are events
+    // for the node too).
+    if (follow_ups_.busy(req.name)) return {.requeue_after = 100ms};
     kube::ObjectPtr node = nodes_.get(req.key());
     kube::ObjectPtr active;
     // Every fault is acted on once: entities of ended incidents (released after certify, a
@@ -154,6 +167,9 @@ class NodeReconciler final : public controller::Reconciler {
       if (final_phase(p)) continue;
       if (active == nullptr || kube::name_of(*r) < kube::name_of(*active)) active = r;
     }
+    // At start, and just after a policy is created or deleted, the policy that governs the
+    // node is not known yet: acting under a lower-ranked one would be acting wrongly.
+    if (!policies_settled()) return {.requeue_after = 200ms};
     const PolicyPtr ps = policy_for(node.get(), active.get());
     if (ps == nullptr) return {};  // no (valid) policy governs the node: monitor-only
     Policy policy;
@@ -266,10 +282,14 @@ class NodeReconciler final : public controller::Reconciler {
                      "circuit breaker of SentinelPolicy " + ps->name + ": " + refused);
       return {.requeue_after = 15s};
     }
-    save_breaker(ps, version);
+    // The cordon is the only write between the fault and the node being out: the breaker's
+    // admission is recorded in the same patch (the quarantine record), so the breaker's own
+    // save, the Remediation, its status and the Event follow on the follow-up pool, and a
+    // crash in between loses nothing (the breaker is rebuilt from the records; a record
+    // without its Remediation gets it on the next look).
     const std::string name = incident_name(req.name, now);
-    std::optional<core::Value> patched =
-        patch_node(*node, plan_quarantine(*node, decision, entities, name, take_over));
+    std::optional<core::Value> patched = patch_node(
+        *node, plan_quarantine(*node, decision, entities, name, take_over, {ps->name, now}));
     const std::int64_t cordoned = now_ms();
     metrics_.quarantines.inc();
     if (fault_since > 0 && cordoned >= fault_since) {
@@ -277,41 +297,56 @@ class NodeReconciler final : public controller::Reconciler {
     }
     std::string action =
         decision.remediate.empty() ? policy.remediation.default_action : decision.remediate;
-    const std::optional<core::Value> escalation = rule_escalation(policy, decision, action);
-    std::optional<core::Value> rem =
-        create_incident(*node, ps->name, name, "Fault", entities, decision.matched, decision.cordon,
-                        decision.taints, action, escalation ? &*escalation : nullptr);
-    events_.record(node_ref(*node), kube::EventType::Warning, "Quarantined", "Quarantine",
-                   "rules " + join(decision.matched) + " matched " + join(entities));
-    if (escalation) {
-      const bool applied = escalation->find("applied")->as_bool();
-      events_.record(node_ref(*node), kube::EventType::Warning,
-                     applied ? "RemediationEscalated" : "EscalationNotApplied", "Remediate",
-                     std::string(escalation->get_string({"message"})));
-    }
+    std::optional<core::Value> escalation = rule_escalation(policy, decision, action);
     const std::int64_t latency = fault_since > 0 ? cordoned - fault_since : -1;
-    if (rem) {
-      // The quarantine is known to be on the Node (the patch answered, or there was nothing
-      // to change): the incident's status goes now, from the objects as written, instead of
-      // on a later look whose Node copy may still predate the patch (409, backoff).
-      after_quarantine(policy, patched ? *patched : *node, *rem, false, now_ms(),
-                       [&](core::Value& s) {
-                         s["quarantinedAt"] = rfc3339(cordoned);
-                         if (latency >= 0) s["cordonLatencyMs"] = latency;
-                       });
-      std::lock_guard lock(latency_mu_);
-      if (status_written_.size() < 100'000) status_written_.insert(name);
-      return {};
-    }
-    // Created before (a retried look): its status is written on the next look.
-    {
-      std::lock_guard lock(latency_mu_);
-      if (cordon_latency_.size() < 100'000) cordon_latency_[name] = latency;
-    }
+    follow_ups_.submit(req.name, [this, ps, version, policy = std::move(policy),
+                                  out = patched ? std::move(*patched) : *node,
+                                  decision = std::move(decision), entities = std::move(entities),
+                                  name, action = std::move(action),
+                                  escalation = std::move(escalation), cordoned, latency] {
+      after_cordon(ps, version, policy, out, decision, entities, name, action, escalation,
+                   cordoned, latency);
+    });
     return {};
   }
 
  private:
+  // What follows a quarantine's cordon, off the worker: the incident, its Events and status,
+  // and the breaker's durable form.
+  void after_cordon(const PolicyPtr& ps, std::uint64_t version, const Policy& policy,
+                    const core::Value& node, const Decision& decision,
+                    const std::set<std::string>& entities, const std::string& name,
+                    const std::string& action, const std::optional<core::Value>& escalation,
+                    std::int64_t cordoned, std::int64_t latency) {
+    std::optional<core::Value> rem =
+        create_incident(node, ps->name, name, "Fault", entities, decision.matched, decision.cordon,
+                        decision.taints, action, escalation ? &*escalation : nullptr);
+    events_.record(node_ref(node), kube::EventType::Warning, "Quarantined", "Quarantine",
+                   "rules " + join(decision.matched) + " matched " + join(entities));
+    if (escalation) {
+      const bool applied = escalation->find("applied")->as_bool();
+      events_.record(node_ref(node), kube::EventType::Warning,
+                     applied ? "RemediationEscalated" : "EscalationNotApplied", "Remediate",
+                     std::string(escalation->get_string({"message"})));
+    }
+    if (rem) {
+      // The quarantine is known to be on the Node (the patch answered, or there was nothing
+      // to change): the incident's status goes now, from the objects as written, instead of
+      // on a later look whose Node copy may still predate the patch (409, backoff).
+      after_quarantine(policy, node, *rem, false, now_ms(), [&](core::Value& s) {
+        s["quarantinedAt"] = rfc3339(cordoned);
+        if (latency >= 0) s["cordonLatencyMs"] = latency;
+      });
+      std::lock_guard lock(latency_mu_);
+      if (status_written_.size() < 100'000) status_written_.insert(name);
+    } else {
+      // Created before (a retried look): its status is written on the next look.
+      std::lock_guard lock(latency_mu_);
+      if (cordon_latency_.size() < 100'000) cordon_latency_[name] = latency;
+    }
+    save_breaker(ps, version);
+  }
+
   static std::string join(const auto& items) {
     std::string out;
     for (const auto& i : items) out += (out.empty() ? "" : ",") + std::string(i);
@@ -435,6 +470,26 @@ class NodeReconciler final : public controller::Reconciler {
       state_->saved_cv.notify_all();
       if (error) std::rethrow_exception(error);
     }
+  }
+
+  // Every followed SentinelPolicy in the cache has been looked at by the policy reconciler at
+  // its current uid and generation, and no deleted one is still followed.
+  bool policies_settled() {
+    const std::vector<kube::ObjectPtr> cached = policies_.list();
+    std::lock_guard lock(state_->mu);
+    std::size_t followed = 0;
+    for (const auto& obj : cached) {
+      const std::string name(kube::name_of(*obj));
+      if (!state_->follows(name)) continue;
+      ++followed;
+      auto it = state_->policies.find(name);
+      if (it == state_->policies.end()) return false;
+      const core::Value* g = obj->get({"metadata", "generation"});
+      if (it->second->seen_uid != kube::uid_of(*obj) ||
+          it->second->seen_generation != (g != nullptr && g->is_int() ? g->as_int() : 0))
+        return false;
+    }
+    return followed == state_->policies.size();
   }
 
   // The policy a node is reconciled under: the one governing it now; for an incident on a node
@@ -1223,6 +1278,7 @@ class NodeReconciler final : public controller::Reconciler {
   const controller::Cache& remediations_;
   const controller::Cache& pods_;
   const controller::Cache& vreqs_;
+  const controller::Cache& policies_;
   controller::StatusWriter breaker_status_;
   controller::BudgetReader budget_;           // the DisruptionBudget (read, not watched)
   controller::DisruptionReservation claims_;  // the lock shared with hostpkg (and replicas)
@@ -1237,6 +1293,8 @@ class NodeReconciler final : public controller::Reconciler {
   // Incidents whose status this process wrote right after creating them, until the cache
   // shows it (guarded by latency_mu_).
   std::set<std::string> status_written_;
+  // Last: its threads are joined before the members they use go.
+  controller::WorkPool follow_ups_;
 };
 
 std::vector<std::string> index_spec_node(const core::Value& obj) {
@@ -1324,7 +1382,8 @@ void setup_sentinel(controller::Manager& manager, SentinelOptions options) {
 
   auto node_rec =
       std::make_shared<NodeReconciler>(manager, state, *metrics, remediator,
-                                       options.providers, nodes, healths, rems, pods, vreqs);
+                                       options.providers, nodes, healths, rems, pods, vreqs, policies,
+                                       static_cast<std::size_t>(std::max(1, options.workers)));
   controller::SourceOptions vr_src;
   controller::Controller& nodes_ctl =
       manager.controller("sentinel")

@@ -43,6 +43,9 @@ kube::ResourceId validation_requests();
 inline constexpr std::string_view kResetBreakerAnnotation = "sentinel.gpufleet.io/reset-breaker";
 inline constexpr std::string_view kValidatedAnnotation = "sentinel.gpufleet.io/validated";
 inline constexpr std::string_view kNodeLabel = "sentinel.gpufleet.io/node";
+// The SentinelPolicy an incident was opened under (annotation, and label when the name fits,
+// on the Remediation): kubectl get remediations -l sentinel.gpufleet.io/policy=P.
+inline constexpr std::string_view kPolicyLabel = "sentinel.gpufleet.io/policy";
 
 // One remediation the incident asks of a node.
 struct RemediationRequest {

@@ -17,6 +17,7 @@
 #include "core/metrics.h"
 #include "core/value.h"
 #include "sentinel/breaker.h"
+#include "sentinel/controller.h"
 #include "sentinel/policy.h"
 #include "sentinel/rules.h"
 
@@ -27,9 +28,6 @@ class Controller;
 namespace gpufleet::sentinel::detail {
 
 inline constexpr std::string_view kGpuLabel = "nvidia.com/gpu.present";
-// The SentinelPolicy an incident was opened under (annotation, and label when the name fits,
-// on the Remediation).
-inline constexpr std::string_view kPolicyLabel = "sentinel.gpufleet.io/policy";
 
 std::int64_t now_ms();
 std::string rfc3339(std::int64_t ms);
@@ -67,6 +65,10 @@ struct PolicyState {
   bool loaded = false;  // compiled and breaker restored; false: invalid (monitor-only)
   std::string uid;
   std::int64_t generation = -1;
+  // The uid and generation the policy reconciler last looked at, valid or not: until every
+  // followed policy in the cache has been looked at, which policy governs a node is not known.
+  std::string seen_uid;
+  std::int64_t seen_generation = -1;
   std::int64_t created_ms = 0;
   Policy policy;
   std::optional<RuleSet> rules;

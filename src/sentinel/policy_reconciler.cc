@@ -20,6 +20,7 @@
 #include "kube/client.h"
 #include "kube/events.h"
 #include "sentinel/controller.h"
+#include "sentinel/quarantine.h"
 
 namespace gpufleet::sentinel::detail {
 namespace {
@@ -156,6 +157,20 @@ class PolicyReconciler final : public controller::Reconciler {
   // Compiles the policy when its uid or generation changed; the breaker keeps its durable
   // state across edits and restarts.
   Loaded load(const core::Value& obj, const std::string& name, std::int64_t generation) {
+    // Restoring the breaker from the saved status (a start, or the policy re-created)? Then the
+    // quarantines recorded on the Nodes and the Remediations are counted too, read before
+    // taking the state lock.
+    bool restoring = true;
+    {
+      std::lock_guard lock(state_->mu);
+      auto it = state_->policies.find(name);
+      if (it != state_->policies.end() && it->second->uid == kube::uid_of(obj)) {
+        if (it->second->generation == generation) return {it->second, false, ""};
+        restoring = !it->second->breaker.has_value();
+      }
+    }
+    const std::vector<std::pair<std::string, std::int64_t>> recorded =
+        restoring ? recorded_admissions(name) : std::vector<std::pair<std::string, std::int64_t>>{};
     std::lock_guard lock(state_->mu);
     PolicyPtr& ps = state_->policies[name];
     if (ps == nullptr) {
@@ -164,6 +179,8 @@ class PolicyReconciler final : public controller::Reconciler {
     }
     if (ps->uid == kube::uid_of(obj) && ps->generation == generation) return {ps, false, ""};
     const bool was_loaded = ps->loaded;
+    ps->seen_uid = std::string(kube::uid_of(obj));
+    ps->seen_generation = generation;
     try {
       Policy p = Policy::from_spec(obj.get({"spec"}) ? *obj.get({"spec"}) : core::Value());
       p.check_providers(state_->provider_names);
@@ -175,6 +192,8 @@ class PolicyReconciler final : public controller::Reconciler {
         saved = core::parse_json(text, "status.breaker.saved");
       }
       ps->breaker = CircuitBreaker::from_value(p.breaker, saved);
+      const std::int64_t now = now_ms();
+      for (const auto& [node, at] : recorded) ps->breaker->remember(node, at, now);
       ps->policy = std::move(p);
       ps->rules = std::move(rules);
       ps->problems.clear();
@@ -195,6 +214,30 @@ class PolicyReconciler final : public controller::Reconciler {
     }
   }
 
+  // The quarantines this policy's breaker admitted, as the cluster records them: the Nodes'
+  // quarantine records (written with the cordon, so even one whose Remediation and breaker
+  // save a crash lost) and the Remediations opened under it for a fault.
+  std::vector<std::pair<std::string, std::int64_t>> recorded_admissions(const std::string& name) {
+    std::vector<std::pair<std::string, std::int64_t>> out;
+    for (const auto& n : nodes_.list()) {
+      if (kube::annotation_of(*n, kQuarantineAnnotation).empty()) continue;
+      try {
+        const QuarantineRecord rec = QuarantineRecord::from_node(*n);
+        if (rec.admission.policy == name && rec.admission.at_ms > 0)
+          out.emplace_back(std::string(kube::name_of(*n)), rec.admission.at_ms);
+      } catch (const core::InvalidInput&) {
+        // A damaged record is reported by the node reconciler; it admits nothing here.
+      }
+    }
+    for (const auto& r : remediations_.list()) {
+      if (kube::annotation_of(*r, kPolicyLabel) != name) continue;
+      if (r->get_string({"spec", "reason"}) != "Fault") continue;
+      const std::int64_t at = ms_of(r->get_string({"metadata", "creationTimestamp"}));
+      if (at > 0) out.emplace_back(std::string(r->get_string({"spec", "nodeName"})), at);
+    }
+    return out;
+  }
+
   // A deleted policy: its nodes go to the policy that governs them now (or none).
   void forget(const std::string& name) {
     {
@@ -202,9 +245,11 @@ class PolicyReconciler final : public controller::Reconciler {
       if (state_->policies.erase(name) == 0) return;
       ++state_->policies_version;
     }
+    // Its series leave /metrics: a zeroed gauge would read as a policy with no nodes.
     for (auto* g : {&metrics_.breaker_tripped, &metrics_.breaker_nodes, &metrics_.breaker_threshold,
                     &metrics_.policy_nodes})
-      g->with({name}).set(0);
+      g->remove({name});
+    metrics_.refused.remove({name});
     count_nodes(*state_, nodes_, remediations_);
     enqueue_all();
   }

@@ -134,7 +134,8 @@ TEST_F(MultiPolicyTest, OverlapsAreGovernedByPriorityThenNameAndReported) {
       20s))
       << core::to_json(policy_status(low));
   std::string overlap;
-  for (const auto& c : policy_status(low).get({"conditions"})->as_list())
+  const core::Value low_status = policy_status(low);  // the loop must not outlive it
+  for (const auto& c : low_status.get({"conditions"})->as_list())
     if (c.get_string({"type"}) == "Overlapping" && c.get_string({"status"}) == "True")
       overlap = c.get_string({"message"});
   EXPECT_NE(overlap.find(rack + " (1)"), std::string::npos) << overlap;
@@ -182,6 +183,45 @@ TEST_F(MultiPolicyTest, PoliciesCreatedEditedAndDeletedTakeEffectWithoutARestart
   std::this_thread::sleep_for(3s);
   EXPECT_TRUE(incidents(n3).empty());
   EXPECT_FALSE(kube::node::unschedulable(get_node(n3)));
+}
+
+// An incident outlives the policy it was opened under: it goes on under the policy that governs
+// the node now, and with no policy at all it freezes (nothing released) until one selects the
+// node again.
+TEST_F(MultiPolicyTest, AnIncidentGoesOnUnderTheGoverningPolicyAndFreezesWithoutOne) {
+  const std::string base = prefix_ + "-base", top = prefix_ + "-top";
+  follow_ = {base, top};
+  make_policy("base", pool_selector("p"), cordon_rule("xid"));
+  make_policy("top", pool_selector("p"), cordon_rule("xid"), "  priority: 5\n");
+  const std::string n1 = node("n1", false, "", "", pool("p"));
+  const std::string n2 = node("n2", false, "", "", pool("p"));
+  start_manager();
+  health(n1, {{"xid/GPU-0", "Fatal"}});
+  health(n2, {{"xid/GPU-0", "Fatal"}});
+  ASSERT_TRUE(wait_governed(n1, top));
+  ASSERT_TRUE(wait_governed(n2, top));
+  ASSERT_TRUE(wait_phase(n1, "Validating"));
+  ASSERT_TRUE(wait_phase(n2, "Validating"));
+
+  // The policy it was opened under is deleted: the base policy takes the node and the incident.
+  client_->remove(api::sentinel_policies(), "", top);
+  ASSERT_TRUE(wait_until([&] { return status_int(base, {"gpuNodes"}) == 2; }, 20s))
+      << core::to_json(policy_status(base));
+  answer_validation(n1, "Passed");
+  ASSERT_TRUE(wait_phase(n1, "Released"));
+  EXPECT_FALSE(kube::node::unschedulable(get_node(n1)));
+
+  // No policy left: n2's incident stays where it is, the node stays out.
+  client_->remove(api::sentinel_policies(), "", base);
+  std::this_thread::sleep_for(2s);
+  answer_validation(n2, "Passed");
+  std::this_thread::sleep_for(3s);
+  EXPECT_EQ(phase(n2), "Validating");
+  EXPECT_TRUE(kube::node::unschedulable(get_node(n2)));
+  // A policy selects the node again: the incident ends as the answer says.
+  make_policy("base", pool_selector("p"), cordon_rule("xid"));
+  ASSERT_TRUE(wait_phase(n2, "Released"));
+  EXPECT_FALSE(kube::node::unschedulable(get_node(n2)));
 }
 
 }  // namespace
