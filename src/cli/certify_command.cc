@@ -230,7 +230,7 @@ void run_report(const ReportFlags& f) {
   std::string ns = f.namespace_.empty() ? client.default_namespace() : f.namespace_;
   Report r;
   auto obj = client.try_get(res, ns, f.name);
-  if (!obj) throw core::InvalidInput(f.kind + " " + ns + "/" + f.name + " not found (check -n)");
+  if (!obj) throw core::NotFound(f.kind + " " + ns + "/" + f.name + " not found (check -n)");
   r.obj = *obj;
   if (f.kind == "workloadrun") {
     r.category_names.push_back("workload");

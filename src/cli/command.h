@@ -15,6 +15,7 @@ enum ExitCode : int {
   kExitBadInput = 2,    // bad flags or bad input documents; nothing was changed
   kExitDrift = 3,       // `diff --fail-on-drift` found drift
   kExitInvalid = 4,     // `validate` found failed constraints or health checks
+  kExitNotFound = 5,    // the object the command names does not exist
 };
 
 using CommandSetup = void (*)(CLI::App& root);

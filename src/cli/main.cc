@@ -5,6 +5,7 @@
 
 #include "cli/command.h"
 #include "core/errors.h"
+#include "kube/errors.h"
 
 namespace gpufleet::cli {
 
@@ -33,6 +34,13 @@ int run(int argc, char** argv) {
   } catch (const core::InvalidInput& e) {
     std::cerr << "error: " << e.what() << "\n";
     return kExitBadInput;
+  } catch (const core::NotFound& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return kExitNotFound;
+  } catch (const kube::ApiError& e) {
+    // Every command's NotFound ends the same way, whichever call found it missing.
+    std::cerr << "error: " << e.what() << "\n";
+    return e.is(kube::Reason::NotFound) ? kExitNotFound : kExitError;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return kExitError;

@@ -18,6 +18,7 @@
 #include "core/time.h"
 #include "kube/api/cordon.h"
 #include "kube/api/meta.h"
+#include "kube/api/names.h"
 #include "kube/api/objects.h"
 #include "kube/client.h"
 #include "kube/config.h"
@@ -126,11 +127,31 @@ class SimReplacementProvider final : public sentinel::ReplacementProvider {
   kube::Client& client_;
 };
 
+// --set sentinel.policy=a,b: the names followed ("" follows every SentinelPolicy).
+std::vector<std::string> policy_names(const std::string& list) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= list.size() && !list.empty()) {
+    const std::size_t end = std::min(list.find(',', start), list.size());
+    std::string name = list.substr(start, end - start);
+    if (std::string why = kube::check_dns_subdomain(name); !why.empty()) {
+      throw core::InvalidInput("--set sentinel.policy=" + list + ": \"" + name +
+                               "\" is not a SentinelPolicy name (" + why +
+                               "); give names separated by commas, or leave it unset to follow "
+                               "every policy");
+    }
+    out.push_back(std::move(name));
+    start = end + 1;
+  }
+  return out;
+}
+
 const controller::Registration kSentinel({
     .name = "sentinel",
     .description = "quarantines faulty GPU nodes behind a circuit breaker, drains, remediates "
                    "and returns them once certify passes them (SentinelPolicy, Remediation)",
-    .settings = {{"sentinel.policy", "the SentinelPolicy followed (default \"default\")"},
+    .settings = {{"sentinel.policy",
+                  "the SentinelPolicies followed, comma-separated (default: every one)"},
                  {"sentinel.workers", "nodes reconciled in parallel (default 8)"},
                  {"sentinel.sim-state-dir",
                   "remediate through this simulator's control inbox instead of the agent"},
@@ -143,7 +164,7 @@ const controller::Registration kSentinel({
     .setup =
         [](controller::Manager& m, const controller::Context& ctx) {
           sentinel::SentinelOptions o;
-          o.policy = ctx.setting("sentinel.policy", "default");
+          o.policies = policy_names(ctx.setting("sentinel.policy", ""));
           const std::string workers = ctx.setting("sentinel.workers", "8");
           try {
             o.workers = std::stoi(workers);
@@ -172,27 +193,54 @@ struct SentinelFlags {
   std::string kubeconfig;
   std::string context;
   std::string output = "table";
-  std::string policy = "default";
+  std::string policy;  // status: "" shows every policy; reset-breaker: required
 };
 
+// An integer field, or 0 when absent or not an integer.
+std::int64_t int_at(const core::Value& v, std::initializer_list<std::string_view> path) {
+  const core::Value* f = v.get(path);
+  const std::int64_t* i = f != nullptr ? f->if_int() : nullptr;
+  return i != nullptr ? *i : 0;
+}
+
+core::Value policy_summary(const core::Value& pol) {
+  core::Value p = core::Value::map();
+  p["name"] = kube::name_of(pol);
+  p["priority"] = int_at(pol, {"spec", "priority"});
+  p["gpuNodes"] = int_at(pol, {"status", "gpuNodes"});
+  p["overlappingNodes"] = int_at(pol, {"status", "overlappingNodes"});
+  core::Value breaker = core::Value::map();
+  breaker["state"] = "Unknown";  // until the controller has written the policy's status
+  if (const core::Value* b = pol.get({"status", "breaker"})) {
+    for (const char* k : {"state", "uniqueNodes", "threshold", "refused", "message"})
+      if (const core::Value* v = b->find(k)) breaker[k] = *v;
+  }
+  p["breaker"] = std::move(breaker);
+  return p;
+}
+
+// `policy_name` "" reports every SentinelPolicy and every incident; a name reports that policy
+// and the incidents opened under it, and a policy that does not exist is an error.
 core::Value status_json(kube::Client& client, const std::string& policy_name) {
   core::Value out = core::Value::map();
-  auto pol = client.try_get(sentinel::api::sentinel_policies(), "", policy_name);
-  core::Value breaker = core::Value::map();
-  if (pol) {
-    if (const core::Value* b = pol->get({"status", "breaker"})) {
-      for (const char* k : {"state", "uniqueNodes", "threshold", "refused", "message"})
-        if (const core::Value* v = b->find(k)) breaker[k] = *v;
-    }
-    out["policy"] = policy_name;
+  core::Value policies = core::Value::list();
+  if (policy_name.empty()) {
+    for (const auto& pol : client.list(sentinel::api::sentinel_policies(), "").items)
+      policies.push_back(policy_summary(pol));
   } else {
-    out["policy"] = core::Value();
-    breaker["state"] = "NoPolicy";
+    auto pol = client.try_get(sentinel::api::sentinel_policies(), "", policy_name);
+    if (!pol)
+      throw core::NotFound("--policy " + policy_name +
+                           ": no SentinelPolicy of that name (kubectl get sentinelpolicies "
+                           "lists them; leave --policy out to see every policy)");
+    policies.push_back(policy_summary(*pol));
   }
-  out["breaker"] = std::move(breaker);
+  out["policies"] = std::move(policies);
   core::Value phases = core::Value::map();
   core::Value incidents = core::Value::list();
   for (const auto& r : client.list(sentinel::api::remediations(), "").items) {
+    std::string under(kube::annotation_of(r, sentinel::kPolicyLabel));
+    if (!policy_name.empty() && under != policy_name) continue;
     std::string phase(r.get_string({"status", "phase"}));
     if (phase.empty()) phase = "Detected";
     const core::Value* n = phases.find(phase);
@@ -201,6 +249,7 @@ core::Value status_json(kube::Client& client, const std::string& policy_name) {
     core::Value i = core::Value::map();
     i["name"] = kube::name_of(r);
     i["node"] = r.get_string({"spec", "nodeName"});
+    i["policy"] = std::move(under);
     i["phase"] = phase;
     i["reason"] = r.get_string({"spec", "reason"});
     i["message"] = r.get_string({"status", "message"});
@@ -214,7 +263,13 @@ core::Value status_json(kube::Client& client, const std::string& policy_name) {
     core::Value q = core::Value::map();
     q["node"] = kube::name_of(n);
     q["cordonOwners"] = kube::annotation_of(n, kube::kCordonOwnersAnnotation);
-    q["quarantine"] = kube::annotation_of(n, sentinel::kQuarantineAnnotation);
+    // A parsed object, not the annotation's JSON text: no JSON inside JSON.
+    const std::string record(kube::annotation_of(n, sentinel::kQuarantineAnnotation));
+    try {
+      q["quarantine"] = core::parse_json(record);
+    } catch (const core::InvalidInput&) {
+      q["quarantine"] = record;  // unreadable: shown as it is
+    }
     quarantined.push_back(std::move(q));
   }
   out["quarantinedNodes"] = std::move(quarantined);
@@ -222,30 +277,40 @@ core::Value status_json(kube::Client& client, const std::string& policy_name) {
 }
 
 void print_table(const core::Value& s) {
-  std::cout << "BREAKER  " << s.get_string({"breaker", "state"}, "Unknown");
-  if (const core::Value* u = s.get({"breaker", "uniqueNodes"}))
-    std::cout << "  window nodes " << core::to_json(*u);
-  if (const core::Value* t = s.get({"breaker", "threshold"}))
-    std::cout << " / threshold " << core::to_json(*t);
-  std::cout << "\n";
-  if (auto m = s.get_string({"breaker", "message"}); !m.empty()) std::cout << "  " << m << "\n";
+  std::cout << "POLICIES\n";
+  std::cout << "  " << std::left << std::setw(28) << "NAME" << std::setw(10) << "PRIORITY"
+            << std::setw(11) << "GPU NODES" << std::setw(10) << "BREAKER"
+            << "WINDOW NODES / THRESHOLD\n";
+  for (const auto& p : s.get({"policies"})->as_list()) {
+    std::cout << "  " << std::left << std::setw(28) << p.get_string({"name"}) << std::setw(10)
+              << int_at(p, {"priority"}) << std::setw(11) << int_at(p, {"gpuNodes"})
+              << std::setw(10) << p.get_string({"breaker", "state"}, "Unknown");
+    const core::Value* u = p.get({"breaker", "uniqueNodes"});
+    const core::Value* t = p.get({"breaker", "threshold"});
+    if (u != nullptr && t != nullptr) std::cout << core::to_json(*u) << " / " << core::to_json(*t);
+    std::cout << "\n";
+    if (auto m = p.get_string({"breaker", "message"}); !m.empty()) std::cout << "    " << m << "\n";
+  }
   std::cout << "\nINCIDENTS BY PHASE\n";
   for (const auto& e : s.get({"incidentsByPhase"})->as_map())
     std::cout << "  " << std::left << std::setw(12) << e.key << " " << core::to_json(e.value)
               << "\n";
   std::cout << "\nOPEN INCIDENTS\n";
   std::cout << "  " << std::left << std::setw(40) << "NAME" << std::setw(24) << "NODE"
-            << std::setw(12) << "PHASE"
+            << std::setw(20) << "POLICY" << std::setw(12) << "PHASE"
             << "MESSAGE\n";
   for (const auto& i : s.get({"openIncidents"})->as_list())
     std::cout << "  " << std::left << std::setw(40) << i.get_string({"name"}) << std::setw(24)
-              << i.get_string({"node"}) << std::setw(12) << i.get_string({"phase"})
-              << i.get_string({"message"}) << "\n";
+              << i.get_string({"node"}) << std::setw(20) << i.get_string({"policy"})
+              << std::setw(12) << i.get_string({"phase"}) << i.get_string({"message"}) << "\n";
   std::cout << "\nQUARANTINED NODES\n";
-  for (const auto& q : s.get({"quarantinedNodes"})->as_list())
+  for (const auto& q : s.get({"quarantinedNodes"})->as_list()) {
+    const core::Value* rec = q.get({"quarantine"});
     std::cout << "  " << std::left << std::setw(24) << q.get_string({"node"})
-              << " owners=" << q.get_string({"cordonOwners"}) << " " << q.get_string({"quarantine"})
+              << " owners=" << q.get_string({"cordonOwners"}) << " "
+              << (rec != nullptr && rec->is_string() ? rec->as_string() : core::to_json(*rec))
               << "\n";
+  }
 }
 
 void setup_sentinel_command(CLI::App& root) {
@@ -256,11 +321,11 @@ void setup_sentinel_command(CLI::App& root) {
   auto common = [&](CLI::App* sub) {
     sub->add_option("--kubeconfig", flags->kubeconfig, "kubeconfig file");
     sub->add_option("--context", flags->context, "kubeconfig context");
-    sub->add_option("--policy", flags->policy, "the SentinelPolicy")->capture_default_str();
   };
   auto* status =
       cmd->add_subcommand("status", "quarantined nodes, incidents by phase, breaker state");
   common(status);
+  status->add_option("--policy", flags->policy, "one SentinelPolicy (default: every policy)");
   status->add_option("-o,--output", flags->output, "table or json")->capture_default_str();
   status->callback([flags] {
     if (flags->output != "table" && flags->output != "json")
@@ -276,6 +341,8 @@ void setup_sentinel_command(CLI::App& root) {
   auto* reset = cmd->add_subcommand(
       "reset-breaker", "close a tripped circuit breaker (new quarantines allowed again)");
   common(reset);
+  reset->add_option("--policy", flags->policy, "the SentinelPolicy whose breaker to close")
+      ->required();
   reset->callback([flags] {
     kube::Client client(kube::load_default_config(flags->kubeconfig, flags->context));
     core::Value patch;

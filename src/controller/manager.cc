@@ -157,6 +157,9 @@ Manager::~Manager() {
   for (auto& c : controllers_) c->stop_now();
   if (server_) server_->stop();
   if (webhook_server_) webhook_server_->stop();
+  // Reconcilers may own threads (sentinel's quarantine follow-ups) that use the recorders,
+  // caches and client: they go while those still exist.
+  controllers_.clear();
 }
 
 Cache& Manager::cache(const kube::ResourceId& resource, const CacheOptions& options) {

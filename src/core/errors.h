@@ -13,6 +13,12 @@ class InvalidInput : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A named object (a policy, a set, a run) that does not exist.
+class NotFound : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // A value of the wrong kind was accessed (for example a string read as a map).
 class TypeError : public InvalidInput {
  public:

@@ -1,5 +1,7 @@
 #include "sentinel/breaker.h"
 
+#include <algorithm>
+
 #include <cmath>
 
 #include "core/errors.h"
@@ -101,8 +103,21 @@ void CircuitBreaker::tick(std::int64_t now_ms) {
       now_ms - last_attempt_ms_ >= policy_.quiet_reset_ms) {
     tripped_ = false;
     last_reset_by_ = "quiet period";
+    reset_at_ms_ = now_ms;
     nodes_.clear();
   }
+}
+
+void CircuitBreaker::remember(std::string_view node, std::int64_t at_ms, std::int64_t now_ms) {
+  // Before a reset (which forgot it) or already out of the window: not counted.
+  if (at_ms <= 0 || at_ms < reset_at_ms_ || now_ms - at_ms >= policy_.window_ms) return;
+  auto it = nodes_.find(node);
+  if (it != nodes_.end()) {
+    it->second = std::max(it->second, at_ms);
+    return;
+  }
+  if (nodes_.size() >= policy_.max_tracked) return;
+  nodes_.emplace(std::string(node), at_ms);
 }
 
 BreakerDecision CircuitBreaker::admit(std::string_view node, std::int64_t now_ms,
@@ -149,6 +164,7 @@ void CircuitBreaker::reset(std::int64_t now_ms, std::string_view by) {
   tripped_ = false;
   nodes_.clear();
   last_attempt_ms_ = now_ms;
+  reset_at_ms_ = now_ms;
   last_reset_by_ = std::string(by);
 }
 
@@ -177,6 +193,7 @@ core::Value CircuitBreaker::to_value() const {
   v["lastAttemptMs"] = last_attempt_ms_;
   v["refused"] = refused_;
   if (!last_reset_by_.empty()) v["lastResetBy"] = last_reset_by_;
+  if (reset_at_ms_ > 0) v["lastResetMs"] = reset_at_ms_;
   core::Value nodes = core::Value::map();
   for (const auto& [n, t] : nodes_) nodes[n] = t;
   v["nodes"] = std::move(nodes);
@@ -196,6 +213,7 @@ CircuitBreaker CircuitBreaker::from_value(BreakerPolicy policy, const core::Valu
   const std::int64_t refused = int_field(v, "refused", 0, "breakerState");
   b.refused_ = refused < 0 ? 0 : static_cast<std::uint64_t>(refused);
   b.last_reset_by_ = std::string(v.get_string({"lastResetBy"}));
+  b.reset_at_ms_ = int_field(v, "lastResetMs", 0, "breakerState");
   if (const core::Value* n = v.find("nodes"); n != nullptr && !n->is_null()) {
     if (!n->is_map()) throw core::InvalidInput("breakerState.nodes: must be a map node -> ms");
     for (const auto& e : n->as_map()) {

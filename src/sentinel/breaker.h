@@ -51,6 +51,11 @@ class CircuitBreaker {
   BreakerDecision admit(std::string_view node, std::int64_t now_ms, std::size_t gpu_nodes);
   // Expires the window and applies the quiet-period reset. admit() and status() call it.
   void tick(std::int64_t now_ms);
+  // Counts an admission known from elsewhere: a quarantine the Nodes or the Remediations
+  // record, which a crash may have kept out of the saved state (sentinel saves the breaker
+  // after the cordon, off the fault -> cordon path). Never trips or refuses; ignored when
+  // `at_ms` is out of the window or older than the last reset.
+  void remember(std::string_view node, std::int64_t at_ms, std::int64_t now_ms);
   // The explicit verb (`gpufleet sentinel breaker reset`): closes and forgets the window.
   void reset(std::int64_t now_ms, std::string_view by);
 
@@ -81,6 +86,7 @@ class CircuitBreaker {
   std::int64_t last_attempt_ms_ = 0;
   std::uint64_t refused_ = 0;
   std::string last_reset_by_;
+  std::int64_t reset_at_ms_ = 0;  // the last reset (explicit or quiet period)
 };
 
 }  // namespace gpufleet::sentinel

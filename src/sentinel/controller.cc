@@ -11,6 +11,7 @@
 #include "controller/disruption_reservation.h"
 #include "controller/manager.h"
 #include "controller/status.h"
+#include "controller/work_pool.h"
 #include "core/errors.h"
 #include "core/json.h"
 #include "core/log.h"
@@ -20,12 +21,14 @@
 #include "kube/api/cordon.h"
 #include "kube/api/disruption.h"
 #include "kube/api/meta.h"
+#include "kube/api/names.h"
 #include "kube/api/objects.h"
 #include "kube/client.h"
 #include "kube/errors.h"
 #include "kube/events.h"
 #include "sentinel/drain.h"
 #include "sentinel/policy.h"
+#include "sentinel/policy_reconciler.h"
 #include "sentinel/quarantine.h"
 
 namespace gpufleet::sentinel {
@@ -44,40 +47,12 @@ kube::ResourceId validation_requests() {
 namespace {
 
 using namespace std::chrono_literals;
+using namespace detail;
 using controller::Request;
 using controller::Result;
 
-constexpr const char* kFieldManager = "gpufleet-sentinel";
 constexpr const char* kBreakerFieldManager = "gpufleet-sentinel-breaker";
 constexpr std::string_view kRequestAnnotation = "sentinel.gpufleet.io/remediation-request";
-constexpr std::string_view kGpuLabel = "nvidia.com/gpu.present";
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string rfc3339(std::int64_t ms) {
-  return core::Timestamp::from_unix_nanos(ms * 1'000'000)
-      .to_rfc3339(core::TimestampPrecision::Micros);
-}
-
-// Milliseconds since the epoch of an RFC 3339 field, or 0 when absent or unreadable.
-std::int64_t ms_of(std::string_view text) {
-  auto t = kube::parse_rfc3339(text);
-  if (!t) return 0;
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t->time_since_epoch()).count();
-}
-
-bool final_phase(std::string_view p) {
-  return p == "Released" || p == "Failed" || p == "Cancelled";
-}
-
-std::string phase_of(const core::Value& rem) {
-  std::string p(rem.get_string({"status", "phase"}));
-  return p.empty() ? "Detected" : p;
-}
 
 std::set<std::string> string_set(const core::Value* list) {
   std::set<std::string> out;
@@ -86,19 +61,6 @@ std::set<std::string> string_set(const core::Value* list) {
     if (s.is_string()) out.insert(s.as_string());
   return out;
 }
-
-// What an Event is about: list items carry no apiVersion/kind, the recorder needs them.
-core::Value regarding(const core::Value& obj, std::string_view api_version, std::string_view kind) {
-  core::Value r = core::Value::map();
-  r["apiVersion"] = api_version;
-  r["kind"] = kind;
-  r["metadata"]["name"] = kube::name_of(obj);
-  r["metadata"]["uid"] = kube::uid_of(obj);
-  return r;
-}
-core::Value node_ref(const core::Value& node) { return regarding(node, "v1", "Node"); }
-
-bool is_gpu_node(const core::Value& node) { return kube::label_of(node, kGpuLabel) == "true"; }
 
 // NodeHealth's status.history for the rules, each entry with ageSeconds (now - time), so a
 // pattern can say "within 24 h" (rules.h). An entry without a readable time has no age.
@@ -126,72 +88,6 @@ std::string incident_name(std::string_view node, std::int64_t ms) {
   return base + "-" + digits;
 }
 
-struct Metrics {
-  explicit Metrics(core::metrics::Registry& r)
-      : quarantines(r.counter("gpufleet_sentinel_quarantines_total",
-                              "Nodes quarantined (new incidents for faults)")),
-        refused(r.counter("gpufleet_sentinel_quarantines_refused_total",
-                          "New quarantines the tripped circuit breaker refused")),
-        incidents_ended(r.counter("gpufleet_sentinel_incidents_ended_total",
-                                  "Incidents that ended, by final phase", {"phase"})),
-        pod_actions(r.counter("gpufleet_sentinel_drain_pod_actions_total", "Drain actions on pods",
-                              {"action"})),
-        remediation_requests(r.counter("gpufleet_sentinel_remediation_requests_total",
-                                       "Remediation actions requested", {"action"})),
-        rule_problems(r.counter("gpufleet_sentinel_rule_problems_total",
-                                "Rule evaluation failures reported (each distinct once)")),
-        breaker_tripped(r.gauge("gpufleet_sentinel_breaker_tripped",
-                                "1 while the circuit breaker refuses new quarantines")),
-        breaker_nodes(r.gauge("gpufleet_sentinel_breaker_window_nodes",
-                              "Unique nodes quarantined within the breaker window")),
-        breaker_threshold(r.gauge("gpufleet_sentinel_breaker_threshold",
-                                  "Unique nodes at which the breaker trips")),
-        incidents(r.gauge("gpufleet_sentinel_incidents", "Incidents by phase", {"phase"})),
-        quarantined(r.gauge("gpufleet_sentinel_quarantined_nodes",
-                            "Nodes with an incident that is not over")),
-        cordon_latency(r.histogram("gpufleet_sentinel_fault_to_cordon_seconds",
-                                   "From the fault's transition in NodeHealth to sentinel's cordon",
-                                   {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30})) {}
-  core::metrics::Counter& quarantines;
-  core::metrics::Counter& refused;
-  core::metrics::Counter& incidents_ended;
-  core::metrics::Counter& pod_actions;
-  core::metrics::Counter& remediation_requests;
-  core::metrics::Counter& rule_problems;
-  core::metrics::Gauge& breaker_tripped;
-  core::metrics::Gauge& breaker_nodes;
-  core::metrics::Gauge& breaker_threshold;
-  core::metrics::Gauge& incidents;
-  core::metrics::Gauge& quarantined;
-  core::metrics::Histogram& cordon_latency;
-};
-
-// What both reconcilers share: the compiled policy and the breaker (guarded by mu).
-struct State {
-  std::mutex mu;
-  bool loaded = false;  // policy compiled and breaker restored
-  std::string uid;
-  std::int64_t generation = -1;
-  std::int64_t created_ms = 0;
-  Policy policy;
-  std::optional<RuleSet> rules;
-  std::optional<CircuitBreaker> breaker;
-  // Group commit of the breaker's durable form: admissions bump breaker_version and wait
-  // until a write covering it is done; one write is in flight at a time and covers every
-  // admission made before it started.
-  std::uint64_t breaker_version = 0;
-  std::uint64_t saved_version = 0;
-  bool saving = false;
-  std::condition_variable saved_cv;
-  std::vector<std::string> problems;
-  std::map<std::string, std::int64_t> dry_run;
-  std::size_t gpu_nodes = 0;
-  bool was_tripped = false;
-  controller::Controller* nodes_controller = nullptr;
-  std::shared_ptr<Metrics> metrics;         // kept alive with the reconcilers that use it
-  std::vector<std::string> provider_names;  // the replacement providers (fixed at setup)
-};
-
 // ---- the annotation remediator ----
 
 class AnnotationRemediator final : public Remediator {
@@ -216,252 +112,21 @@ class AnnotationRemediator final : public Remediator {
   kube::Client& client_;
 };
 
-// ---- the policy reconciler ----
-
-class PolicyReconciler final : public controller::Reconciler {
- public:
-  PolicyReconciler(controller::Manager& m, std::shared_ptr<State> state, Metrics& metrics,
-                   std::string policy_name, const controller::Cache& policies,
-                   const controller::Cache& nodes, const controller::Cache& remediations)
-      : client_(m.client()),
-        events_(m.event_recorder("sentinel")),
-        state_(std::move(state)),
-        metrics_(metrics),
-        policy_name_(std::move(policy_name)),
-        policies_(policies),
-        nodes_(nodes),
-        remediations_(remediations),
-        status_(m.client(), api::sentinel_policies(), "SentinelPolicy", kFieldManager) {}
-
-  Result reconcile(const Request& req, std::stop_token) override {
-    if (req.name != policy_name_) return {};  // only the policy this process follows
-    kube::ObjectPtr pol = policies_.get(req.key());
-    const std::int64_t now = now_ms();
-    std::size_t gpu_nodes = 0;
-    for (const auto& n : nodes_.list())
-      if (is_gpu_node(*n)) ++gpu_nodes;
-    std::map<std::string, std::int64_t> phases;
-    std::int64_t active = 0;
-    for (const auto& r : remediations_.list()) {
-      std::string p = phase_of(*r);
-      ++phases[p];
-      if (!final_phase(p)) ++active;
-    }
-    for (const char* p : {"Detected", "Quarantined", "Draining", "Remediating", "Validating",
-                          "Released", "Failed", "Cancelled"}) {
-      metrics_.incidents.with({p}).set(static_cast<double>(phases[p]));
-    }
-    metrics_.quarantined.set(static_cast<double>(active));
-
-    if (pol == nullptr) {
-      std::lock_guard lock(state_->mu);
-      state_->loaded = false;  // monitor-only: no policy, no action
-      state_->gpu_nodes = gpu_nodes;
-      return {};
-    }
-    const core::Value& obj = *pol;
-    const std::int64_t generation =
-        obj.get({"metadata", "generation"}) ? obj.get({"metadata", "generation"})->as_int() : 0;
-    std::string error;
-    bool newly_loaded = false;
-    core::Value status = core::Value::map();
-    std::vector<kube::Condition> conditions;
-    {
-      std::lock_guard lock(state_->mu);
-      state_->gpu_nodes = gpu_nodes;
-      if (state_->uid != kube::uid_of(obj) || state_->generation != generation) {
-        try {
-          Policy p = Policy::from_spec(obj.get({"spec"}) ? *obj.get({"spec"}) : core::Value());
-          p.check_providers(state_->provider_names);
-          RuleSet rules = RuleSet::compile(p.rules, p.cost_limit);
-          // The breaker keeps its durable state across policy edits and restarts.
-          core::Value saved;
-          if (state_->breaker) {
-            saved = state_->breaker->to_value();
-          } else if (auto text = obj.get_string({"status", "breaker", "saved"}); !text.empty()) {
-            saved = core::parse_json(text, "status.breaker.saved");
-          }
-          state_->breaker = CircuitBreaker::from_value(p.breaker, saved);
-          state_->policy = std::move(p);
-          state_->rules = std::move(rules);
-          state_->problems.clear();
-          newly_loaded = !state_->loaded;
-          state_->loaded = true;
-          state_->uid = std::string(kube::uid_of(obj));
-          state_->generation = generation;
-          state_->created_ms = ms_of(obj.get_string({"metadata", "creationTimestamp"}));
-        } catch (const core::InvalidInput& e) {
-          error = e.what();
-          state_->loaded = false;
-          state_->generation = -1;
-        }
-      }
-      if (state_->loaded) {
-        CircuitBreaker& b = *state_->breaker;
-        // The reset verb: `gpufleet sentinel reset-breaker` writes a new token.
-        const std::string token(
-            obj.get_string({"metadata", "annotations", kResetBreakerAnnotation}));
-        std::string last(obj.get_string({"status", "breaker", "lastResetToken"}));
-        if (!token.empty() && token != last) {
-          b.reset(now, "annotation " + std::string(kResetBreakerAnnotation) + "=" + token);
-          events_.record(
-              regarding(obj, "gpufleet.io/v1alpha1", "SentinelPolicy"), kube::EventType::Normal,
-              "BreakerReset", "Reset",
-              "circuit breaker reset by " + std::string(kResetBreakerAnnotation) + "=" + token);
-          last = token;
-        }
-        b.tick(now);
-        core::Value bs = b.status(gpu_nodes);
-        const bool tripped = b.tripped();
-        if (tripped && !state_->was_tripped) {
-          events_.record(regarding(obj, "gpufleet.io/v1alpha1", "SentinelPolicy"),
-                         kube::EventType::Warning, "BreakerTripped", "Trip",
-                         std::string(bs.get_string({"message"})));
-        } else if (!tripped && state_->was_tripped) {
-          events_.record(regarding(obj, "gpufleet.io/v1alpha1", "SentinelPolicy"),
-                         kube::EventType::Normal, "BreakerClosed", "Close",
-                         std::string(bs.get_string({"message"})));
-          // Nodes refused while it was open are looked at again now.
-          enqueue_all();
-        }
-        state_->was_tripped = tripped;
-        metrics_.breaker_tripped.set(tripped ? 1 : 0);
-        metrics_.breaker_nodes.set(static_cast<double>(b.unique_nodes()));
-        metrics_.breaker_threshold.set(static_cast<double>(b.threshold(gpu_nodes)));
-        core::Value breaker = core::Value::map();
-        breaker["state"] = tripped ? "Tripped" : "Closed";
-        breaker["uniqueNodes"] = static_cast<std::int64_t>(b.unique_nodes());
-        breaker["threshold"] = static_cast<std::int64_t>(b.threshold(gpu_nodes));
-        if (const core::Value* r = bs.find("refused")) breaker["refused"] = *r;
-        std::string msg(bs.get_string({"message"}));
-        if (msg.size() > 1000) msg.resize(1000);
-        breaker["message"] = msg;
-        if (!last.empty()) breaker["lastResetToken"] = last;
-        status["breaker"] = std::move(breaker);
-        status["ruleCount"] = static_cast<std::int64_t>(state_->rules->size());
-        core::Value problems = core::Value::list();
-        for (const auto& p : state_->problems) problems.push_back(p.substr(0, 500));
-        status["ruleProblems"] = std::move(problems);
-        core::Value dry = core::Value::map();
-        for (const auto& [rule, n] : state_->dry_run) dry[rule] = n;
-        status["dryRunMatches"] = std::move(dry);
-        conditions.push_back({"BreakerTripped",
-                              tripped ? "True" : "False",
-                              tripped ? "Tripped" : "Closed",
-                              std::string(bs.get_string({"message"})).substr(0, 1000),
-                              0,
-                              {}});
-        conditions.push_back({"Ready",
-                              "True",
-                              "PolicyLoaded",
-                              std::to_string(state_->rules->size()) + " rules compiled",
-                              0,
-                              {}});
-      }
-    }
-    if (!error.empty()) {
-      conditions.push_back({"Ready", "False", "InvalidPolicy", error.substr(0, 30000), 0, {}});
-      core::log::warn("sentinel: policy not loaded", {{"policy", req.name}, {"error", error}});
-    }
-    status["observedGeneration"] = generation;
-    status["gpuNodes"] = static_cast<std::int64_t>(gpu_nodes);
-    status["quarantinedNodes"] = active;
-    // Conditions with their transition times kept.
-    core::Value conds = core::Value::list();
-    const auto now_tp = std::chrono::system_clock::now();
-    for (auto& c : conditions) {
-      const core::Value* old = nullptr;
-      if (const core::Value* list = obj.get({"status", "conditions"}); list && list->is_list())
-        for (const auto& o : list->as_list())
-          if (o.get_string({"type"}) == c.type) old = &o;
-      core::Value v = core::Value::map();
-      v["type"] = c.type;
-      v["status"] = c.status;
-      v["reason"] = c.reason;
-      v["message"] = c.message;
-      v["observedGeneration"] = generation;
-      v["lastTransitionTime"] =
-          old != nullptr && old->get_string({"status"}) == c.status
-              ? core::Value(old->get_string({"lastTransitionTime"}))
-              : core::Value(core::Timestamp::from_time_point(now_tp).to_rfc3339(
-                    core::TimestampPrecision::Seconds));
-      conds.push_back(std::move(v));
-    }
-    status["conditions"] = std::move(conds);
-    if (!same_status(obj, status)) status_.apply("", req.name, status);
-    if (newly_loaded) enqueue_all();
-    // Window expiry and the quiet-period reset are time-driven: look again.
-    return {.requeue_after = 5s};
-  }
-
- private:
-  // True when every field of `want` already has that value (nothing to write).
-  static bool same_status(const core::Value& obj, const core::Value& want) {
-    const core::Value* have = obj.get({"status"});
-    if (have == nullptr || !have->is_map()) return false;
-    for (const auto& e : want.as_map()) {
-      if (e.key == "conditions") {
-        const core::Value* hc = have->find("conditions");
-        if (hc == nullptr || hc->size() != e.value.size()) return false;
-        for (std::size_t i = 0; i < e.value.size(); ++i) {
-          const core::Value& w = e.value[i];
-          bool found = false;
-          for (const auto& h : hc->as_list()) {
-            found |= h.get_string({"type"}) == w.get_string({"type"}) &&
-                     h.get_string({"status"}) == w.get_string({"status"}) &&
-                     h.get_string({"reason"}) == w.get_string({"reason"}) &&
-                     h.get_string({"message"}) == w.get_string({"message"});
-          }
-          if (!found) return false;
-        }
-        continue;
-      }
-      const core::Value* h = have->find(e.key);
-      if (h == nullptr) return false;
-      if (e.key == "breaker") {
-        for (const auto& b : e.value.as_map()) {
-          const core::Value* hb = h->find(b.key);
-          if (hb == nullptr || !(*hb == b.value)) return false;
-        }
-        continue;
-      }
-      if (!(*h == e.value)) return false;
-    }
-    return true;
-  }
-
-  void enqueue_all() {
-    if (state_->nodes_controller == nullptr) return;
-    for (const auto& n : nodes_.list())
-      state_->nodes_controller->enqueue({"", std::string(kube::name_of(*n))});
-  }
-
-  kube::Client& client_;
-  kube::EventRecorder& events_;
-  std::shared_ptr<State> state_;
-  Metrics& metrics_;
-  std::string policy_name_;
-  const controller::Cache& policies_;
-  const controller::Cache& nodes_;
-  const controller::Cache& remediations_;
-  controller::StatusWriter status_;
-};
-
 // ---- the node reconciler ----
 
 class NodeReconciler final : public controller::Reconciler {
  public:
   NodeReconciler(controller::Manager& m, std::shared_ptr<State> state, Metrics& metrics,
-                 std::string policy_name, std::shared_ptr<Remediator> remediator,
+                 std::shared_ptr<Remediator> remediator,
                  std::map<std::string, std::shared_ptr<ReplacementProvider>> providers,
                  const controller::Cache& nodes, const controller::Cache& healths,
                  const controller::Cache& remediations, const controller::Cache& pods,
-                 const controller::Cache& vreqs)
+                 const controller::Cache& vreqs, const controller::Cache& policies,
+                 std::size_t follow_up_threads)
       : client_(m.client()),
         events_(m.event_recorder("sentinel")),
         state_(std::move(state)),
         metrics_(metrics),
-        policy_name_(std::move(policy_name)),
         remediator_(std::move(remediator)),
         providers_(std::move(providers)),
         nodes_(nodes),
@@ -469,20 +134,23 @@ class NodeReconciler final : public controller::Reconciler {
         remediations_(remediations),
         pods_(pods),
         vreqs_(vreqs),
+        policies_(policies),
         breaker_status_(m.client(), api::sentinel_policies(), "SentinelPolicy",
                         kBreakerFieldManager),
         budget_(m.client()),
-        claims_(m.client(), {.namespace_ = m.options().lease_namespace}) {}
+        claims_(m.client(), {.namespace_ = m.options().lease_namespace}),
+        follow_ups_(
+            follow_up_threads, nullptr,
+            [](const std::string& node, const std::string& what) {
+              // The next look of the node finishes it (a record without its Remediation).
+              core::log::warn("sentinel: quarantine follow-up failed",
+                              {{"node", node}, {"error", what}});
+            }) {}
 
   Result reconcile(const Request& req, std::stop_token) override {
-    Policy policy;
-    std::int64_t policy_created = 0;
-    {
-      std::lock_guard lock(state_->mu);
-      if (!state_->loaded) return {};  // no (valid) policy: monitor-only
-      policy = state_->policy;
-      policy_created = state_->created_ms;
-    }
+    // A quarantine's follow-up is still writing: look again shortly (its writes are events
+    // for the node too).
+    if (follow_ups_.busy(req.name)) return {.requeue_after = 100ms};
     kube::ObjectPtr node = nodes_.get(req.key());
     kube::ObjectPtr active;
     // Every fault is acted on once: entities of ended incidents (released after certify, a
@@ -498,6 +166,18 @@ class NodeReconciler final : public controller::Reconciler {
       }
       if (final_phase(p)) continue;
       if (active == nullptr || kube::name_of(*r) < kube::name_of(*active)) active = r;
+    }
+    // At start, and just after a policy is created or deleted, the policy that governs the
+    // node is not known yet: acting under a lower-ranked one would be acting wrongly.
+    if (!policies_settled()) return {.requeue_after = 200ms};
+    const PolicyPtr ps = policy_for(node.get(), active.get());
+    if (ps == nullptr) return {};  // no (valid) policy governs the node: monitor-only
+    Policy policy;
+    std::int64_t policy_created = 0;
+    {
+      std::lock_guard lock(state_->mu);
+      policy = ps->policy;
+      policy_created = ps->created_ms;
     }
     if (node == nullptr) {
       if (active == nullptr) return {};
@@ -543,11 +223,12 @@ class NodeReconciler final : public controller::Reconciler {
             if (faulty.contains(e)) still.insert(e);
           std::int64_t since = 0;
           if (health != nullptr && !still.empty())
-            evaluate(*health, *node, still, overridden, d, matched, since);
+            evaluate(*ps, *health, *node, still, overridden, d, matched, since);
           action = d.remediate.empty() ? policy.remediation.default_action : d.remediate;
         }
-        create_incident(*node, rec.incident, rec.entities.empty() ? "NewNode" : "Fault",
-                        rec.entities, d.matched, rec.cordoned, rec.taints, action);
+        create_incident(*node, ps->name, rec.incident,
+                        rec.entities.empty() ? "NewNode" : "Fault", rec.entities, d.matched,
+                        rec.cordoned, rec.taints, action);
         return {.requeue = true};
       }
       if (phase_of(*named) != "Failed") {
@@ -574,37 +255,41 @@ class NodeReconciler final : public controller::Reconciler {
     std::set<std::string> entities;
     std::int64_t fault_since = 0;
     if (health != nullptr && !faulty.empty())
-      evaluate(*health, *node, faulty, overridden, decision, entities, fault_since);
+      evaluate(*ps, *health, *node, faulty, overridden, decision, entities, fault_since);
     if (!decision.cordon && decision.taints.empty()) {
-      return take_over ? Result{} : gate_new_node(policy, policy_created, *node);
+      return take_over ? Result{} : gate_new_node(ps->name, policy, policy_created, *node);
     }
     const std::int64_t now = now_ms();
     std::string refused;
     std::uint64_t version = 0;
     {
       std::lock_guard lock(state_->mu);
-      if (!state_->loaded) return {};
-      state_->breaker->tick(now);
+      if (!ps->loaded) return {.requeue = true};  // edited meanwhile: look again under it
+      ps->breaker->tick(now);
       // Admitted before (its quarantine write failed and is retried): it already counts.
-      BreakerDecision b = state_->breaker->tripped() && state_->breaker->counts(req.name)
+      BreakerDecision b = ps->breaker->tripped() && ps->breaker->counts(req.name)
                               ? BreakerDecision{true, ""}
-                              : state_->breaker->admit(req.name, now, state_->gpu_nodes);
+                              : ps->breaker->admit(req.name, now, ps->gpu_nodes);
       if (b.admitted) {
-        version = ++state_->breaker_version;
+        version = ++ps->breaker_version;
       } else {
         refused = b.reason.empty() ? "refused" : b.reason;
       }
     }
     if (!refused.empty()) {
-      metrics_.refused.inc();
+      metrics_.refused.with({ps->name}).inc();
       events_.record(node_ref(*node), kube::EventType::Warning, "QuarantineRefused", "Quarantine",
-                     "circuit breaker: " + refused);
+                     "circuit breaker of SentinelPolicy " + ps->name + ": " + refused);
       return {.requeue_after = 15s};
     }
-    save_breaker(version);
+    // The cordon is the only write between the fault and the node being out: the breaker's
+    // admission is recorded in the same patch (the quarantine record), so the breaker's own
+    // save, the Remediation, its status and the Event follow on the follow-up pool, and a
+    // crash in between loses nothing (the breaker is rebuilt from the records; a record
+    // without its Remediation gets it on the next look).
     const std::string name = incident_name(req.name, now);
-    std::optional<core::Value> patched =
-        patch_node(*node, plan_quarantine(*node, decision, entities, name, take_over));
+    std::optional<core::Value> patched = patch_node(
+        *node, plan_quarantine(*node, decision, entities, name, take_over, {ps->name, now}));
     const std::int64_t cordoned = now_ms();
     metrics_.quarantines.inc();
     if (fault_since > 0 && cordoned >= fault_since) {
@@ -612,41 +297,56 @@ class NodeReconciler final : public controller::Reconciler {
     }
     std::string action =
         decision.remediate.empty() ? policy.remediation.default_action : decision.remediate;
-    const std::optional<core::Value> escalation = rule_escalation(policy, decision, action);
-    std::optional<core::Value> rem =
-        create_incident(*node, name, "Fault", entities, decision.matched, decision.cordon,
-                        decision.taints, action, escalation ? &*escalation : nullptr);
-    events_.record(node_ref(*node), kube::EventType::Warning, "Quarantined", "Quarantine",
-                   "rules " + join(decision.matched) + " matched " + join(entities));
-    if (escalation) {
-      const bool applied = escalation->find("applied")->as_bool();
-      events_.record(node_ref(*node), kube::EventType::Warning,
-                     applied ? "RemediationEscalated" : "EscalationNotApplied", "Remediate",
-                     std::string(escalation->get_string({"message"})));
-    }
+    std::optional<core::Value> escalation = rule_escalation(policy, decision, action);
     const std::int64_t latency = fault_since > 0 ? cordoned - fault_since : -1;
-    if (rem) {
-      // The quarantine is known to be on the Node (the patch answered, or there was nothing
-      // to change): the incident's status goes now, from the objects as written, instead of
-      // on a later look whose Node copy may still predate the patch (409, backoff).
-      after_quarantine(policy, patched ? *patched : *node, *rem, false, now_ms(),
-                       [&](core::Value& s) {
-                         s["quarantinedAt"] = rfc3339(cordoned);
-                         if (latency >= 0) s["cordonLatencyMs"] = latency;
-                       });
-      std::lock_guard lock(latency_mu_);
-      if (status_written_.size() < 100'000) status_written_.insert(name);
-      return {};
-    }
-    // Created before (a retried look): its status is written on the next look.
-    {
-      std::lock_guard lock(latency_mu_);
-      if (cordon_latency_.size() < 100'000) cordon_latency_[name] = latency;
-    }
+    follow_ups_.submit(req.name, [this, ps, version, policy = std::move(policy),
+                                  out = patched ? std::move(*patched) : *node,
+                                  decision = std::move(decision), entities = std::move(entities),
+                                  name, action = std::move(action),
+                                  escalation = std::move(escalation), cordoned, latency] {
+      after_cordon(ps, version, policy, out, decision, entities, name, action, escalation,
+                   cordoned, latency);
+    });
     return {};
   }
 
  private:
+  // What follows a quarantine's cordon, off the worker: the incident, its Events and status,
+  // and the breaker's durable form.
+  void after_cordon(const PolicyPtr& ps, std::uint64_t version, const Policy& policy,
+                    const core::Value& node, const Decision& decision,
+                    const std::set<std::string>& entities, const std::string& name,
+                    const std::string& action, const std::optional<core::Value>& escalation,
+                    std::int64_t cordoned, std::int64_t latency) {
+    std::optional<core::Value> rem =
+        create_incident(node, ps->name, name, "Fault", entities, decision.matched, decision.cordon,
+                        decision.taints, action, escalation ? &*escalation : nullptr);
+    events_.record(node_ref(node), kube::EventType::Warning, "Quarantined", "Quarantine",
+                   "rules " + join(decision.matched) + " matched " + join(entities));
+    if (escalation) {
+      const bool applied = escalation->find("applied")->as_bool();
+      events_.record(node_ref(node), kube::EventType::Warning,
+                     applied ? "RemediationEscalated" : "EscalationNotApplied", "Remediate",
+                     std::string(escalation->get_string({"message"})));
+    }
+    if (rem) {
+      // The quarantine is known to be on the Node (the patch answered, or there was nothing
+      // to change): the incident's status goes now, from the objects as written, instead of
+      // on a later look whose Node copy may still predate the patch (409, backoff).
+      after_quarantine(policy, node, *rem, false, now_ms(), [&](core::Value& s) {
+        s["quarantinedAt"] = rfc3339(cordoned);
+        if (latency >= 0) s["cordonLatencyMs"] = latency;
+      });
+      std::lock_guard lock(latency_mu_);
+      if (status_written_.size() < 100'000) status_written_.insert(name);
+    } else {
+      // Created before (a retried look): its status is written on the next look.
+      std::lock_guard lock(latency_mu_);
+      if (cordon_latency_.size() < 100'000) cordon_latency_[name] = latency;
+    }
+    save_breaker(ps, version);
+  }
+
   static std::string join(const auto& items) {
     std::string out;
     for (const auto& i : items) out += (out.empty() ? "" : ",") + std::string(i);
@@ -680,14 +380,14 @@ class NodeReconciler final : public controller::Reconciler {
     return e;
   }
 
-  void evaluate(const core::Value& health, const core::Value& node,
+  void evaluate(PolicyState& ps, const core::Value& health, const core::Value& node,
                 const std::set<std::string>& faulty,
                 const std::map<std::string, std::int64_t>& overridden, Decision& decision,
                 std::set<std::string>& entities, std::int64_t& fault_since) {
     const core::Value* checks = health.get({"status", "checks"});
     const core::Value hist = history_with_age(health.get({"status", "history"}), now_ms());
     std::lock_guard lock(state_->mu);
-    if (!state_->loaded) return;
+    if (!ps.loaded) return;
     for (const auto& c : checks->as_list()) {
       const std::string check(c.get_string({"name"}));
       auto consider = [&](const core::Value& src, const std::string& key, std::string_view id) {
@@ -701,13 +401,13 @@ class NodeReconciler final : public controller::Reconciler {
         for (std::string_view f : {"kind", "state", "reason", "message"})
           if (const core::Value* v = src.find(f)) event[f] = *v;
         std::vector<std::string> problems;
-        Decision d = state_->rules->evaluate(event, health, node, hist, &problems);
+        Decision d = ps.rules->evaluate(event, health, node, hist, &problems);
         for (auto& p : problems) {
           metrics_.rule_problems.inc();
           core::log::warn("sentinel: rule problem", {{"problem", p}});
-          if (state_->problems.size() < 32) state_->problems.push_back(p);
+          if (ps.problems.size() < 32) ps.problems.push_back(p);
         }
-        for (const auto& r : d.dry_run) ++state_->dry_run[r];
+        for (const auto& r : d.dry_run) ++ps.dry_run[r];
         if (!d.acts()) return;
         entities.insert(key);
         decision.cordon = decision.cordon || d.cordon;
@@ -746,33 +446,66 @@ class NodeReconciler final : public controller::Reconciler {
   // first waiter writes the state as it is then (covering every admission so far); the others
   // wait for a write that covers theirs, so a storm costs one write per round trip, not one per
   // node.
-  void save_breaker(std::uint64_t version) {
+  void save_breaker(const PolicyPtr& ps, std::uint64_t version) {
     std::unique_lock lock(state_->mu);
-    while (state_->saved_version < version) {
-      if (state_->saving) {
+    while (ps->saved_version < version) {
+      if (ps->saving) {
         state_->saved_cv.wait(lock);
         continue;
       }
-      state_->saving = true;
-      const std::uint64_t covers = state_->breaker_version;
+      ps->saving = true;
+      const std::uint64_t covers = ps->breaker_version;
       core::Value status;
-      status["breaker"]["saved"] = core::to_json(state_->breaker->to_value());
+      status["breaker"]["saved"] = core::to_json(ps->breaker->to_value());
       lock.unlock();
       std::exception_ptr error;
       try {
-        breaker_status_.apply("", policy_name_, status);
+        breaker_status_.apply("", ps->name, status);
       } catch (...) {
         error = std::current_exception();
       }
       lock.lock();
-      state_->saving = false;
-      if (!error) state_->saved_version = std::max(state_->saved_version, covers);
+      ps->saving = false;
+      if (!error) ps->saved_version = std::max(ps->saved_version, covers);
       state_->saved_cv.notify_all();
       if (error) std::rethrow_exception(error);
     }
   }
 
-  Result gate_new_node(const Policy& policy, std::int64_t policy_created, const core::Value& node) {
+  // Every followed SentinelPolicy in the cache has been looked at by the policy reconciler at
+  // its current uid and generation, and no deleted one is still followed.
+  bool policies_settled() {
+    const std::vector<kube::ObjectPtr> cached = policies_.list();
+    std::lock_guard lock(state_->mu);
+    std::size_t followed = 0;
+    for (const auto& obj : cached) {
+      const std::string name(kube::name_of(*obj));
+      if (!state_->follows(name)) continue;
+      ++followed;
+      auto it = state_->policies.find(name);
+      if (it == state_->policies.end()) return false;
+      const core::Value* g = obj->get({"metadata", "generation"});
+      if (it->second->seen_uid != kube::uid_of(*obj) ||
+          it->second->seen_generation != (g != nullptr && g->is_int() ? g->as_int() : 0))
+        return false;
+    }
+    return followed == state_->policies.size();
+  }
+
+  // The policy a node is reconciled under: the one governing it now; for an incident on a node
+  // no policy governs any more (deleted, or its labels changed), the one it was opened under
+  // while that still exists. nullptr: monitor-only.
+  PolicyPtr policy_for(const core::Value* node, const core::Value* incident) {
+    std::lock_guard lock(state_->mu);
+    if (node != nullptr)
+      if (PolicyPtr p = governing_policy(state_->policies, *node)) return p;
+    if (incident == nullptr) return nullptr;
+    auto it = state_->policies.find(std::string(kube::annotation_of(*incident, kPolicyLabel)));
+    return it != state_->policies.end() && it->second->loaded ? it->second : nullptr;
+  }
+
+  Result gate_new_node(const std::string& policy_name, const Policy& policy,
+                       std::int64_t policy_created, const core::Value& node) {
     if (!policy.validation.enabled || !policy.validation.new_nodes) return {};
     if (!is_gpu_node(node) || !kube::annotation_of(node, kValidatedAnnotation).empty()) return {};
     // Only nodes that joined after the policy: installing sentinel must not cordon a fleet.
@@ -782,7 +515,7 @@ class NodeReconciler final : public controller::Reconciler {
     Decision d;
     d.cordon = true;
     patch_node(node, plan_quarantine(node, d, {}, name));
-    create_incident(node, name, "NewNode", {}, {}, true, {}, "none");
+    create_incident(node, policy_name, name, "NewNode", {}, {}, true, {}, "none");
     events_.record(node_ref(node), kube::EventType::Normal, "ValidationRequired", "Quarantine",
                    "new node held out of scheduling until certify passes it");
     return {};
@@ -799,7 +532,9 @@ class NodeReconciler final : public controller::Reconciler {
   }
 
   // The Remediation as created, or nullopt when it existed already.
-  std::optional<core::Value> create_incident(const core::Value& node, const std::string& name,
+  std::optional<core::Value> create_incident(const core::Value& node,
+                                             const std::string& policy_name,
+                                             const std::string& name,
                                              const std::string& reason,
                                              const std::set<std::string>& entities,
                                              const std::vector<std::string>& rules, bool cordon,
@@ -811,6 +546,11 @@ class NodeReconciler final : public controller::Reconciler {
     rem["kind"] = "Remediation";
     rem["metadata"]["name"] = name;
     rem["metadata"]["labels"][kNodeLabel] = std::string(kube::name_of(node));
+    // The annotation is what sentinel reads; the label (when the name fits one) lets a person
+    // list a policy's incidents (kubectl get remediations -l sentinel.gpufleet.io/policy=P).
+    rem["metadata"]["annotations"][kPolicyLabel] = policy_name;
+    if (kube::check_label_value(policy_name).empty())
+      rem["metadata"]["labels"][kPolicyLabel] = policy_name;
     rem["spec"]["nodeName"] = std::string(kube::name_of(node));
     rem["spec"]["reason"] = reason;
     core::Value e = core::Value::list();
@@ -1531,7 +1271,6 @@ class NodeReconciler final : public controller::Reconciler {
   kube::EventRecorder& events_;
   std::shared_ptr<State> state_;
   Metrics& metrics_;
-  std::string policy_name_;
   std::shared_ptr<Remediator> remediator_;
   std::map<std::string, std::shared_ptr<ReplacementProvider>> providers_;
   const controller::Cache& nodes_;
@@ -1539,6 +1278,7 @@ class NodeReconciler final : public controller::Reconciler {
   const controller::Cache& remediations_;
   const controller::Cache& pods_;
   const controller::Cache& vreqs_;
+  const controller::Cache& policies_;
   controller::StatusWriter breaker_status_;
   controller::BudgetReader budget_;           // the DisruptionBudget (read, not watched)
   controller::DisruptionReservation claims_;  // the lock shared with hostpkg (and replicas)
@@ -1553,6 +1293,8 @@ class NodeReconciler final : public controller::Reconciler {
   // Incidents whose status this process wrote right after creating them, until the cache
   // shows it (guarded by latency_mu_).
   std::set<std::string> status_written_;
+  // Last: its threads are joined before the members they use go.
+  controller::WorkPool follow_ups_;
 };
 
 std::vector<std::string> index_spec_node(const core::Value& obj) {
@@ -1598,6 +1340,7 @@ void setup_sentinel(controller::Manager& manager, SentinelOptions options) {
       });
   auto state = std::make_shared<State>();
   state->provider_names = provider_names;
+  state->follow.insert(options.policies.begin(), options.policies.end());
   // The registry hands out the same series to a second Metrics on it (a second Manager).
   state->metrics = std::make_shared<Metrics>(*manager.options().registry);
   Metrics* metrics = state->metrics.get();
@@ -1638,8 +1381,9 @@ void setup_sentinel(controller::Manager& manager, SentinelOptions options) {
   controller::Cache& vreqs = manager.cache(api::validation_requests());
 
   auto node_rec =
-      std::make_shared<NodeReconciler>(manager, state, *metrics, options.policy, remediator,
-                                       options.providers, nodes, healths, rems, pods, vreqs);
+      std::make_shared<NodeReconciler>(manager, state, *metrics, remediator,
+                                       options.providers, nodes, healths, rems, pods, vreqs, policies,
+                                       static_cast<std::size_t>(std::max(1, options.workers)));
   controller::SourceOptions vr_src;
   controller::Controller& nodes_ctl =
       manager.controller("sentinel")
@@ -1652,7 +1396,6 @@ void setup_sentinel(controller::Manager& manager, SentinelOptions options) {
           .complete(node_rec);
   state->nodes_controller = &nodes_ctl;
 
-  const std::string policy_name = options.policy;
   // Spec edits and the reset annotation; status writes (its own and the breaker saves) are
   // not events for it. Counts and window expiry are refreshed every 5 s by requeue.
   controller::SourceOptions policy_src;
@@ -1661,8 +1404,7 @@ void setup_sentinel(controller::Manager& manager, SentinelOptions options) {
                                       controller::predicates::annotations_changed()}));
   manager.controller("sentinel-policy")
       .for_resource(api::sentinel_policies(), "SentinelPolicy", policy_src)
-      .complete(std::make_shared<PolicyReconciler>(manager, state, *metrics, policy_name, policies,
-                                                   nodes, rems));
+      .complete(make_policy_reconciler(manager, state, *metrics, policies, nodes, rems));
 }
 
 }  // namespace gpufleet::sentinel

@@ -1,7 +1,8 @@
 // The `sentinel` controller (docs/sentinel.md): NodeHealth + Node + SentinelPolicy in, per-node
 // incidents (Remediation objects) out. Two reconcilers on one Manager:
-//  - `sentinel-policy` (key: the SentinelPolicy) compiles the rules, owns the circuit breaker
-//    (restored from the policy's status on start, saved there on every admission), applies the
+//  - `sentinel-policy` (key: a SentinelPolicy; policy_reconciler.h) compiles each followed
+//    policy's rules, owns its circuit breaker (restored from the policy's status on start, saved
+//    there on every admission), counts the GPU nodes it governs, applies the
 //    reset verb (annotation sentinel.gpufleet.io/reset-breaker) and the quiet-period reset, and
 //    reports the breaker as a condition, an event and metrics;
 //  - `sentinel` (key: a Node) evaluates the rules over the node's faulty entities, quarantines
@@ -42,6 +43,9 @@ kube::ResourceId validation_requests();
 inline constexpr std::string_view kResetBreakerAnnotation = "sentinel.gpufleet.io/reset-breaker";
 inline constexpr std::string_view kValidatedAnnotation = "sentinel.gpufleet.io/validated";
 inline constexpr std::string_view kNodeLabel = "sentinel.gpufleet.io/node";
+// The SentinelPolicy an incident was opened under (annotation, and label when the name fits,
+// on the Remediation): kubectl get remediations -l sentinel.gpufleet.io/policy=P.
+inline constexpr std::string_view kPolicyLabel = "sentinel.gpufleet.io/policy";
 
 // One remediation the incident asks of a node.
 struct RemediationRequest {
@@ -69,7 +73,10 @@ class Remediator {
 std::unique_ptr<Remediator> make_annotation_remediator(kube::Client& client);
 
 struct SentinelOptions {
-  std::string policy = "default";  // the SentinelPolicy followed
+  // The SentinelPolicies followed, by name; empty: every one. Each governs the nodes its
+  // spec.nodeSelector selects (the highest spec.priority, then the first name, when several
+  // select a node).
+  std::vector<std::string> policies;
   std::unique_ptr<Remediator> remediator;
   // Node replacement providers by the name a policy gives (spec.remediation.replacement.
   // provider); a policy naming another is refused at admission.

@@ -2,6 +2,7 @@
 
 #include "core/errors.h"
 #include "core/json.h"
+#include "kube/api/selector.h"
 
 namespace gpufleet::sentinel {
 namespace {
@@ -85,6 +86,11 @@ Policy Policy::from_spec(const core::Value& spec) {
   }
   p.cost_limit =
       static_cast<std::uint64_t>(int_field(spec, "costLimit", 100'000, 100, 10'000'000, "spec"));
+  if (const core::Value* sel = field(spec, "nodeSelector")) {
+    kube::validate_label_selector(*sel, "spec.nodeSelector");
+    p.node_selector = *sel;
+  }
+  p.priority = int_field(spec, "priority", 0, -1000, 1000, "spec");
   if (const core::Value* b = field(spec, "breaker")) {
     try {
       p.breaker = BreakerPolicy::from_value(*b);

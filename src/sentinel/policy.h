@@ -58,6 +58,10 @@ struct ValidationPolicy {
 };
 
 struct Policy {
+  // spec.nodeSelector (a metav1.LabelSelector; null: every node) and spec.priority: several
+  // policies may select a node; the highest priority, then the first name, governs it.
+  core::Value node_selector;
+  std::int64_t priority = 0;
   std::vector<RuleSpec> rules;
   std::uint64_t cost_limit = 100'000;
   BreakerPolicy breaker;

@@ -66,6 +66,13 @@ QuarantineRecord QuarantineRecord::from_node(const core::Value& node) {
   if (const core::Value* i = v.find("incident"); i != nullptr && i->is_string()) {
     r.incident = i->as_string();
   }
+  if (const core::Value* p = v.find("policy"); p != nullptr && p->is_string()) {
+    r.admission.policy = p->as_string();
+  }
+  if (const core::Value* a = v.find("admittedAtMs"); a != nullptr) {
+    if (!a->is_int()) throw core::InvalidInput(where + ": admittedAtMs must be an integer");
+    r.admission.at_ms = a->as_int();
+  }
   return r;
 }
 
@@ -80,6 +87,8 @@ std::string QuarantineRecord::to_annotation() const {
   for (const auto& entity : entities) e.push_back(entity);
   v["entities"] = std::move(e);
   if (!incident.empty()) v["incident"] = incident;
+  if (!admission.policy.empty()) v["policy"] = admission.policy;
+  if (admission.at_ms > 0) v["admittedAtMs"] = admission.at_ms;
   return core::to_json(v);
 }
 
@@ -106,11 +115,12 @@ std::set<std::string> faulty_entities(const core::Value& health) {
 
 NodeChange plan_quarantine(const core::Value& node, const Decision& decision,
                            const std::set<std::string>& entities, const std::string& incident,
-                           bool take_over) {
+                           bool take_over, const Admission& admission) {
   NodeChange change;
   QuarantineRecord rec = QuarantineRecord::from_node(node);
   const QuarantineRecord before = rec;
   if (!incident.empty()) rec.incident = incident;
+  if (admission.at_ms > 0) rec.admission = admission;
   if (decision.cordon) {
     const kube::CordonState cs = kube::cordon_state(node);
     // A foreign cordon (a person's, no owners) is left as it was and never claimed; an
@@ -128,7 +138,9 @@ NodeChange plan_quarantine(const core::Value& node, const Decision& decision,
   if (take_over) rec.entities.clear();
   rec.entities.insert(entities.begin(), entities.end());
   if (rec.cordoned != before.cordoned || rec.foreign_cordon != before.foreign_cordon || rec.taints != before.taints ||
-      rec.entities != before.entities || rec.incident != before.incident) {
+      rec.entities != before.entities || rec.incident != before.incident ||
+      rec.admission.at_ms != before.admission.at_ms ||
+      rec.admission.policy != before.admission.policy) {
     change.annotation = rec.to_annotation();
   }
   return change;

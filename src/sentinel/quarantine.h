@@ -17,9 +17,13 @@
 // - entities are the faulty entities ("<check>/<entity id>") the quarantine is for. A node is
 //   released only when every one of them is Healthy again in NodeHealth;
 // - incident names the Remediation the quarantine belongs to (written before the Remediation
-//   is created, so a crash in between re-creates the same one, never a second).
+//   is created, so a crash in between re-creates the same one, never a second);
+// - policy and admittedAtMs: the SentinelPolicy whose circuit breaker admitted the quarantine,
+//   and when. The breaker's saved state is written after the cordon, so after a crash the
+//   breaker is rebuilt from these (CircuitBreaker::remember).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <set>
 #include <string>
@@ -34,12 +38,19 @@ inline constexpr std::string_view kQuarantineAnnotation = "sentinel.gpufleet.io/
 // sentinel's name in the shared cordon owners annotation.
 inline constexpr std::string_view kCordonOwner = "sentinel";
 
+// A circuit breaker's admission of a quarantine.
+struct Admission {
+  std::string policy;
+  std::int64_t at_ms = 0;  // 0: none recorded
+};
+
 struct QuarantineRecord {
   bool cordoned = false;
   bool foreign_cordon = false;
   std::vector<Taint> taints;
   std::set<std::string> entities;
   std::string incident;
+  Admission admission;
   [[nodiscard]] bool empty() const noexcept {
     return !cordoned && !foreign_cordon && taints.empty() && entities.empty() && incident.empty();
   }
@@ -75,7 +86,7 @@ std::set<std::string> faulty_entities(const core::Value& node_health);
 // recorded entities are replaced by `entities` instead of added to.
 NodeChange plan_quarantine(const core::Value& node, const Decision& decision,
                            const std::set<std::string>& entities, const std::string& incident = "",
-                           bool take_over = false);
+                           bool take_over = false, const Admission& admission = {});
 
 // Releases everything sentinel holds on the node now, whatever the entities say (an incident
 // that ends: validated, cancelled). Undoes only sentinel's own marks.

@@ -141,5 +141,34 @@ TEST(Breaker, TrackedNodesAreBounded) {
   EXPECT_EQ(b.unique_nodes(), 10u);
 }
 
+// Admissions a crash kept out of the saved state come back from the Nodes' records: counted
+// once, within the window, never from before a reset; the next new node then meets the limit.
+TEST(Breaker, RememberedAdmissionsCountTowardTheLimit) {
+  CircuitBreaker b(policy(0, 3));
+  const std::int64_t now = 100 * kMin;
+  b.remember("n1", now - kMin, now);
+  b.remember("n1", now - 2 * kMin, now);   // the later time is kept
+  b.remember("old", now - 11 * kMin, now);  // out of the window
+  b.remember("bad", 0, now);                 // no time: not counted
+  EXPECT_EQ(b.unique_nodes(), 1u);
+  EXPECT_TRUE(b.counts("n1"));
+  EXPECT_FALSE(b.tripped());  // remembering never trips by itself
+  b.remember("n2", now - kMin, now);
+  b.remember("n3", now - kMin, now);
+  EXPECT_FALSE(b.tripped());
+  EXPECT_FALSE(b.admit("n4", now, 100).admitted);  // 3 already in the window
+  EXPECT_TRUE(b.tripped());
+
+  b.reset(now + 1, "test");
+  b.remember("n1", now - kMin, now + 2);  // from before the reset: forgotten for good
+  EXPECT_EQ(b.unique_nodes(), 0u);
+  // The reset time survives a restart.
+  CircuitBreaker r = CircuitBreaker::from_value(policy(0, 3), b.to_value());
+  r.remember("n2", now, now + 2);
+  EXPECT_EQ(r.unique_nodes(), 0u);
+  r.remember("n5", now + 2, now + 3);
+  EXPECT_EQ(r.unique_nodes(), 1u);
+}
+
 }  // namespace
 }  // namespace gpufleet::sentinel

@@ -114,6 +114,31 @@ std::string policy_error(std::string_view yaml, const std::vector<std::string>& 
   return "";
 }
 
+// Scoped policies: spec.nodeSelector is a metav1.LabelSelector checked when read, priority a
+// bounded integer; both name the field and the fix when wrong.
+TEST(Policy, NodeSelectorAndPriority) {
+  Policy p = Policy::from_spec(core::parse_yaml(
+      "rules: [{name: r, when: 'true', cordon: true}]\npriority: 10\n"
+      "nodeSelector: {matchLabels: {pool: train}, matchExpressions: [{key: gpu, operator: In, "
+      "values: [h100]}]}"));
+  EXPECT_EQ(p.priority, 10);
+  EXPECT_EQ(p.node_selector.get_string({"matchLabels", "pool"}), "train");
+  EXPECT_TRUE(Policy::from_spec(core::parse_yaml("rules: [{name: r, when: 'true', cordon: true}]"))
+                  .node_selector.is_null());  // every node
+  const std::string op = policy_error(
+      "rules: [{name: r, when: 'true', cordon: true}]\n"
+      "nodeSelector: {matchExpressions: [{key: gpu, operator: Is, values: [h100]}]}");
+  EXPECT_NE(op.find("spec.nodeSelector.matchExpressions[0].operator"), std::string::npos) << op;
+  EXPECT_NE(op.find("Is"), std::string::npos) << op;
+  const std::string key = policy_error(
+      "rules: [{name: r, when: 'true', cordon: true}]\nnodeSelector: {matchLabels: {'a b': x}}");
+  EXPECT_NE(key.find("spec.nodeSelector.matchLabels"), std::string::npos) << key;
+  const std::string prio =
+      policy_error("rules: [{name: r, when: 'true', cordon: true}]\npriority: 5000");
+  EXPECT_NE(prio.find("spec.priority"), std::string::npos) << prio;
+  EXPECT_NE(prio.find("[-1000, 1000]"), std::string::npos) << prio;
+}
+
 // Node replacement: the provider is named by the policy, needed by every path to `replace`, and
 // must be one the controller has (admission and the reconciler both call check_providers).
 TEST(Policy, ReplacementNeedsAKnownProvider) {

@@ -165,7 +165,7 @@ class BudgetTest : public ::testing::Test {
     hs.poll = 300ms;
     hostpkg::setup_hostpkg(*manager_, hs);
     sentinel::SentinelOptions so;
-    so.policy = policy_;
+    so.policies = {policy_};
     auto rem = std::make_unique<RecordingRemediator>();
     remediator_ = rem.get();
     so.remediator = std::move(rem);

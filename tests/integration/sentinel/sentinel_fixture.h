@@ -92,9 +92,11 @@ class SentinelTest : public ::testing::Test {
           client_->remove(r, "", kube::name_of(o));
       }
     }
-    try {
-      client_->remove(api::sentinel_policies(), "", policy_);
-    } catch (const std::exception&) {
+    for (const auto& p : follow_.empty() ? std::vector<std::string>{policy_} : follow_) {
+      try {
+        client_->remove(api::sentinel_policies(), "", p);
+      } catch (const std::exception&) {
+      }
     }
   }
 
@@ -124,7 +126,7 @@ class SentinelTest : public ::testing::Test {
     mo.registry = &registry_;
     manager_ = std::make_unique<controller::Manager>(*client_, mo);
     SentinelOptions o;
-    o.policy = policy_;
+    o.policies = follow_.empty() ? std::vector<std::string>{policy_} : follow_;
     o.providers = std::move(providers);
     setup_sentinel(*manager_, std::move(o));
     run_ = std::jthread([this](std::stop_token stop) { manager_->run(stop); });
@@ -139,13 +141,15 @@ class SentinelTest : public ::testing::Test {
   }
 
   std::string node(const std::string& suffix, bool cordoned = false, const std::string& owners = "",
-                   const std::string& taint_key = "") {
+                   const std::string& taint_key = "",
+                   const std::map<std::string, std::string>& labels = {}) {
     std::string name = prefix_ + "-" + suffix;
     core::Value n;
     n["apiVersion"] = "v1";
     n["kind"] = "Node";
     n["metadata"]["name"] = name;
     n["metadata"]["labels"]["nvidia.com/gpu.present"] = "true";
+    for (const auto& [k, v] : labels) n["metadata"]["labels"][k] = v;
     if (!owners.empty()) n["metadata"]["annotations"]["gpufleet.io/cordon-owners"] = owners;
     if (cordoned) n["spec"]["unschedulable"] = true;
     if (!taint_key.empty()) {
@@ -349,10 +353,11 @@ class SentinelTest : public ::testing::Test {
   std::unique_ptr<controller::Manager> manager_;
   std::jthread run_;
   std::string prefix_, policy_;
+  std::vector<std::string> follow_;  // the policies the controller follows; empty: policy_
   std::vector<std::string> nodes_;
 };
 
-inline const char* kNoDrain =
+[[maybe_unused]] inline const char* kNoDrain =
     "  drain: {enabled: false}\n"
     "  validation: {newNodes: false}\n"
     "  breaker: {maxNodes: 100}\n";

@@ -92,6 +92,12 @@ n=$(kubectl get remediations -l "sentinel.gpufleet.io/node=$node" --no-headers |
 status=$("$gpufleet" sentinel status --policy sentinel-sim -o json)
 grep -q '"state":"Closed"' <<<"$status" || fail "sentinel status: breaker not Closed: $status"
 grep -qE '"Released":[1-9]' <<<"$status" || fail "sentinel status: no Released incident: $status"
-"$gpufleet" sentinel status --policy sentinel-sim | grep '^BREAKER  Closed' >/dev/null \
-  || fail "sentinel status table has no breaker line"
+"$gpufleet" sentinel status | grep -E '^  sentinel-sim +-?[0-9]+ +[0-9]+ +Closed' >/dev/null \
+  || fail "sentinel status table has no row for the policy: $("$gpufleet" sentinel status)"
+# A policy that does not exist is an error, not an empty report (exit 5: NotFound).
+rc=0
+"$gpufleet" sentinel status --policy nope 2>"$work/nope.err" >/dev/null || rc=$?
+((rc == 5)) || fail "sentinel status --policy nope: exit $rc, want 5"
+grep -q 'no SentinelPolicy of that name' "$work/nope.err" \
+  || fail "sentinel status --policy nope: $(cat "$work/nope.err")"
 echo "sentinel_sim: PASS ($mode: $node: Xid 79 → cordon → drain → reboot $boot_before → $boot_after → validated → released)"

@@ -216,7 +216,7 @@ TEST_F(WebhookIT, RefusesWhatTheControllersCannotRunAndFollowsARotatedCertificat
   // The policy the reconciler loads: created below without the test's label, so the webhook
   // (which matches only labelled objects) lets it through and the reconciler must refuse it.
   const std::string loaded = kube::testing::unique_name("wh-loaded");
-  so.policy = loaded;
+  so.policies = {loaded};
   // A replacement provider the policy may name (only its name matters to admission).
   struct NoReplacement final : sentinel::ReplacementProvider {
     void request(const sentinel::ReplacementRequest&) override {}
