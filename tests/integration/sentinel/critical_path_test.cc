@@ -11,7 +11,21 @@
 namespace gpufleet::sentinel {
 namespace {
 
-class CriticalPathTest : public SentinelTest {};
+class CriticalPathTest : public SentinelTest {
+ protected:
+  // The policy's status.breaker.uniqueNodes reaches `want` within 20 s.
+  bool breaker_counts(std::int64_t want) {
+    const bool ok = wait_until(
+        [&] {
+          auto p = client_->get(api::sentinel_policies(), "", policy_);
+          const core::Value* u = p.get({"status", "breaker", "uniqueNodes"});
+          return u != nullptr && u->is_int() && u->as_int() == want;
+        },
+        20s);
+    if (!ok) ADD_FAILURE() << core::to_json(client_->get(api::sentinel_policies(), "", policy_));
+    return ok;
+  }
+};
 
 TEST_F(CriticalPathTest, ACrashRightAfterTheCordonLosesNeitherTheIncidentNorTheBreakerCount) {
   create_policy(
@@ -42,14 +56,7 @@ TEST_F(CriticalPathTest, ACrashRightAfterTheCordonLosesNeitherTheIncidentNorTheB
   // The incident the record names is created, and the breaker counts the node.
   ASSERT_TRUE(wait_until([&] { return client_->try_get(api::remediations(), "", incident).has_value(); },
                          20s));
-  ASSERT_TRUE(wait_until(
-      [&] {
-        auto p = client_->get(api::sentinel_policies(), "", policy_);
-        const core::Value* u = p.get({"status", "breaker", "uniqueNodes"});
-        return u != nullptr && u->is_int() && u->as_int() == 1;
-      },
-      20s))
-      << core::to_json(client_->get(api::sentinel_policies(), "", policy_));
+  ASSERT_TRUE(breaker_counts(1));
   EXPECT_EQ(incidents(a).size(), 1u);
 
   // One more is admitted; the third is refused: the crashed quarantine still counts.
@@ -85,14 +92,7 @@ TEST_F(CriticalPathTest, AStopWithFollowUpsInFlightEndsWithOneCompleteIncidentPe
     EXPECT_EQ(incidents(n).size(), 1u) << n;
     EXPECT_TRUE(kube::node::unschedulable(get_node(n))) << n;
   }
-  ASSERT_TRUE(wait_until(
-      [&] {
-        auto p = client_->get(api::sentinel_policies(), "", policy_);
-        const core::Value* u = p.get({"status", "breaker", "uniqueNodes"});
-        return u != nullptr && u->is_int() && u->as_int() == 12;
-      },
-      20s))
-      << core::to_json(client_->get(api::sentinel_policies(), "", policy_));
+  ASSERT_TRUE(breaker_counts(12));
 }
 
 }  // namespace
