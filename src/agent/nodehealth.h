@@ -9,13 +9,14 @@
 #include <functional>
 #include <span>
 
+#include "api/resources.h"
 #include "agent/agent.h"
 #include "kube/api/resource.h"
 #include "kube/client.h"
 
 namespace gpufleet::agent {
 
-inline const kube::ResourceId kNodeHealthResource{"gpufleet.io", "v1alpha1", "nodehealths", false};
+inline const kube::ResourceId& kNodeHealthResource = api::node_healths();
 
 // The record kind monitors emit for a health observation. Payload:
 //   {"check": "xid", "state": "Healthy|Warning|Fatal|Unknown", "entity": "GPU-…" (optional),

@@ -24,11 +24,6 @@
 namespace gpufleet::certify {
 
 namespace resources {
-kube::ResourceId certifications() { return {"gpufleet.io", "v1alpha1", "certifications", true}; }
-kube::ResourceId workload_runs() { return {"gpufleet.io", "v1alpha1", "workloadruns", true}; }
-kube::ResourceId validation_requests() {
-  return {"gpufleet.io", "v1alpha1", "validationrequests", false};
-}
 kube::ResourceId services() { return {"", "v1", "services", true}; }
 }  // namespace resources
 

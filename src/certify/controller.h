@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 
+#include "api/resources.h"
 #include "certify/mpijob.h"
 #include "certify/node_selection.h"
 #include "certify/run_spec.h"
@@ -34,9 +35,9 @@ struct Context;
 namespace gpufleet::certify {
 
 namespace resources {
-kube::ResourceId certifications();
-kube::ResourceId workload_runs();
-kube::ResourceId validation_requests();
+using api::certifications;       // api/resources.h
+using api::validation_requests;  // api/resources.h
+using api::workload_runs;        // api/resources.h
 kube::ResourceId services();
 }  // namespace resources
 

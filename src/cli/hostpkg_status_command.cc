@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "api/resources.h"
 #include "cli/command.h"
 #include "core/errors.h"
 #include "core/json.h"
@@ -26,7 +27,7 @@ void run_status(const StatusFlags& f) {
   if (f.output != "table" && f.output != "json" && f.output != "yaml")
     throw core::InvalidInput("-o " + f.output + ": use table, json or yaml");
   kube::Client client(kube::load_default_config(f.kubeconfig, f.context));
-  const kube::ResourceId sets{"gpufleet.io", "v1alpha1", "hostpackagesets", false};
+  const kube::ResourceId& sets = api::host_package_sets();
   std::vector<core::Value> items;
   if (!f.name.empty()) {
     items.push_back(client.get(sets, "", f.name));

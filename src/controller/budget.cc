@@ -2,6 +2,7 @@
 
 #include <unordered_set>
 
+#include "api/resources.h"
 #include "controller/manager.h"
 #include "controller/registry.h"
 #include "controller/status.h"
@@ -18,11 +19,6 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr const char* kFieldManager = "gpufleet-budget";
-
-const kube::ResourceId& remediations() {
-  static const kube::ResourceId r{"gpufleet.io", "v1alpha1", "remediations", false};
-  return r;
-}
 
 std::string joined(const core::Value& list, std::string_view key, std::size_t most) {
   std::string out;
@@ -45,7 +41,7 @@ class BudgetReconciler : public Reconciler {
       : budgets_(budgets),
         nodes_(nodes),
         incidents_(incidents),
-        status_(client, disruption_budgets(), "DisruptionBudget", kFieldManager) {}
+        status_(client, api::disruption_budgets(), "DisruptionBudget", kFieldManager) {}
 
   Result reconcile(const Request& req, std::stop_token) override {
     kube::ObjectPtr obj = budgets_.get(req.key());
@@ -144,11 +140,6 @@ class BudgetReconciler : public Reconciler {
 
 }  // namespace
 
-const kube::ResourceId& disruption_budgets() {
-  static const kube::ResourceId r{"gpufleet.io", "v1alpha1", "disruptionbudgets", false};
-  return r;
-}
-
 BudgetReader::BudgetReader(kube::Client& client, std::chrono::milliseconds ttl)
     : client_(client), ttl_(ttl) {}
 
@@ -158,7 +149,7 @@ BudgetReader::Snapshot BudgetReader::get() {
   if (read_at_ && now - *read_at_ < ttl_) return last_;
   Snapshot s;
   std::optional<core::Value> obj =
-      client_.try_get(disruption_budgets(), "", std::string(kube::kDisruptionBudgetName));
+      client_.try_get(api::disruption_budgets(), "", std::string(kube::kDisruptionBudgetName));
   if (obj) {
     try {
       s.spec = kube::parse_disruption_budget(*obj);
@@ -173,7 +164,7 @@ BudgetReader::Snapshot BudgetReader::get() {
 }
 
 void setup_budget(Manager& manager, const Context&) {
-  const kube::ResourceId& res = disruption_budgets();
+  const kube::ResourceId& res = api::disruption_budgets();
   manager.admission().add(res.group, "DisruptionBudget", [](const AdmissionRequest& r) {
     if (r.operation != "CREATE" && r.operation != "UPDATE") return AdmissionResult::allow();
     (void)kube::parse_disruption_budget(r.object);  // InvalidInput: denied with its words
@@ -197,14 +188,14 @@ void setup_budget(Manager& manager, const Context&) {
   });
   Cache& budgets = manager.cache(res);
   Cache& nodes = manager.cache(kube::resources::nodes(), nodes_src.cache);
-  Cache& incidents = manager.cache(remediations());
+  Cache& incidents = manager.cache(api::remediations());
   MapFunc to_default = [](const core::Value&) {
     return std::vector<Request>{Request{"", std::string(kube::kDisruptionBudgetName)}};
   };
   manager.controller("budget")
       .for_resource(res, "DisruptionBudget")
       .watches(kube::resources::nodes(), to_default, nodes_src)
-      .watches(remediations(), to_default)
+      .watches(api::remediations(), to_default)
       .max_concurrent_reconciles(1)
       .complete(std::make_shared<BudgetReconciler>(manager.client(), budgets, nodes, incidents));
 }

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "api/resources.h"
 #include "kube/api/disruption.h"
 #include "kube/api/resource.h"
 
@@ -25,7 +26,7 @@ namespace gpufleet::controller {
 class Manager;
 struct Context;
 
-const kube::ResourceId& disruption_budgets();
+using api::disruption_budgets;  // the DisruptionBudget CRD (api/resources.h)
 
 // Thread-safe; any number of workers may call get().
 class BudgetReader {

@@ -2,15 +2,15 @@
 
 #include <vector>
 
+#include "api/resources.h"
 #include "kube/api/meta.h"
 
 namespace gpufleet::hostpkg {
 
 controller::AdmissionResult policy_delete_admission(kube::Client& client,
                                                     const std::string& policy) {
-  static const kube::ResourceId kSets{"gpufleet.io", "v1alpha1", "hostpackagesets", false};
   std::vector<std::string> users;
-  for (const core::Value& set : client.list(kSets, "").items) {
+  for (const core::Value& set : client.list(api::host_package_sets(), "").items) {
     if (set.get_string({"spec", "deploymentPolicy"}) == policy)
       users.push_back("HostPackageSet " + std::string(kube::name_of(set)));
   }

@@ -13,6 +13,7 @@
 #include <charconv>
 #include <thread>
 
+#include "api/resources.h"
 #include "controller/budget.h"
 #include "controller/disruption_reservation.h"
 #include "core/errors.h"
@@ -43,20 +44,6 @@ using Clock = std::chrono::system_clock;
 using controller::Request;
 using controller::Result;
 
-const kube::ResourceId& sets_resource() {
-  static const kube::ResourceId r{"gpufleet.io", "v1alpha1", "hostpackagesets", false};
-  return r;
-}
-const kube::ResourceId& policies_resource() {
-  static const kube::ResourceId r{"gpufleet.io", "v1alpha1", "deploymentpolicies", false};
-  return r;
-}
-// sentinel's incidents (deploy/crds/remediation.yaml): read through the API, as every
-// subsystem meets another, not through the sentinel module.
-const kube::ResourceId& remediations_resource() {
-  static const kube::ResourceId r{"gpufleet.io", "v1alpha1", "remediations", false};
-  return r;
-}
 using kube::incident_open;  // the one definition of "out": kube/api/disruption.h
 using kube::kIncidentNodeLabel;
 
@@ -213,18 +200,18 @@ class HostPkgReconciler : public controller::Reconciler {
   HostPkgReconciler(controller::Manager& m, ControllerSettings settings)
       : client_(m.client()),
         settings_(std::move(settings)),
-        sets_(m.cache(sets_resource(), full_cache_options())),
-        policies_(m.cache(policies_resource(), full_cache_options())),
+        sets_(m.cache(api::host_package_sets(), full_cache_options())),
+        policies_(m.cache(api::deployment_policies(), full_cache_options())),
         nodes_(m.cache(kube::resources::nodes())),
         pods_(m.cache(kube::resources::pods(), pod_cache_options())),
         stage_pods_(m.cache(kube::resources::pods(), stage_pod_cache_options(settings_))),
         config_maps_(m.cache(kube::resources::config_maps(), stage_pod_cache_options(settings_))),
         pdbs_(m.cache(kube::resources::pod_disruption_budgets())),
-        remediations_(m.cache(remediations_resource())),
+        remediations_(m.cache(api::remediations())),
         budget_(m.client()),
         claims_(m.client(), {.namespace_ = m.options().lease_namespace}),
         events_(m.event_recorder("hostpkg")),
-        status_(m.client(), sets_resource(), "HostPackageSet", std::string(kFieldManager)),
+        status_(m.client(), api::host_package_sets(), "HostPackageSet", std::string(kFieldManager)),
         metrics_(register_metrics(*m.options().registry)) {
     pods_.add_index("node", [](const core::Value& p) {
       std::string_view n = kube::pod::node_name(p);
@@ -452,7 +439,7 @@ bool HostPkgReconciler::ensure_finalizer(const core::Value& set, bool present) {
   patch["metadata"]["finalizers"] = std::move(list);
   patch["metadata"]["resourceVersion"] = std::string(kube::resource_version_of(set));
   metrics_.writes->with({"finalizer"}).inc();
-  client_.patch(sets_resource(), "", kube::name_of(set), kube::PatchType::Merge, patch, {},
+  client_.patch(api::host_package_sets(), "", kube::name_of(set), kube::PatchType::Merge, patch, {},
                 kFieldManager);
   return true;
 }
@@ -1664,7 +1651,7 @@ void setup_hostpkg(controller::Manager& manager, const controller::Context& cont
 void setup_hostpkg(controller::Manager& manager, const ControllerSettings& settings) {
   // The admission webhook refuses what the CRD schema cannot check (a dependsOn cycle, a
   // version that is not semver, ...) with the parsers the reconciler uses.
-  const std::string group = sets_resource().group;
+  const std::string group = api::host_package_sets().group;
   manager.admission().add(group, "HostPackageSet", [](const controller::AdmissionRequest& r) {
     if ((r.operation != "CREATE" && r.operation != "UPDATE") || r.spec_unchanged())
       return controller::AdmissionResult::allow();
@@ -1746,12 +1733,12 @@ void setup_hostpkg(controller::Manager& manager, const ControllerSettings& setti
   controller::SourceOptions pod_source;
   pod_source.cache = HostPkgReconciler::pod_cache_options();
   manager.controller("hostpkg")
-      .for_resource(sets_resource(), "HostPackageSet", set_source)
+      .for_resource(api::host_package_sets(), "HostPackageSet", set_source)
       .watches(kube::resources::nodes(), node_to_sets, node_source)
-      .watches(policies_resource(), policy_to_sets, set_source)
+      .watches(api::deployment_policies(), policy_to_sets, set_source)
       .watches(kube::resources::pods(), stage_pod_to_set, stage_source)
       .watches(kube::resources::pods(), pod_to_sets, pod_source)
-      .watches(remediations_resource(), incident_to_sets)
+      .watches(api::remediations(), incident_to_sets)
       // One worker: sets share the cluster budget, so their passes must not interleave.
       .max_concurrent_reconciles(1)
       .complete(rec);

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "api/resources.h"
 #include "core/time.h"
 #include "kube/api/meta.h"
 #include "kube/client.h"
@@ -19,7 +20,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-const kube::ResourceId kCertifications{"gpufleet.io", "v1alpha1", "certifications", true};
+const kube::ResourceId& kCertifications = api::certifications();
 constexpr auto kPoll = 2s;
 
 bool final_phase(const core::Value& c) {
