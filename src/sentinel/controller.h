@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "api/resources.h"
 #include "kube/api/resource.h"
 #include "sentinel/replacement.h"
 
@@ -32,13 +33,9 @@ class Client;
 
 namespace gpufleet::sentinel {
 
-// The API resources sentinel reads and writes.
-namespace api {
-kube::ResourceId sentinel_policies();
-kube::ResourceId remediations();
-kube::ResourceId node_healths();
-kube::ResourceId validation_requests();
-}  // namespace api
+// The API resources sentinel reads and writes: sentinel::api::remediations() and the rest
+// are gpufleet::api's (api/resources.h).
+namespace api = gpufleet::api;
 
 inline constexpr std::string_view kResetBreakerAnnotation = "sentinel.gpufleet.io/reset-breaker";
 inline constexpr std::string_view kValidatedAnnotation = "sentinel.gpufleet.io/validated";

@@ -68,28 +68,22 @@ bool same_status(const core::Value& obj, const core::Value& want) {
   return true;
 }
 
-// Conditions as status values, each keeping its lastTransitionTime while its status holds.
+// Conditions as status values (kube::set_condition), each keeping its lastTransitionTime
+// while its status holds; conditions not in `conds` go.
 core::Value conditions_value(const core::Value& obj, const std::vector<kube::Condition>& conds,
                              std::int64_t generation) {
   core::Value out = core::Value::list();
-  const auto now_tp = std::chrono::system_clock::now();
-  for (const auto& c : conds) {
-    const core::Value* old = nullptr;
-    if (const core::Value* list = obj.get({"status", "conditions"}); list && list->is_list())
-      for (const auto& o : list->as_list())
-        if (o.get_string({"type"}) == c.type) old = &o;
-    core::Value v = core::Value::map();
-    v["type"] = c.type;
-    v["status"] = c.status;
-    v["reason"] = c.reason;
-    v["message"] = c.message;
-    v["observedGeneration"] = generation;
-    v["lastTransitionTime"] =
-        old != nullptr && old->get_string({"status"}) == c.status
-            ? core::Value(old->get_string({"lastTransitionTime"}))
-            : core::Value(core::Timestamp::from_time_point(now_tp).to_rfc3339(
-                  core::TimestampPrecision::Seconds));
-    out.push_back(std::move(v));
+  const core::Value* old = obj.get({"status", "conditions"});
+  const auto now = std::chrono::system_clock::now();
+  for (kube::Condition c : conds) {
+    c.observed_generation = generation;
+    if (old != nullptr && old->is_list())
+      for (const auto& o : old->as_list())
+        if (o.get_string({"type"}) == c.type) {
+          out.push_back(o);
+          break;
+        }
+    kube::set_condition(out, c, now);
   }
   return out;
 }

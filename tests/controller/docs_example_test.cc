@@ -29,4 +29,18 @@ TEST(DocsExample, ControllerDocMatchesTheCompiledSource) {
   EXPECT_EQ(block, code) << "update docs/controller.md from node_labeler.cc";
 }
 
+TEST(DocsExample, ArchitectureDocShowsTheCompiledObserveDecideAct) {
+  std::string src = read("src/sentinel/incident_phases.cc");
+  const std::string begin = "// --- example begin ---\n", end = "// --- example end ---";
+  ASSERT_NE(src.find(begin), std::string::npos);
+  std::size_t b = src.find(begin) + begin.size();
+  std::string code = src.substr(b, src.find(end) - b);
+  std::string doc = read("docs/architecture.md");
+  const std::string marker = "<!-- example-observe-decide-act -->\n```cpp\n";
+  ASSERT_NE(doc.find(marker), std::string::npos);
+  std::size_t db = doc.find(marker) + marker.size();
+  std::string block = doc.substr(db, doc.find("```", db) - db);
+  EXPECT_EQ(block, code) << "update docs/architecture.md from src/sentinel/incident_phases.cc";
+}
+
 }  // namespace
