@@ -8,6 +8,12 @@
 //      fault -> cordon p50/p99 from the write to the cordon seen on a Node watch, and the
 //      controller's API writes per quarantine (the API server's apiserver_request_total, and
 //      the controller's own share from its gpufleet_kube_requests_total);
+//   1b. sweep: the same at offered fault rates of 10, 30, 50 and 70 % of the reference
+//      capacity divided by the writes one quarantine costs (the fault plus the controller's
+//      writes measured in 1), SECONDS each, on the nodes after the storm's: p99 fault -> cordon
+//      against the 100 ms target, the writes on the fault -> cordon path (the fault, the
+//      cordon, and any controller write whose resourceVersion precedes the cordon's), and
+//      controller CPU per quarantine;
 //   2. burst: B nodes faulted at once; quarantine nodes/s until every one is cordoned;
 //   3. drain: D nodes, each running one pod (the bench plays their kubelet: a pod marked for
 //      deletion is deleted with grace 0), faulted at once with drain on; drained nodes/s
@@ -223,7 +229,16 @@ struct Watcher {
   std::map<std::string, Clock::time_point> cordoned;
   std::map<std::string, std::map<std::string, Clock::time_point>> phases;  // node -> phase -> t
   std::map<std::string, std::set<std::string>> incidents;                  // node -> names
-  std::vector<std::jthread> threads;
+  // resourceVersions (etcd's one revision counter, so comparable across kinds in a bench):
+  // the cordon, and the node's first Remediation and first Event. A write whose revision is
+  // below the cordon's sat on the fault -> cordon path.
+  std::map<std::string, unsigned long long> cordon_rv{}, remediation_rv{}, event_rv{};
+  std::vector<std::jthread> threads{};
+
+  static unsigned long long rv_of(const core::Value& o) {
+    const std::string rv(kube::resource_version_of(o));
+    return rv.empty() ? 0 : std::stoull(rv);
+  }
 
   template <typename F>
   void loop(std::stop_token stop, const kube::ResourceId& r, const std::string& selector, F on) {
@@ -264,6 +279,14 @@ struct Watcher {
         if (!kube::node::unschedulable(n)) return;
         std::lock_guard l(mu);
         cordoned.try_emplace(std::string(kube::name_of(n)), Clock::now());
+        cordon_rv.try_emplace(std::string(kube::name_of(n)), rv_of(n));
+      });
+    });
+    threads.emplace_back([this](std::stop_token stop) {
+      loop(stop, kube::resources::events(), "", [this](const core::Value& e) {
+        if (e.get_string({"regarding", "kind"}) != "Node") return;
+        std::lock_guard l(mu);
+        event_rv.try_emplace(std::string(e.get_string({"regarding", "name"})), rv_of(e));
       });
     });
     threads.emplace_back([this](std::stop_token stop) {
@@ -272,6 +295,7 @@ struct Watcher {
         std::string p(r.get_string({"status", "phase"}));
         std::lock_guard l(mu);
         incidents[node].insert(std::string(kube::name_of(r)));
+        remediation_rv.try_emplace(node, rv_of(r));
         phases[node].try_emplace(p.empty() ? "Detected" : p, Clock::now());
       });
     });
@@ -299,6 +323,17 @@ struct Watcher {
       if (auto f = it->second.find(p); f != it->second.end())
         if (!best || f->second < *best) best = f->second;
     return best;
+  }
+  // Writes of the controller that came before the node's cordon (its Remediation, its first
+  // Event): 0 where the cordon is the controller's only write on the path.
+  int writes_before_cordon(const std::string& n) {
+    std::lock_guard l(mu);
+    auto c = cordon_rv.find(n);
+    if (c == cordon_rv.end()) return -1;
+    int k = 0;
+    for (const auto* m : {&remediation_rv, &event_rv})
+      if (auto f = m->find(n); f != m->end() && f->second < c->second) ++k;
+    return k;
   }
   std::size_t incidents_of(const std::string& n) {
     std::lock_guard l(mu);
@@ -514,6 +549,7 @@ int run_api(kube::Client& client, const std::string& kubeconfig, const std::stri
   const int drain_first = latency_faults + burst;
   parallel(drain, 8, [&](int i) { b.create_pod(drain_first + i); });
 
+  double capacity = 0;  // NodeHealth status writes/s with no controller
   // 0. Reference: the same generator, no controller, Healthy statuses (no rule matches) on
   // the storm's nodes, kWriters threads as in the other parts, for 3 s.
   {
@@ -534,7 +570,8 @@ int run_api(kube::Client& client, const std::string& kubeconfig, const std::stri
         }
       });
     ts.clear();
-    std::cout << "reference: " << writes / since(start)
+    capacity = writes / since(start);
+    std::cout << "reference: " << capacity
               << " NodeHealth status writes/s accepted from " << kWriters
               << " threads, no controller (load "
                  "average "
@@ -542,7 +579,7 @@ int run_api(kube::Client& client, const std::string& kubeconfig, const std::stri
   }
 
   apply_policy(client, b.prefix, nodes, false);
-  Watcher w{client, "sentinel-bench=" + b.prefix, {}, {}, {}, {}, {}};
+  Watcher w{client, "sentinel-bench=" + b.prefix, {}, {}, {}, {}, {}, {}, {}, {}};
   w.start();
   auto kubelet = play_kubelet(client, b.prefix);
   const int port = controller::testing::free_port();
@@ -552,10 +589,19 @@ int run_api(kube::Client& client, const std::string& kubeconfig, const std::stri
   std::this_thread::sleep_for(2s);  // caches synced, the start's reconciles done
   const long rss_idle = rss_kib(ctl.pid());
   const double cpu_idle = cpu_s(ctl.pid());
+  // What the controller spends with nothing to do (resyncs, the policy reconciler's 5 s
+  // recount, watches' bookmarks), per second: taken out of the CPU per quarantine below so a
+  // slow rate does not charge its idle seconds to its few quarantines.
+  std::this_thread::sleep_for(3s);
+  const double idle_ms_per_s = (cpu_s(ctl.pid()) - cpu_idle) * 1000 / 3.0;
 
-  // 1. Steady rate.
-  int next = 0;
-  {
+  // A steady rate: `count` faults on nodes [first, first + count) at `per_s`; prints one line
+  // starting with `label` and returns the fault -> cordon p99 and the controller's writes per
+  // quarantine (the API server's count: what the controller wrote, faults aside).
+  struct Steady {
+    double p99_ms = 0, writes_per_quarantine = 0;
+  };
+  auto steady = [&](const std::string& label, int first, int count, double per_s) {
     const auto writes_before = api_writes(client);
     const auto own_before = own_writes(port);
     const double cpu_before = cpu_s(ctl.pid());
@@ -567,20 +613,25 @@ int run_api(kube::Client& client, const std::string& kubeconfig, const std::stri
     std::vector<std::jthread> writers;
     for (int t = 0; t < kWriters; ++t)
       writers.emplace_back([&, t] {
-        for (int k = t; k < latency_faults; k += kWriters) {
-          std::this_thread::sleep_until(start + std::chrono::microseconds(1'000'000LL * k / rate));
-          b.fault(k);
+        for (int k = t; k < count; k += kWriters) {
+          std::this_thread::sleep_until(
+              start + std::chrono::microseconds(static_cast<long long>(1e6 * k / per_s)));
+          b.fault(first + k);
         }
       });
     writers.clear();
     const double took = since(start);
-    next = latency_faults;
-    wait_until([&] { return w.cordoned_count() >= static_cast<std::size_t>(latency_faults); },
-               120s);
+    wait_until(
+        [&] {
+          for (int i = first; i < first + count; ++i)
+            if (!w.is_cordoned(b.node_name(i))) return false;
+          return true;
+        },
+        120s);
     // The incidents' own status writes after the cordon, too.
     wait_until(
         [&] {
-          for (int i = 0; i < latency_faults; ++i)
+          for (int i = first; i < first + count; ++i)
             if (!w.first_phase(b.node_name(i), {"Validating", "Released", "Failed"})) return false;
           return true;
         },
@@ -589,24 +640,66 @@ int run_api(kube::Client& client, const std::string& kubeconfig, const std::stri
     const auto [writes, writes_text] = writes_between(writes_before, api_writes(client));
     const auto [own, own_text] = writes_between(own_before, own_writes(port));
     std::vector<double> lat;
-    {
+    int before_cordon = 0, cordoned = 0;
+    for (int i = first; i < first + count; ++i) {
+      const std::string n = b.node_name(i);
+      if (int k = w.writes_before_cordon(n); k >= 0) {
+        before_cordon += k;
+        ++cordoned;
+      }
       std::lock_guard l(w.mu);
-      for (const auto& [n, t] : w.cordoned)
-        if (auto f = b.faulted.find(n); f != b.faulted.end())
-          lat.push_back(std::chrono::duration<double, std::milli>(t - f->second).count());
+      auto c = w.cordoned.find(n);
+      std::lock_guard l2(b.mu);
+      if (auto f = b.faulted.find(n); c != w.cordoned.end() && f != b.faulted.end())
+        lat.push_back(std::chrono::duration<double, std::milli>(c->second - f->second).count());
     }
-    std::cout << "latency: " << latency_faults << " faults at " << rate << "/s (achieved "
-              << latency_faults / took << "/s) on " << nodes << " nodes: cordoned " << lat.size()
-              << ", fault->cordon p50 " << pct(lat, 0.5) << " ms, p99 " << pct(lat, 0.99)
-              << " ms, max " << pct(lat, 1.0) << " ms; controller writes per quarantine "
-              << writes / latency_faults << " (" << writes_text << "), of them sentinel's own "
-              << own / latency_faults << " (its /metrics: " << own_text << "), controller CPU "
-              << (cpu_s(ctl.pid()) - cpu_before) * 1000 / latency_faults
-              << " ms per quarantine, kube-apiserver + etcd CPU "
+    const double marginal_cpu_ms =
+        ((cpu_s(ctl.pid()) - cpu_before) * 1000 - idle_ms_per_s * since(start)) / count;
+    Steady out{pct(lat, 0.99), writes / count};
+    std::cout << label << count << " faults at " << per_s << "/s (achieved " << count / took
+              << "/s) on " << nodes << " nodes: cordoned " << lat.size() << ", fault->cordon p50 "
+              << pct(lat, 0.5) << " ms, p99 " << out.p99_ms << " ms, max " << pct(lat, 1.0)
+              << " ms; writes on the fault->cordon path per quarantine "
+              << 2.0 + (cordoned > 0 ? static_cast<double>(before_cordon) / cordoned : 0)
+              << " (the fault, the cordon, and the controller's writes seen before the cordon); "
+                 "controller writes per quarantine "
+              << out.writes_per_quarantine << " (" << writes_text << "), of them sentinel's own "
+              << own / count << " (its /metrics: " << own_text << "), controller CPU "
+              << (cpu_s(ctl.pid()) - cpu_before) * 1000 / count
+              << " ms per quarantine (" << marginal_cpu_ms
+              << " ms above its idle rate of " << idle_ms_per_s
+              << " ms/s), kube-apiserver + etcd CPU "
               << ((apiserver > 0 ? cpu_s(apiserver) : 0) + (etcd > 0 ? cpu_s(etcd) : 0) -
                   plane_before) *
-                     1000 / latency_faults
+                     1000 / count
               << " ms per quarantine (load average " << loadavg() << ")\n";
+    return out;
+  };
+
+  // 1. Steady rate.
+  int next = 0;
+  const Steady measured = steady("latency: ", 0, latency_faults, rate);
+  next = latency_faults;
+  // 1b. The sweep: offered fault rates at 10/30/50/70 % of the reference capacity, each fault
+  // costing 1 + (controller writes per quarantine) writes; `seconds` each, on the nodes after
+  // the storm's (fewer faults where the fleet has too few left).
+  {
+    int first = drain_first + drain + storm;
+    for (int percent : {10, 30, 50, 70}) {
+      const double per_s = capacity * percent / 100.0 / (1.0 + measured.writes_per_quarantine);
+      const int count = std::min(static_cast<int>(per_s * seconds), nodes - first);
+      if (count < 10) {
+        std::cout << "sweep " << percent << " %: too few nodes left (NODES " << nodes
+                  << "); skipped\n";
+        continue;
+      }
+      const Steady s = steady("sweep " + std::to_string(percent) + " % of " +
+                                  std::to_string(static_cast<int>(capacity)) + " writes/s: ",
+                              first, count, per_s);
+      first += count;
+      std::cout << "sweep " << percent << " % p99 " << s.p99_ms << " ms ("
+                << (s.p99_ms <= 100 ? "within" : "over") << " the 100 ms target)\n";
+    }
   }
   // 2. Burst.
   {
@@ -1122,7 +1215,7 @@ int run_sim(kube::Client& client, const std::string& kubeconfig, const std::stri
               << loadavg() << ")\n";
   }
   apply_policy(client, policy, threshold, false);
-  Watcher w{client, "gpufleet.io/fleet=" + policy, {}, {}, {}, {}, {}};
+  Watcher w{client, "gpufleet.io/fleet=" + policy, {}, {}, {}, {}, {}, {}, {}, {}};
   w.start();
   const int port = controller::testing::free_port();
   controller::testing::Child ctl(controller_argv(bin, kubeconfig, policy, port),
