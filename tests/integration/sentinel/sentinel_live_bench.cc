@@ -284,7 +284,10 @@ struct Watcher {
     });
     threads.emplace_back([this](std::stop_token stop) {
       loop(stop, kube::resources::events(), "", [this](const core::Value& e) {
-        if (e.get_string({"regarding", "kind"}) != "Node") return;
+        // sentinel's own (kube-local's controllers write Events about Nodes too).
+        if (e.get_string({"regarding", "kind"}) != "Node" ||
+            e.get_string({"reportingController"}) != "gpufleet.io/sentinel")
+          return;
         std::lock_guard l(mu);
         event_rv.try_emplace(std::string(e.get_string({"regarding", "name"})), rv_of(e));
       });
