@@ -9,8 +9,8 @@
 #include <functional>
 #include <span>
 
-#include "api/resources.h"
 #include "agent/agent.h"
+#include "api/resources.h"
 #include "kube/api/resource.h"
 #include "kube/client.h"
 

@@ -187,8 +187,8 @@ bool Family<Series>::remove(std::initializer_list<std::string_view> label_values
                        " value(s)");
   }
   std::unique_lock lock(mu_);
-  auto it = series_.find(
-      std::span<const std::string_view>(label_values.begin(), label_values.size()));
+  auto it =
+      series_.find(std::span<const std::string_view>(label_values.begin(), label_values.size()));
   if (it == series_.end()) return false;
   const bool overflow = std::all_of(it->first.begin(), it->first.end(),
                                     [](const std::string& v) { return v == kOverflowLabelValue; });

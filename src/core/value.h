@@ -122,12 +122,16 @@ class Value {
   [[nodiscard]] Map& as_map();
 
   // Unchecked pointers: nullptr when the kind differs. Cheap, for hot paths.
-  [[nodiscard]] const std::string* if_string() const noexcept { return std::get_if<std::string>(&v_); }
+  [[nodiscard]] const std::string* if_string() const noexcept {
+    return std::get_if<std::string>(&v_);
+  }
   [[nodiscard]] const List* if_list() const noexcept { return std::get_if<List>(&v_); }
   [[nodiscard]] List* if_list() noexcept { return std::get_if<List>(&v_); }
   [[nodiscard]] const Map* if_map() const noexcept { return std::get_if<Map>(&v_); }
   [[nodiscard]] Map* if_map() noexcept { return std::get_if<Map>(&v_); }
-  [[nodiscard]] const std::int64_t* if_int() const noexcept { return std::get_if<std::int64_t>(&v_); }
+  [[nodiscard]] const std::int64_t* if_int() const noexcept {
+    return std::get_if<std::int64_t>(&v_);
+  }
   [[nodiscard]] const bool* if_bool() const noexcept { return std::get_if<bool>(&v_); }
 
   // Map member lookup; nullptr when this is not a map or the key is absent.
@@ -151,8 +155,8 @@ class Value {
   friend bool operator==(const Value& a, const Value& b);
 
  private:
-  std::variant<std::monostate, bool, std::int64_t, std::uint64_t, double, std::string, Bytes,
-               List, Map>
+  std::variant<std::monostate, bool, std::int64_t, std::uint64_t, double, std::string, Bytes, List,
+               Map>
       v_;
 };
 

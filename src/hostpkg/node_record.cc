@@ -90,10 +90,9 @@ RecordRead record_from_value(const core::Value& v) noexcept {
     if (const core::Value* inst = m.find("installed"); inst && !inst->is_null()) {
       for (const auto& [name, pv] : strict_map(*inst, "record.installed", {})) {
         std::string f = "record.installed." + name;
-        const core::Map& pm =
-            strict_map(pv, f,
-                       {"version", "image", "configHashes", "uninstallSupported", "interrupt",
-                        "env", "resources"});
+        const core::Map& pm = strict_map(pv, f,
+                                         {"version", "image", "configHashes", "uninstallSupported",
+                                          "interrupt", "env", "resources"});
         InstalledPackage p;
         p.version = required_string(pm, f, "version");
         if (!core::SemVer::try_parse(p.version)) {

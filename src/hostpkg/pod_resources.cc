@@ -77,8 +77,7 @@ PodResources merge_pod_resources(const PodResources& a, const PodResources& b) {
   larger(out.limits, b.limits);
   for (auto& [name, limit] : out.limits) {
     auto request = out.requests.find(name);
-    if (request != out.requests.end() &&
-        Quantity::parse(request->second) > Quantity::parse(limit))
+    if (request != out.requests.end() && Quantity::parse(request->second) > Quantity::parse(limit))
       limit = request->second;
   }
   return out;

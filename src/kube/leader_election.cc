@@ -3,8 +3,8 @@
 #include <thread>
 
 #include "core/errors.h"
-#include "kube/credentials.h"
 #include "kube/api/objects.h"
+#include "kube/credentials.h"
 #include "kube/rate_limit.h"
 
 namespace gpufleet::kube {

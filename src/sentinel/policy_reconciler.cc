@@ -30,8 +30,8 @@ using controller::Request;
 using controller::Result;
 
 constexpr const char* kFieldManager = "gpufleet-sentinel";
-constexpr const char* kPhases[] = {"Detected",    "Quarantined", "Draining", "Remediating",
-                                   "Validating",  "Released",    "Failed",   "Cancelled"};
+constexpr const char* kPhases[] = {"Detected",   "Quarantined", "Draining", "Remediating",
+                                   "Validating", "Released",    "Failed",   "Cancelled"};
 
 // True when every field of `want` already has that value (nothing to write).
 bool same_status(const core::Value& obj, const core::Value& want) {
@@ -281,9 +281,9 @@ class PolicyReconciler final : public controller::Reconciler {
     std::string last(obj.get_string({"status", "breaker", "lastResetToken"}));
     if (!token.empty() && token != last) {
       b.reset(now, "annotation " + std::string(kResetBreakerAnnotation) + "=" + token);
-      events_.record(subject, kube::EventType::Normal, "BreakerReset", "Reset",
-                     "circuit breaker reset by " + std::string(kResetBreakerAnnotation) + "=" +
-                         token);
+      events_.record(
+          subject, kube::EventType::Normal, "BreakerReset", "Reset",
+          "circuit breaker reset by " + std::string(kResetBreakerAnnotation) + "=" + token);
       last = token;
     }
     b.tick(now);

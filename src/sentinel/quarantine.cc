@@ -137,9 +137,9 @@ NodeChange plan_quarantine(const core::Value& node, const Decision& decision,
   }
   if (take_over) rec.entities.clear();
   rec.entities.insert(entities.begin(), entities.end());
-  if (rec.cordoned != before.cordoned || rec.foreign_cordon != before.foreign_cordon || rec.taints != before.taints ||
-      rec.entities != before.entities || rec.incident != before.incident ||
-      rec.admission.at_ms != before.admission.at_ms ||
+  if (rec.cordoned != before.cordoned || rec.foreign_cordon != before.foreign_cordon ||
+      rec.taints != before.taints || rec.entities != before.entities ||
+      rec.incident != before.incident || rec.admission.at_ms != before.admission.at_ms ||
       rec.admission.policy != before.admission.policy) {
     change.annotation = rec.to_annotation();
   }

@@ -255,10 +255,10 @@ HostStepOutcome run_host_step(const HostStepRequest& req, const HostStepBehaviou
         if (f.times > 0 && tries >= f.times) continue;
         status = f.status;
         script_exit = f.exit_code;
-        message = f.message.empty() ? req.stage + " of " + req.package + " " + req.version + " " +
-                                          f.status + ": exit code " + std::to_string(f.exit_code) +
-                                          " (simulated)"
-                                    : f.message;
+        message = f.message.empty()
+                      ? req.stage + " of " + req.package + " " + req.version + " " + f.status +
+                            ": exit code " + std::to_string(f.exit_code) + " (simulated)"
+                      : f.message;
         break;
       }
     }

@@ -45,7 +45,7 @@ struct SimEvent {
   int count = 0;       // scale: the pool's new node count
   HostChange host;
   StepInjection step;  // StepOutcome
-  std::string where;  // "spec.timeline[3]" for messages
+  std::string where;   // "spec.timeline[3]" for messages
 };
 
 // Reads one event map ({at, node|nodes|pool [+pick], type, ...fields of that type}).

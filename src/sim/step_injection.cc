@@ -40,9 +40,9 @@ StepInjection parse_step_injection(FieldReader& r, bool pod) {
     r.fail("package", core::Value(i.package), "is empty",
            "name the package (a glob; \"*\" for every package and the interrupt)");
   }
-  i.stage = r.one_of("stage", "",
-                     {"", "apply", "upgrade", "uninstall", "config", "interrupt", "post-interrupt",
-                      "verify"});
+  i.stage = r.one_of(
+      "stage", "",
+      {"", "apply", "upgrade", "uninstall", "config", "interrupt", "post-interrupt", "verify"});
   if (pod) {
     i.outcome = outcome_from(r.one_of("behaviour", std::nullopt, {"pending", "crash", "clear"}));
     i.exit_code = static_cast<int>(

@@ -27,9 +27,14 @@ TEST(WorkPool, RunsEveryTaskOncePerKeyAndSaysDone) {
   std::mutex mu;
   std::map<std::string, int> done;
   std::atomic<int> ran{0};
-  WorkPool pool(4, [&](const std::string& k) { std::lock_guard l(mu); ++done[k]; }, nullptr);
-  for (int i = 0; i < 100; ++i)
-    ASSERT_TRUE(pool.submit("k" + std::to_string(i), [&] { ++ran; }));
+  WorkPool pool(
+      4,
+      [&](const std::string& k) {
+        std::lock_guard l(mu);
+        ++done[k];
+      },
+      nullptr);
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(pool.submit("k" + std::to_string(i), [&] { ++ran; }));
   ASSERT_TRUE(wait_for([&] { return pool.pending() == 0; }));
   EXPECT_EQ(ran.load(), 100);
   std::lock_guard l(mu);

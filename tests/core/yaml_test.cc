@@ -85,8 +85,8 @@ TEST(Yaml, EmitsAndReadsBack) {
   Value v;
   v["apiVersion"] = "v1";
   v["kind"] = "ConfigMap";
-  v["data"]["count"] = "3";          // must stay a string
-  v["data"]["flag"] = "true";        // must stay a string
+  v["data"]["count"] = "3";    // must stay a string
+  v["data"]["flag"] = "true";  // must stay a string
   v["data"]["script"] = "line1\nline2\n";
   v["data"]["empty"] = "";
   v["spec"]["n"] = 3;

@@ -65,9 +65,12 @@ TEST(StagePodFields, EveryStageCarriesTheResourcesEnvAndImage) {
   };
   // The first pod of each stage, in the order they ran; the interrupt has no package image.
   const std::vector<Case> cases = {
-      {"apply/p", "r.example/p:1.0.0"},     {"config/p", "r.example/p:1.0.0"},
-      {"interrupt/", ""},                   {"post-interrupt/p", "r.example/p:1.0.0"},
-      {"upgrade/p", "r.example/p:1.1.0"},   {"uninstall/p", "r.example/p:1.1.0"},
+      {"apply/p", "r.example/p:1.0.0"},
+      {"config/p", "r.example/p:1.0.0"},
+      {"interrupt/", ""},
+      {"post-interrupt/p", "r.example/p:1.0.0"},
+      {"upgrade/p", "r.example/p:1.1.0"},
+      {"uninstall/p", "r.example/p:1.1.0"},
       {"verify/p", "r.example/p:1.0.0"},
   };
   for (const Case& c : cases) {
@@ -112,8 +115,8 @@ TEST(StagePodFields, InterruptMergesThePackagesResources) {
       "    b: {version: 1.0.0, image: r/b, env: {X: b, Y: b},\n"
       "        resources: {requests: {cpu: \"3\", memory: 1Gi}}}\n");
   NodePlan plan = plan_node(digest(set), NodeRecord{});
-  const PlannedStep& i = plan.steps.back().stage == Stage::Interrupt ? plan.steps.back()
-                                                                     : plan.steps[2];
+  const PlannedStep& i =
+      plan.steps.back().stage == Stage::Interrupt ? plan.steps.back() : plan.steps[2];
   ASSERT_EQ(i.stage, Stage::Interrupt);
   EXPECT_EQ(i.resources.requests.at("cpu"), "3");
   EXPECT_EQ(i.resources.limits.at("cpu"), "3") << "a limit below another package's request";

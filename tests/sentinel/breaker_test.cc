@@ -147,9 +147,9 @@ TEST(Breaker, RememberedAdmissionsCountTowardTheLimit) {
   CircuitBreaker b(policy(0, 3));
   const std::int64_t now = 100 * kMin;
   b.remember("n1", now - kMin, now);
-  b.remember("n1", now - 2 * kMin, now);   // the later time is kept
+  b.remember("n1", now - 2 * kMin, now);    // the later time is kept
   b.remember("old", now - 11 * kMin, now);  // out of the window
-  b.remember("bad", 0, now);                 // no time: not counted
+  b.remember("bad", 0, now);                // no time: not counted
   EXPECT_EQ(b.unique_nodes(), 1u);
   EXPECT_TRUE(b.counts("n1"));
   EXPECT_FALSE(b.tripped());  // remembering never trips by itself

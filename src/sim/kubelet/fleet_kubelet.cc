@@ -800,10 +800,10 @@ FleetKubelet::PodAction FleetKubelet::admit_pod_locked(const std::string& key,
   // A hostpkg stage pod acts on the host model and reports the step runner's result.
   // An injected outcome (gpufleet sim inject) decides before the behaviour table.
   std::optional<HostStepRequest> step = host_step_request(pod);
-  auto inj = step ? model_.take_step_injection(step->node, step->package, step->stage)
-                  : std::nullopt;
-  InjectedStep injected = inj ? plan_injected_step(*inj, step->stage, table_.host_step(pod), plan)
-                              : InjectedStep{};
+  auto inj =
+      step ? model_.take_step_injection(step->node, step->package, step->stage) : std::nullopt;
+  InjectedStep injected =
+      inj ? plan_injected_step(*inj, step->stage, table_.host_step(pod), plan) : InjectedStep{};
   if (step && injected.run_step) {
     const HostStepBehaviour* hs = injected.behaviour(table_.host_step(pod));
     HostStepOutcome o = run_host_step(*step, hs, m->host());

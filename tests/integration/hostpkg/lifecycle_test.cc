@@ -210,7 +210,8 @@ TEST(HostPkgLifecycle, PriorityGatesLaterSetPerNode) {
         << "the later set started before the earlier one was done on " << env.node(i);
   early("");
   ASSERT_TRUE(HostPkgEnv::eventually(
-      [&] { return phase_is(env, "early", "Complete") && phase_is(env, "late", "Complete"); }, 120s))
+      [&] { return phase_is(env, "early", "Complete") && phase_is(env, "late", "Complete"); },
+      120s))
       << dump(env, "early") << "\n"
       << dump(env, "late");
   for (int i = 0; i < 2; ++i) {

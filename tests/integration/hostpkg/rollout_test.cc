@@ -212,7 +212,8 @@ TEST(HostPkgRollout, NodeHeartbeatsMakeNoPass) {
   HostPkgEnv env(2);
   env.apply(set_yaml("heartbeats", env.node_list(0, 2), "",
                      "    tuning:\n      version: 1.0.0\n      image: example.com/tuning\n"));
-  ASSERT_TRUE(HostPkgEnv::eventually([&] { return phase_is(env, "heartbeats", "Complete"); }, 120s));
+  ASSERT_TRUE(
+      HostPkgEnv::eventually([&] { return phase_is(env, "heartbeats", "Complete"); }, 120s));
   // Quiet: no reconcile for 2 s (the last pass's own writes have come back).
   double quiet = -1;
   ASSERT_TRUE(HostPkgEnv::eventually(

@@ -61,8 +61,8 @@ std::string set_on(const std::string& name, const std::string& nodes, const std:
          "}\nspec:\n  deploymentPolicy: " + policy +
          "\n  nodeSelector:\n    matchExpressions:\n    - {key: kubernetes.io/hostname, "
          "operator: In, values: " +
-         nodes + "}\n  packages:\n    " + package + ":\n      version: 1.0.0\n      image: " +
-         "example.com/" + package + "\n";
+         nodes + "}\n  packages:\n    " + package +
+         ":\n      version: 1.0.0\n      image: " + "example.com/" + package + "\n";
 }
 
 std::string one_at_a_time(const std::string& name, int failure_threshold, int safety_limit) {
@@ -74,8 +74,8 @@ std::string one_at_a_time(const std::string& name, int failure_threshold, int sa
 }
 
 // Nodes of `set` whose record is Failed / that were never started (no record).
-std::pair<int, int> failed_and_untouched(HostPkgEnv& env, const std::string& set, int from,
-                                         int to, std::string* failures) {
+std::pair<int, int> failed_and_untouched(HostPkgEnv& env, const std::string& set, int from, int to,
+                                         std::string* failures) {
   int failed = 0, untouched = 0;
   for (int i = from; i < to; ++i) {
     RecordRead rr = read_record(env.get_node(env.node(i)), set);
@@ -101,7 +101,8 @@ TEST(HostPkgSim, InjectedFailuresTripFailureThresholdAndSafetyLimit) {
   inject(dir, "{nodes: " + env.node_list(0, 4) +
                   ", type: hostStep, package: gate, stage: apply, outcome: fail, exitCode: 3, "
                   "message: \"injected: apply.sh exited 3\"}");
-  inject(dir, "{nodes: " + env.node_list(4, 8) + ", type: stagePod, package: limit, "
+  inject(dir, "{nodes: " + env.node_list(4, 8) +
+                  ", type: stagePod, package: limit, "
                   "behaviour: crash, exitCode: 137}");
   env.apply(one_at_a_time("gate-policy", 2, 100));
   env.apply(one_at_a_time("limit-policy", 10, 25));
@@ -116,9 +117,12 @@ TEST(HostPkgSim, InjectedFailuresTripFailureThresholdAndSafetyLimit) {
                         Case{"limit", "2 of 4 nodes failed, over the safetyLimit of 25%", 4}}) {
     SCOPED_TRACE(c.set);
     ASSERT_TRUE(HostPkgEnv::eventually(
-        [&] { return env.get_set(c.set).get_string({"status", "phase"}) == "Stopped"; }, 90s))
+        [&] {
+          return env.get_set(c.set).get_string({"status", "phase"}) == "Stopped";
+        },
+        90s))
         << core::to_json(env.get_set(c.set).get({"status"}) ? *env.get_set(c.set).get({"status"})
-                                                             : core::Value());
+                                                            : core::Value());
     Cond stopped = condition(env.get_set(c.set), "Stopped");
     EXPECT_EQ(stopped.status, "True");
     EXPECT_NE(stopped.message.find(c.reason), std::string::npos) << stopped.message;
@@ -129,8 +133,7 @@ TEST(HostPkgSim, InjectedFailuresTripFailureThresholdAndSafetyLimit) {
   EXPECT_EQ(failed_and_untouched(env, "gate", 0, 4, &failures), std::make_pair(2, 2)) << failures;
   EXPECT_NE(failures.find("injected: apply.sh exited 3"), std::string::npos) << failures;
   failures.clear();
-  EXPECT_EQ(failed_and_untouched(env, "limit", 4, 8, &failures), std::make_pair(2, 2))
-      << failures;
+  EXPECT_EQ(failed_and_untouched(env, "limit", 4, 8, &failures), std::make_pair(2, 2)) << failures;
   EXPECT_NE(failures.find("exit code 137"), std::string::npos) << failures;
   env.remove_set("gate");
   env.remove_set("limit");
@@ -150,15 +153,18 @@ TEST(HostPkgSim, HostHistoryFilesInTheStateDir) {
       "]}\n  packages:\n    tuning:\n      version: 1.0.0\n      image: example.com/tuning\n"
       "      interrupt: {type: restartServices, services: [a.service]}\n");
   ASSERT_TRUE(HostPkgEnv::eventually(
-      [&] { return env.get_set("history").get_string({"status", "phase"}) == "Complete"; }, 90s));
+      [&] {
+        return env.get_set("history").get_string({"status", "phase"}) == "Complete";
+      },
+      90s));
   const fs::path host = fs::path(dir) / "nodes" / env.node(0) / "var/lib/gpufleet/hostpkg";
   EXPECT_TRUE(HostPkgEnv::eventually(
       [&] {
         return read_file(host / "history").find("tuning/post-interrupt/") != std::string::npos;
       },
       5s))
-      << "no host history under " << host << " (files there: "
-      << (fs::exists(host) ? "some" : "none") << ")";
+      << "no host history under " << host
+      << " (files there: " << (fs::exists(host) ? "some" : "none") << ")";
   EXPECT_NE(read_file(host / "history").find("tuning/apply/1.0.0/"), std::string::npos);
   EXPECT_NE(read_file(host / "restarts").find("restartServices a.service"), std::string::npos);
   env.remove_set("history");

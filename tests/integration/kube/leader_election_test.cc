@@ -14,9 +14,9 @@
 #include <thread>
 
 #include "core/errors.h"
+#include "kube/api/objects.h"
 #include "kube/credentials.h"
 #include "kube/leader_election.h"
-#include "kube/api/objects.h"
 #include "test_env.h"
 
 namespace gpufleet::kube {

@@ -41,10 +41,10 @@ TEST_F(CriticalPathTest, ACrashRightAfterTheCordonLosesNeitherTheIncidentNorTheB
   rec["entities"].push_back("xid/GPU-0");
   rec["incident"] = incident;
   rec["policy"] = policy_;
-  rec["admittedAtMs"] = static_cast<std::int64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::chrono::system_clock::now().time_since_epoch())
-          .count());
+  rec["admittedAtMs"] =
+      static_cast<std::int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count());
   core::Value patch;
   patch["spec"]["unschedulable"] = true;
   patch["metadata"]["annotations"][std::string(kube::kCordonOwnersAnnotation)] = "sentinel";
@@ -54,8 +54,8 @@ TEST_F(CriticalPathTest, ACrashRightAfterTheCordonLosesNeitherTheIncidentNorTheB
 
   start_manager();
   // The incident the record names is created, and the breaker counts the node.
-  ASSERT_TRUE(wait_until([&] { return client_->try_get(api::remediations(), "", incident).has_value(); },
-                         20s));
+  ASSERT_TRUE(wait_until(
+      [&] { return client_->try_get(api::remediations(), "", incident).has_value(); }, 20s));
   ASSERT_TRUE(breaker_counts(1));
   EXPECT_EQ(incidents(a).size(), 1u);
 

@@ -40,11 +40,12 @@ class IncidentEndTest : public SentinelTest {
 TEST_F(IncidentEndTest, EveryEndHandsTheNodeBackOrKeepsItOutAndLaterFaultsAreActedOn) {
   create_policy(kNoDrain);
   std::vector<Case> cases;
-  for (auto [b, bname] : {std::pair{Before::Uncordoned, "own"}, std::pair{Before::Foreign, "person"},
-                          std::pair{Before::Hostpkg, "joint"}}) {
-    for (auto [e, ename] : {std::pair{End::Released, "rel"}, std::pair{End::FailedThenUncordoned,
-                                                                         "fail"},
-                            std::pair{End::Cancelled, "can"}}) {
+  for (auto [b, bname] :
+       {std::pair{Before::Uncordoned, "own"}, std::pair{Before::Foreign, "person"},
+        std::pair{Before::Hostpkg, "joint"}}) {
+    for (auto [e, ename] :
+         {std::pair{End::Released, "rel"}, std::pair{End::FailedThenUncordoned, "fail"},
+          std::pair{End::Cancelled, "can"}}) {
       cases.push_back({std::string(ename) + "-" + bname, b, e});
     }
   }
@@ -108,7 +109,8 @@ TEST_F(IncidentEndTest, EveryEndHandsTheNodeBackOrKeepsItOutAndLaterFaultsAreAct
   }
 
   // A later fault (a newer transition) is acted on, whatever the end was.
-  for (const auto& c : cases) health(names[c.suffix], {{"xid/GPU-0", "Fatal"}, {"xid/GPU-1", "Fatal"}});
+  for (const auto& c : cases)
+    health(names[c.suffix], {{"xid/GPU-0", "Fatal"}, {"xid/GPU-1", "Fatal"}});
   for (const auto& c : cases) {
     const std::string& n = names[c.suffix];
     ASSERT_TRUE(wait_until([&] { return incidents(n).size() == 2; }, 20s))
@@ -186,7 +188,9 @@ TEST_F(IncidentEndTest, RecoveredEntitiesLeaveTheRecordAtOnce) {
   EXPECT_EQ(recorded_entities(n).size(), 3u);
   health(n, {{"xid/GPU-0", "Healthy"}, {"xid/GPU-1", "Fatal"}, {"xid/GPU-2", "Fatal"}});
   ASSERT_TRUE(wait_until(
-      [&] { return recorded_entities(n) == std::set<std::string>{"xid/GPU-1", "xid/GPU-2"}; },
+      [&] {
+        return recorded_entities(n) == std::set<std::string>{"xid/GPU-1", "xid/GPU-2"};
+      },
       10s))
       << core::to_json(get_node(n));
   EXPECT_EQ(phase(n), "Validating");

@@ -15,9 +15,10 @@ class MultiPolicyTest : public SentinelTest {
   std::string make_policy(const std::string& suffix, const std::string& selector,
                           const std::string& rules, const std::string& extra = "") {
     const std::string name = prefix_ + "-" + suffix;
-    std::string yaml = "apiVersion: gpufleet.io/v1alpha1\nkind: SentinelPolicy\nmetadata: {name: " +
-                       name + "}\nspec:\n  rules: [" + rules + "]\n" +
-                       "  drain: {enabled: false}\n  validation: {newNodes: false}\n" + extra;
+    std::string yaml =
+        "apiVersion: gpufleet.io/v1alpha1\nkind: SentinelPolicy\nmetadata: {name: " + name +
+        "}\nspec:\n  rules: [" + rules + "]\n" +
+        "  drain: {enabled: false}\n  validation: {newNodes: false}\n" + extra;
     if (extra.find("breaker:") == std::string::npos) yaml += "  breaker: {maxNodes: 100}\n";
     if (!selector.empty()) yaml += "  nodeSelector: " + selector + "\n";
     client_->create(api::sentinel_policies(), core::parse_yaml(yaml));
@@ -43,12 +44,15 @@ class MultiPolicyTest : public SentinelTest {
   // The policy the node's latest incident was opened under ("" without one).
   std::string incident_policy(const std::string& node) {
     auto items = incidents(node);
-    return items.empty() ? ""
-                         : std::string(kube::annotation_of(items.back(), "sentinel.gpufleet.io/policy"));
+    return items.empty()
+               ? ""
+               : std::string(kube::annotation_of(items.back(), "sentinel.gpufleet.io/policy"));
   }
   bool wait_governed(const std::string& node, const std::string& policy) {
     const bool ok = wait_until([&] { return incident_policy(node) == policy; }, 20s);
-    if (!ok) ADD_FAILURE() << node << ": incident under '" << incident_policy(node) << "', want '" << policy << "'";
+    if (!ok)
+      ADD_FAILURE() << node << ": incident under '" << incident_policy(node) << "', want '"
+                    << policy << "'";
     return ok;
   }
   std::map<std::string, std::string> pool(const std::string& p) {
@@ -67,7 +71,8 @@ TEST_F(MultiPolicyTest, EachPolicyGovernsItsPoolWithItsOwnRulesAndBreaker) {
   make_policy("infer", pool_selector("infer"), cordon_rule("ib-port"),
               "  breaker: {maxFraction: 0.5}\n");
   std::vector<std::string> t;
-  for (int i = 0; i < 4; ++i) t.push_back(node("t" + std::to_string(i), false, "", "", pool("train")));
+  for (int i = 0; i < 4; ++i)
+    t.push_back(node("t" + std::to_string(i), false, "", "", pool("train")));
   const std::string i1 = node("i1", false, "", "", pool("infer"));
   const std::string i2 = node("i2", false, "", "", pool("infer"));
   const std::string other = node("other");
@@ -80,7 +85,8 @@ TEST_F(MultiPolicyTest, EachPolicyGovernsItsPoolWithItsOwnRulesAndBreaker) {
                status_int(infer, {"breaker", "threshold"}) == 1;
       },
       20s))
-      << core::to_json(policy_status(train)) << "\n" << core::to_json(policy_status(infer));
+      << core::to_json(policy_status(train)) << "\n"
+      << core::to_json(policy_status(infer));
 
   // An Xid is a fault only under the training policy's rules; the node no policy selects is
   // left alone.
@@ -98,24 +104,31 @@ TEST_F(MultiPolicyTest, EachPolicyGovernsItsPoolWithItsOwnRulesAndBreaker) {
   // second inference node while the training policy still admits.
   health(i1, {{"ib-port/mlx5_0", "Fatal"}});
   ASSERT_TRUE(wait_governed(i1, infer));
-  ASSERT_TRUE(wait_until([&] { return policy_status(infer).get_string({"breaker", "state"}) == "Tripped"; }, 20s))
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return policy_status(infer).get_string({"breaker", "state"}) == "Tripped";
+      },
+      20s))
       << core::to_json(policy_status(infer));
   health(i2, {{"ib-port/mlx5_0", "Fatal"}});
   health(t[1], {{"xid/GPU-0", "Fatal"}});
   ASSERT_TRUE(wait_governed(t[1], train));
   ASSERT_TRUE(wait_until([&] { return !node_events(i2, "QuarantineRefused").empty(); }, 20s));
-  EXPECT_NE(std::string(node_events(i2, "QuarantineRefused").front().get_string({"note"})).find(infer),
-            std::string::npos);
+  EXPECT_NE(
+      std::string(node_events(i2, "QuarantineRefused").front().get_string({"note"})).find(infer),
+      std::string::npos);
   EXPECT_TRUE(incidents(i2).empty());
   EXPECT_EQ(policy_status(train).get_string({"breaker", "state"}), "Closed");
 }
 
 TEST_F(MultiPolicyTest, OverlapsAreGovernedByPriorityThenNameAndReported) {
-  const std::string low = prefix_ + "-a-low", rack = prefix_ + "-b-rack", wide = prefix_ + "-c-wide";
+  const std::string low = prefix_ + "-a-low", rack = prefix_ + "-b-rack",
+                    wide = prefix_ + "-c-wide";
   follow_ = {low, rack, wide};
   make_policy("a-low", pool_selector("p"), taint_rule("low.example.com/held"));
   make_policy("b-rack",
-              "{matchLabels: {pool: " + prefix_ + "-p}, matchExpressions: [{key: rack, operator: In, values: [r1]}]}",
+              "{matchLabels: {pool: " + prefix_ +
+                  "-p}, matchExpressions: [{key: rack, operator: In, values: [r1]}]}",
               taint_rule("rack.example.com/held"), "  priority: 5\n");
   make_policy("c-wide", pool_selector("p"), taint_rule("wide.example.com/held"), "  priority: 5\n");
   auto labels = pool("p");

@@ -574,8 +574,8 @@ int run_api(kube::Client& client, const std::string& kubeconfig, const std::stri
       });
     ts.clear();
     capacity = writes / since(start);
-    std::cout << "reference: " << capacity
-              << " NodeHealth status writes/s accepted from " << kWriters
+    std::cout << "reference: " << capacity << " NodeHealth status writes/s accepted from "
+              << kWriters
               << " threads, no controller (load "
                  "average "
               << loadavg() << ")\n";
@@ -668,9 +668,8 @@ int run_api(kube::Client& client, const std::string& kubeconfig, const std::stri
                  "controller writes per quarantine "
               << out.writes_per_quarantine << " (" << writes_text << "), of them sentinel's own "
               << own / count << " (its /metrics: " << own_text << "), controller CPU "
-              << (cpu_s(ctl.pid()) - cpu_before) * 1000 / count
-              << " ms per quarantine (" << marginal_cpu_ms
-              << " ms above its idle rate of " << idle_ms_per_s
+              << (cpu_s(ctl.pid()) - cpu_before) * 1000 / count << " ms per quarantine ("
+              << marginal_cpu_ms << " ms above its idle rate of " << idle_ms_per_s
               << " ms/s), kube-apiserver + etcd CPU "
               << ((apiserver > 0 ? cpu_s(apiserver) : 0) + (etcd > 0 ? cpu_s(etcd) : 0) -
                   plane_before) *

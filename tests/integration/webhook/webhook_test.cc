@@ -89,10 +89,10 @@ core::Value webhook_config(const std::string& name, const std::string& label, st
   w["apiVersion"] = "admissionregistration.k8s.io/v1";
   w["kind"] = "ValidatingWebhookConfiguration";
   w["metadata"]["name"] = name;
-  core::List hooks = {webhook_entry("certify", {"certifications", "workloadruns"}),
-                      webhook_entry("sentinel", {"sentinelpolicies"}),
-                      webhook_entry("hostpkg", {"hostpackagesets", "deploymentpolicies"},
-                                    {"deploymentpolicies"})};
+  core::List hooks = {
+      webhook_entry("certify", {"certifications", "workloadruns"}),
+      webhook_entry("sentinel", {"sentinelpolicies"}),
+      webhook_entry("hostpkg", {"hostpackagesets", "deploymentpolicies"}, {"deploymentpolicies"})};
   // All served by the one in-process Manager (the chart has a Service per controller).
   for (auto& hook : hooks) {
     hook["clientConfig"]["url"] = "https://127.0.0.1:" + std::to_string(port) + "/validate";
@@ -354,8 +354,7 @@ TEST_F(WebhookIT, RefusesWhatTheControllersCannotRunAndFollowsARotatedCertificat
   over["spec"]["packages"]["first"]["resources"] =
       core::parse_yaml("{requests: {cpu: \"2\", memory: 1Gi}, limits: {cpu: 1500m}}");
   const std::string over_limit = admit(kHostPackageSets, over);
-  EXPECT_NE(over_limit.find("denied by admission webhook 'hostpkg.gpufleet.io'"),
-            std::string::npos)
+  EXPECT_NE(over_limit.find("denied by admission webhook 'hostpkg.gpufleet.io'"), std::string::npos)
       << over_limit;
   EXPECT_NE(over_limit.find("spec.packages.first.resources.requests.cpu: \"2\" is more than "
                             "limits.cpu \"1500m\""),
