@@ -82,7 +82,7 @@ bench: build kube-local
 	@scripts/bench.sh
 
 format:
-	@clang-format -i $$(git ls-files 'src/*.cc' 'src/*.h' 'tests/*.cc' 'tests/*.h' 'bench/*.cc')
+	@clang-format-14 -i $$(git ls-files 'src/*.cc' 'src/*.h' 'tests/*.cc' 'tests/*.h' 'bench/*.cc' 'bench/*.h' 'fuzz/*.cc' 'fuzz/*.h')
 
 clean:
 	rm -rf build

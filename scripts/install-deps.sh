@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config   # toolchain
   mold                                                   # linker: ~3x faster links of the sanitizer trees
   clang libclang-rt-14-dev libfuzzer-14-dev              # fuzzers and sanitizer runtimes
+  clang-format-14                                        # the format check (scripts/check-format.sh)
   libsimdjson-dev                                        # JSON parsing (core)
   libyaml-dev                                            # YAML parsing and emitting (core)
   libre2-dev                                             # CEL matches()
