@@ -34,6 +34,9 @@ struct Context;
 
 namespace gpufleet::certify {
 
+class IsolationPlanner;
+struct Judgement;
+
 namespace resources {
 using api::certifications;       // api/resources.h
 using api::validation_requests;  // api/resources.h
@@ -72,7 +75,25 @@ class RunReconciler : public controller::Reconciler {
 
  private:
   struct Run;
+  // One category's step (run_reconciler.cc): observe its groups' workloads, recording what
+  // they judged; conclude it once every group ended; store it; then act: delete recorded
+  // workloads, start waiting groups. The decisions are category_step.h's.
+  struct Observed;
   void step_category(Run& run, int index, std::stop_token stop);
+  void start_category(Run& run, int index);
+  Observed observe_groups(Run& run, int index, IsolationPlanner* planner);
+  std::optional<Judgement> judge_group(const Run& run, const CategoryPlan& plan,
+                                       const GroupState& g, const std::string& jname,
+                                       const core::Value& job,
+                                       std::chrono::system_clock::time_point now) const;
+  std::optional<Judgement> judge_pod_output(const Run& run, const CategoryPlan& plan,
+                                            const GroupState& g, const std::string& jname,
+                                            const WorkloadProgress& progress,
+                                            std::chrono::system_clock::time_point now) const;
+  void store_category(Run& run, int index, const std::vector<std::string>& retried,
+                      const IsolationPlanner* planner, int rounds_before);
+  void delete_workloads(const Run& run, const std::vector<std::string>& names);
+  void start_groups(Run& run, int index, const Observed& seen);
   void write_status(Run& run);
   // A group's workload object, whichever launcher ran it (a Job, else an MPIJob).
   kube::ObjectPtr workload(const std::string& ns, const std::string& name) const;

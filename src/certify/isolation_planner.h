@@ -209,8 +209,38 @@ class IsolationPlanner {
   };
 
   void plan_screen(const std::vector<std::vector<std::string>>& topology_groups);
+  // absorb_results() in steps (isolation_absorb.cc): Absorb is one pass's lookups and what it
+  // builds for the next round; SeenComplement, a Complement investigation as its results read.
+  struct Absorb;
+  struct SeenComplement;
   void absorb_results();
+  void absorb_passes();
+  void absorb_failures(Absorb& pass);
+  void absorb_investigation(Absorb& pass, const Investigation& inv);
+  void absorb_pair(Absorb& pass, const Investigation& inv) const;
+  void absorb_rest(Absorb& pass, const Investigation& inv) const;
+  void absorb_bits(Absorb& pass, const Investigation& inv) const;
+  void absorb_decoded(Absorb& pass, const Investigation& inv) const;
+  void absorb_split(Absorb& pass, const Investigation& inv) const;
+  void absorb_parts_bits(Absorb& pass, const Investigation& inv) const;
+  void absorb_search(Absorb& pass, const Investigation& inv) const;
+  void absorb_grid(Absorb& pass, const Investigation& inv) const;
+  void absorb_probe(Absorb& pass, const Investigation& inv) const;
+  void absorb_narrow(Absorb& pass, const Investigation& inv);
+  void absorb_link_confirm(Absorb& pass, const Investigation& inv);
+  void absorb_parts_search(Absorb& pass) const;
+  void absorb_complements(Absorb& pass) const;
+  void absorb_unconfirmed(Absorb& pass, SeenComplement& s) const;
+  void absorb_split_ahead(Absorb& pass, SeenComplement& s, const Investigation& pair) const;
+  void absorb_leftovers(Absorb& pass) const;
+  // plan_next() in steps (isolation_plan.cc), called in this order (it fixes the test ids).
   void plan_next();
+  std::vector<Investigation*> plan_decoded_complements(int rounds_left);
+  void plan_crowded_parts(int rounds_left);
+  void plan_round_tests(int rounds_left, const std::vector<Investigation*>& fresh,
+                        std::vector<bool>& covered);
+  void plan_stragglers(const std::vector<bool>& covered);
+  void plan_probes();
   void plan_investigation(Investigation& inv, int rounds_left);
   void plan_narrow(Investigation& inv);
   void plan_complements(const std::vector<Investigation*>& decoded, bool split_ahead);
