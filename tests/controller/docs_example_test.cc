@@ -15,32 +15,31 @@ std::string read(const std::string& rel) {
   return ss.str();
 }
 
-TEST(DocsExample, ControllerDocMatchesTheCompiledSource) {
-  std::string src = read("tests/integration/controller/node_labeler.cc");
+// The code between the example markers of `source`, and the fenced block after `marker` in
+// `doc`: the two must be the same text.
+void expect_doc_shows_source(const std::string& source, const std::string& doc_file,
+                             const std::string& marker_name) {
+  std::string src = read(source);
   const std::string begin = "// --- example begin ---\n", end = "// --- example end ---";
-  ASSERT_NE(src.find(begin), std::string::npos);
+  ASSERT_NE(src.find(begin), std::string::npos) << source;
   std::size_t b = src.find(begin) + begin.size();
   std::string code = src.substr(b, src.find(end) - b);
-  std::string doc = read("docs/controller.md");
-  const std::string marker = "<!-- example-reconciler -->\n```cpp\n";
-  ASSERT_NE(doc.find(marker), std::string::npos);
+  std::string doc = read(doc_file);
+  const std::string marker = "<!-- " + marker_name + " -->\n```cpp\n";
+  ASSERT_NE(doc.find(marker), std::string::npos) << doc_file;
   std::size_t db = doc.find(marker) + marker.size();
   std::string block = doc.substr(db, doc.find("```", db) - db);
-  EXPECT_EQ(block, code) << "update docs/controller.md from node_labeler.cc";
+  EXPECT_EQ(block, code) << "update " << doc_file << " from " << source;
+}
+
+TEST(DocsExample, ControllerDocMatchesTheCompiledSource) {
+  expect_doc_shows_source("tests/integration/controller/node_labeler.cc", "docs/controller.md",
+                          "example-reconciler");
 }
 
 TEST(DocsExample, ArchitectureDocShowsTheCompiledObserveDecideAct) {
-  std::string src = read("src/sentinel/incident_phases.cc");
-  const std::string begin = "// --- example begin ---\n", end = "// --- example end ---";
-  ASSERT_NE(src.find(begin), std::string::npos);
-  std::size_t b = src.find(begin) + begin.size();
-  std::string code = src.substr(b, src.find(end) - b);
-  std::string doc = read("docs/architecture.md");
-  const std::string marker = "<!-- example-observe-decide-act -->\n```cpp\n";
-  ASSERT_NE(doc.find(marker), std::string::npos);
-  std::size_t db = doc.find(marker) + marker.size();
-  std::string block = doc.substr(db, doc.find("```", db) - db);
-  EXPECT_EQ(block, code) << "update docs/architecture.md from src/sentinel/incident_phases.cc";
+  expect_doc_shows_source("src/sentinel/incident_phases.cc", "docs/architecture.md",
+                          "example-observe-decide-act");
 }
 
 }  // namespace
