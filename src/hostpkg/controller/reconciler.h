@@ -15,6 +15,7 @@
 // Every decision is recomputed from API state, and every write carries a precondition (the
 // Node's resourceVersion) or is idempotent (pods named by step key), so a controller killed at
 // any point resumes without interrupting a node twice or exceeding a budget.
+// The reconciler itself is internal: set_reconciler.h says which file holds which part.
 #pragma once
 
 #include <chrono>

@@ -1,0 +1,35 @@
+// The controller's two small text helpers that src/core does not have: a whole integer read
+// from an annotation or a --set value, and a list joined for a message with at most `max` of
+// its items named (core::join does the joining).
+#pragma once
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/text.h"
+
+namespace gpufleet::hostpkg::detail {
+
+// The whole text as a base-10 integer; nullopt for anything else ("", "1x", " 1").
+inline std::optional<std::int64_t> parse_int(std::string_view s) {
+  std::int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+// "a, b, c", or "a, b, ... (7 in all)" beyond `max` items.
+inline std::string join_first(const std::vector<std::string>& v, std::string_view sep,
+                              std::size_t max = 20) {
+  std::string out = core::join(std::span(v).first(std::min(max, v.size())), sep);
+  if (v.size() > max) out += std::string(sep) + "... (" + std::to_string(v.size()) + " in all)";
+  return out;
+}
+
+}  // namespace gpufleet::hostpkg::detail
