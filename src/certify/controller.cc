@@ -149,6 +149,14 @@ std::vector<NodeResult> read_node_results(kube::Client& client, std::string_view
       if (!r.passed) continue;  // the first failed category is the verdict
       r = {f.node, false, true, f.reason, st.name, f.message};
     }
+    if (!st.done()) {
+      // A category the run ended before it finished (its maxDuration): no node passed it.
+      for (auto& [node, r] : by)
+        if (r.passed)
+          r = {node,         false,   false,
+               "Incomplete", st.name, st.name + " did not finish before the run ended"};
+      break;
+    }
   }
   for (auto& [n, r] : by) out.push_back(std::move(r));
   for (const auto& e : sel.excluded) out.push_back({e.node, false, false, e.reason, "", e.message});
@@ -362,6 +370,9 @@ void setup_certify(controller::Manager& manager, const controller::Context& cont
   if (overdue_grace < std::chrono::seconds(1))
     throw core::InvalidInput("setting certify.overdue-grace: value \"" + grace_text +
                              "\" is not a duration of at least 1s (e.g. 2m, 90s)");
+  const RunLimits limits = parse_run_limits([&](std::string_view key, std::string_view fallback) {
+    return context.setting(std::string(key), std::string(fallback));
+  });
   controller::SourceOptions nodes;
   nodes.cache.shape.prune = {"status.images"};
   // Nodes are read when a run starts (not watched: their heartbeats need not wake a run).
@@ -398,6 +409,13 @@ void setup_certify(controller::Manager& manager, const controller::Context& cont
   core::log::info("certify launcher", {{"setting", context.setting("certify.launcher", "auto")},
                                        {"multi_node_mpi_workloads",
                                         launcher == Launcher::MpiJob ? "MPIJob" : "indexed Job"}});
+  auto by_run = [](const core::Value& w) -> std::vector<std::string> {
+    std::string_view uid = kube::label_of(w, kRunLabel);
+    if (uid.empty()) return {};
+    return {std::string(uid)};
+  };
+  job_cache.add_index(kRunIndex, by_run);
+  if (mpijob_cache != nullptr) mpijob_cache->add_index(kRunIndex, by_run);
   pod_cache.add_index(kJobLabel, [](const core::Value& p) -> std::vector<std::string> {
     std::string_view j = kube::label_of(p, kJobLabel);
     if (j.empty()) return {};
@@ -410,17 +428,27 @@ void setup_certify(controller::Manager& manager, const controller::Context& cont
   for (bool wr : {false, true}) {
     manager.admission().add(
         std::string(resources::certifications().group), wr ? "WorkloadRun" : "Certification",
-        [wr](const controller::AdmissionRequest& r) {
+        [wr, limits, &node_cache](const controller::AdmissionRequest& r) {
           if ((r.operation != "CREATE" && r.operation != "UPDATE") || r.spec_unchanged())
             return controller::AdmissionResult::allow();
           const core::Value* spec = r.object.find("spec");
+          RunSpec rs;
           try {
-            if (wr)
-              (void)parse_workload_run_spec(spec ? *spec : core::Value());
-            else
-              (void)parse_certification_spec(spec ? *spec : core::Value(), Catalog::builtin());
+            rs = wr ? parse_workload_run_spec(spec ? *spec : core::Value())
+                    : parse_certification_spec(spec ? *spec : core::Value(), Catalog::builtin());
+            (void)run_duration_bound(rs, limits);
           } catch (const SpecError& e) {
             return controller::AdmissionResult::deny(e.what());
+          }
+          // The footprint as the nodes stand now (the controller checks again when the run
+          // starts); before the node cache has synced only the start-time check applies.
+          if (r.operation == "CREATE" && node_cache.has_synced()) {
+            Targets t = rs.targets;
+            const bool validation =
+                r.object.get({"metadata", "labels", "gpufleet.io/validation-request"}) != nullptr;
+            if (auto refusal =
+                    footprint_refusal(detail::select_run_nodes(t, validation, node_cache), limits))
+              return controller::AdmissionResult::deny(*refusal);
           }
           return controller::AdmissionResult::allow();
         });
@@ -437,7 +465,7 @@ void setup_certify(controller::Manager& manager, const controller::Context& cont
     if (mpijob_cache != nullptr) b.owns(mpijobs(), mpi);
     b.max_concurrent_reconciles(4).complete(std::make_shared<RunReconciler>(
         manager.client(), k, runs, node_cache, job_cache, pod_cache,
-        manager.event_recorder("certify"), mpijob_cache, launcher, overdue_grace));
+        manager.event_recorder("certify"), mpijob_cache, launcher, overdue_grace, limits));
   }
   controller::SourceOptions requests;
   controller::Cache& vr_cache = manager.cache(resources::validation_requests(), requests.cache);

@@ -19,6 +19,7 @@
 #include "api/resources.h"
 #include "certify/mpijob.h"
 #include "certify/node_selection.h"
+#include "certify/run_limits.h"
 #include "certify/run_spec.h"
 #include "certify/run_state.h"
 #include "controller/cache.h"
@@ -70,7 +71,8 @@ class RunReconciler : public controller::Reconciler {
                 const controller::Cache& nodes, const controller::Cache& jobs,
                 const controller::Cache& pods, kube::EventRecorder& events,
                 const controller::Cache* mpijobs = nullptr, Launcher launcher = Launcher::Job,
-                std::chrono::milliseconds overdue_grace = std::chrono::minutes(2));
+                std::chrono::milliseconds overdue_grace = std::chrono::minutes(2),
+                RunLimits limits = {});
   controller::Result reconcile(const controller::Request& request, std::stop_token stop) override;
 
  private:
@@ -92,7 +94,13 @@ class RunReconciler : public controller::Reconciler {
                                             std::chrono::system_clock::time_point now) const;
   void store_category(Run& run, int index, const std::vector<std::string>& retried,
                       const IsolationPlanner* planner, int rounds_before);
-  void delete_workloads(const Run& run, const std::vector<std::string>& names);
+  void delete_workloads(const std::string& ns, const std::vector<std::string>& names);
+  // Every workload (Job, MPIJob) labelled with run `uid`, or, for a run already deleted,
+  // controlled by an object of this kind named `owner`: stopped at once.
+  std::vector<std::string> workloads_of(std::string_view uid, std::string_view ns,
+                                        std::string_view owner) const;
+  // Refused before anything runs: Accepted=False with `reason`, phase Failed.
+  void reject(Run& run, std::string_view reason, const std::string& message);
   void start_groups(Run& run, int index, const Observed& seen);
   void write_status(Run& run);
   // A group's workload object, whichever launcher ran it (a Job, else an MPIJob).
@@ -110,8 +118,12 @@ class RunReconciler : public controller::Reconciler {
   const controller::Cache* mpijobs_;
   Launcher launcher_;
   std::chrono::milliseconds overdue_grace_;
+  RunLimits limits_;
   controller::StatusWriter status_;
 };
+
+// Index of the certify job cache by the run's uid (label gpufleet.io/certify-run).
+inline constexpr const char* kRunIndex = "certify-run";
 
 class ValidationReconciler : public controller::Reconciler {
  public:

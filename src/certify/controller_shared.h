@@ -9,8 +9,13 @@
 #include <string_view>
 
 #include "certify/node_selection.h"
+#include "certify/run_spec.h"
 #include "core/value.h"
 #include "kube/client.h"
+
+namespace gpufleet::controller {
+class Cache;
+}
 
 namespace gpufleet::certify::detail {
 
@@ -31,6 +36,10 @@ struct StoredMap {
 StoredMap read_map(kube::Client& client, std::string_view ns, const std::string& name);
 
 // ---- the frozen target set ----
+
+// The nodes a run over `targets` tests, as they stand in `nodes`. A ValidationRequest's run
+// (`validation`) tests its nodes although their requester cordoned them.
+Selection select_run_nodes(Targets targets, bool validation, const controller::Cache& nodes);
 
 core::Value nodes_to_value(const Selection& s);
 Selection nodes_from_value(const core::Value& v);

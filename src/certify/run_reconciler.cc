@@ -29,6 +29,7 @@ using detail::nodes_to_value;
 using detail::now_rfc3339;
 using detail::read_map;
 using detail::regarding;
+using detail::select_run_nodes;
 using detail::StoredMap;
 
 namespace {
@@ -96,6 +97,30 @@ GroupResult to_result(const Judgement& j) {
 
 }  // namespace
 
+Selection detail::select_run_nodes(Targets t, bool validation, const controller::Cache& nodes) {
+  if (validation) {
+    // A ValidationRequest's nodes are usually held out by their requester: test them anyway.
+    core::Value all;
+    all["operator"] = "Exists";
+    t.tolerations.push_back(all);
+  }
+  Selection sel = select_nodes(t, nodes.list());
+  if (validation) {
+    std::vector<Exclusion> kept;
+    for (auto& e : sel.excluded) {
+      if (e.reason != "Cordoned") {
+        kept.push_back(e);
+        continue;
+      }
+      if (kube::ObjectPtr n = nodes.get(e.node)) sel.nodes.push_back(node_info(*n));
+    }
+    sel.excluded = std::move(kept);
+    std::sort(sel.nodes.begin(), sel.nodes.end(),
+              [](const NodeInfo& a, const NodeInfo& b) { return a.name < b.name; });
+  }
+  return sel;
+}
+
 struct RunReconciler::Run {
   kube::ObjectPtr obj;
   std::string ns, name, uid;
@@ -108,13 +133,14 @@ struct RunReconciler::Run {
   bool tolerate_unschedulable = false;
   std::string phase = "Running";
   std::string message;
+  std::string reason;  // the Passed condition's reason when it is not the usual one
 };
 
 RunReconciler::RunReconciler(kube::Client& client, RunKind kind, const controller::Cache& runs,
                              const controller::Cache& nodes, const controller::Cache& jobs,
                              const controller::Cache& pods, kube::EventRecorder& events,
                              const controller::Cache* mpijobs, Launcher launcher,
-                             std::chrono::milliseconds overdue_grace)
+                             std::chrono::milliseconds overdue_grace, RunLimits limits)
     : client_(client),
       kind_(std::move(kind)),
       events_(events),
@@ -125,6 +151,7 @@ RunReconciler::RunReconciler(kube::Client& client, RunKind kind, const controlle
       mpijobs_(mpijobs),
       launcher_(mpijobs != nullptr ? launcher : Launcher::Job),
       overdue_grace_(overdue_grace),
+      limits_(limits),
       status_(client, kind_.resource, kind_.kind, kFieldManager) {}
 
 kube::ObjectPtr RunReconciler::workload(const std::string& ns, const std::string& name) const {
@@ -139,12 +166,64 @@ void RunReconciler::event(const Run& run, kube::EventType type, std::string_view
                  cut(std::string(note), 1024));
 }
 
+void RunReconciler::reject(Run& run, std::string_view reason, const std::string& message) {
+  core::Value status = run.obj->find("status") ? *run.obj->find("status") : core::Value::map();
+  core::Value conds = status.find("conditions") ? *status.find("conditions") : core::Value();
+  std::int64_t gen = 0;
+  if (const core::Value* g = run.obj->get({"metadata", "generation"}); g && g->is_int())
+    gen = g->as_int();
+  kube::set_condition(conds,
+                      {"Accepted", "False", std::string(reason), cut(message, 1024), gen, {}});
+  kube::set_condition(conds,
+                      {"Complete", "True", "NotAccepted", "the spec was not accepted", gen, {}});
+  core::Value out;
+  out["phase"] = "Failed";
+  out["observedGeneration"] = gen;
+  out["message"] = cut(message, 1024);
+  out["conditions"] = conds;
+  status_.apply(run.ns, run.name, out);
+  event(run, kube::EventType::Warning, "Rejected", "Accept", message);
+}
+
+std::vector<std::string> RunReconciler::workloads_of(std::string_view uid, std::string_view ns,
+                                                     std::string_view owner) const {
+  std::set<std::string> names;
+  auto collect = [&](const controller::Cache& cache) {
+    if (!uid.empty()) {
+      for (const auto& w : cache.by_index(kRunIndex, std::string(uid)))
+        names.insert(std::string(kube::name_of(*w)));
+      return;
+    }
+    for (const auto& w : cache.list()) {
+      if (kube::namespace_of(*w) != ns) continue;
+      const core::Value* refs = w->get({"metadata", "ownerReferences"});
+      if (refs == nullptr || !refs->is_list()) continue;
+      for (const auto& r : refs->as_list())
+        if (r.get_string({"kind"}) == kind_.kind && r.get_string({"name"}) == owner)
+          names.insert(std::string(kube::name_of(*w)));
+    }
+  };
+  collect(jobs_);
+  if (mpijobs_ != nullptr) collect(*mpijobs_);
+  return {names.begin(), names.end()};
+}
+
 controller::Result RunReconciler::reconcile(const controller::Request& request,
                                             std::stop_token stop) {
   kube::ObjectPtr obj = runs_.get(request.key());
-  if (obj == nullptr) return {};  // deleted: the garbage collector takes Jobs and ConfigMaps
+  if (obj == nullptr) {
+    // Deleted: its workloads stop now rather than when the garbage collector reaches them
+    // (which it still does, should this controller be down).
+    delete_workloads(request.namespace_, workloads_of("", request.namespace_, request.name));
+    return {};
+  }
   std::string phase(obj->get_string({"status", "phase"}));
-  if (phase == "Passed" || phase == "Failed") return {};  // a record: never re-run
+  if (phase == "Passed" || phase == "Failed") {
+    // A record: never re-run. A workload still there (left by a controller killed between
+    // ending the run and deleting it) is stopped.
+    delete_workloads(request.namespace_, workloads_of(kube::uid_of(*obj), "", ""));
+    return {};
+  }
 
   Run run;
   run.obj = obj;
@@ -153,28 +232,16 @@ controller::Result RunReconciler::reconcile(const controller::Request& request,
   run.store = storage_name(kind_.workload_run, request.name);
   run.uid = std::string(kube::uid_of(*obj));
   const core::Value* spec = obj->find("spec");
+  std::chrono::seconds bound{};
   try {
     run.spec = kind_.workload_run
                    ? parse_workload_run_spec(spec ? *spec : core::Value())
                    : parse_certification_spec(spec ? *spec : core::Value(), Catalog::builtin());
+    bound = run_duration_bound(run.spec, limits_);
   } catch (const SpecError& e) {
     // Admission checked the schema; what only certify can check (a CEL expression that does
-    // not compile) is refused here, once, with the metric and the expression named.
-    core::Value status = obj->find("status") ? *obj->find("status") : core::Value::map();
-    core::Value conds = status.find("conditions") ? *status.find("conditions") : core::Value();
-    std::int64_t gen = 0;
-    if (const core::Value* g = obj->get({"metadata", "generation"}); g && g->is_int())
-      gen = g->as_int();
-    kube::set_condition(conds, {"Accepted", "False", e.reason(), cut(e.what(), 1024), gen, {}});
-    kube::set_condition(conds,
-                        {"Complete", "True", "NotAccepted", "the spec was not accepted", gen, {}});
-    core::Value out;
-    out["phase"] = "Failed";
-    out["observedGeneration"] = gen;
-    out["message"] = cut(e.what(), 1024);
-    out["conditions"] = conds;
-    status_.apply(run.ns, run.name, out);
-    event(run, kube::EventType::Warning, "Rejected", "Accept", e.what());
+    // not compile, a maxDuration over the policy) is refused here, once, naming the field.
+    reject(run, e.reason(), e.what());
     return {};
   }
   const core::Value* vr = obj->get({"metadata", "labels", "gpufleet.io/validation-request"});
@@ -184,28 +251,11 @@ controller::Result RunReconciler::reconcile(const controller::Request& request,
   // later do not move a run that is under way.
   StoredMap targets = read_map(client_, run.ns, targets_config_map(run.store));
   if (targets.data.is_null()) {
-    Targets t = run.spec.targets;
-    if (run.tolerate_unschedulable) {
-      // A ValidationRequest's nodes are usually held out by their requester: test them anyway.
-      core::Value all;
-      all["operator"] = "Exists";
-      t.tolerations.push_back(all);
+    Selection sel = select_run_nodes(run.spec.targets, run.tolerate_unschedulable, nodes_);
+    if (auto refusal = footprint_refusal(sel, limits_)) {
+      reject(run, "FootprintExceeded", *refusal);
+      return {};
     }
-    Selection sel = select_nodes(t, nodes_.list());
-    if (run.tolerate_unschedulable) {
-      std::vector<Exclusion> kept;
-      for (auto& e : sel.excluded) {
-        if (e.reason != "Cordoned") {
-          kept.push_back(e);
-          continue;
-        }
-        if (kube::ObjectPtr n = nodes_.get(e.node)) sel.nodes.push_back(node_info(*n));
-      }
-      sel.excluded = std::move(kept);
-      std::sort(sel.nodes.begin(), sel.nodes.end(),
-                [](const NodeInfo& a, const NodeInfo& b) { return a.name < b.name; });
-    }
-    if (sel.nodes.size() > 5000) sel.nodes.resize(5000);  // the documented bound
     write_map(client_, kind_, *obj, targets_config_map(run.store), nodes_to_value(sel), "");
     targets.data = nodes_to_value(sel);
     event(run, kube::EventType::Normal, "Accepted", "Accept",
@@ -216,8 +266,21 @@ controller::Result RunReconciler::reconcile(const controller::Request& request,
   run.targets = nodes_from_value(targets.data);
   for (const auto& n : run.targets.nodes) run.info[n.name] = &n;
 
+  // The run's wall-time bound, from its creation (so a restart does not extend it).
+  const auto created = kube::parse_rfc3339(obj->get_string({"metadata", "creationTimestamp"}));
+  const auto now = std::chrono::system_clock::now();
+  const auto deadline = created ? *created + bound : now + bound;
+  const bool overdue = now >= deadline;
   for (std::size_t i = 0; i < run.spec.categories.size(); ++i) {
     if (stop.stop_requested()) return {};
+    if (overdue) {
+      // Past the bound: read what was recorded, start nothing more.
+      StoredMap m = read_map(client_, run.ns, state_config_map(run.store, static_cast<int>(i)));
+      if (m.data.is_null()) break;
+      run.states.push_back(CategoryState::from_value(m.data));
+      run.versions.push_back(m.resource_version);
+      continue;
+    }
     StoredMap m = read_map(client_, run.ns, state_config_map(run.store, static_cast<int>(i)));
     if (m.data.is_null()) {
       step_category(run, static_cast<int>(i), stop);
@@ -240,6 +303,21 @@ controller::Result RunReconciler::reconcile(const controller::Request& request,
     run.phase = "Failed";
     run.message = "no node to test: every targeted node is excluded (see status.excluded)";
   }
+  if (run.phase == "Running" && overdue) {
+    // Its workloads are deleted before the phase is written: killed in between, the next
+    // pass finds the run still overdue and deletes what is left.
+    delete_workloads(run.ns, workloads_of(run.uid, "", ""));
+    std::string current;
+    for (const auto& st : run.states)
+      if (!st.done()) current = st.name;
+    run.phase = "Failed";
+    run.reason = "DeadlineExceeded";
+    run.message = "stopped at its maxDuration " + duration_text(bound) +
+                  (current.empty() ? std::string() : " while " + current + " ran") +
+                  ": its workloads were deleted and the nodes it had not finished are not "
+                  "certified; give spec.maxDuration more time (up to certify.max-duration) or "
+                  "fewer categories";
+  }
   write_status(run);
   if (run.phase != "Running" && phase != run.phase) {
     std::size_t bad = 0;
@@ -252,7 +330,10 @@ controller::Result RunReconciler::reconcile(const controller::Request& request,
                                       std::to_string(run.targets.nodes.size()) + " nodes"
                                 : run.message);
   }
-  if (run.phase == "Running") return {.requeue_after = kPoll};
+  if (run.phase == "Running")
+    return {.requeue_after = std::min<std::chrono::milliseconds>(
+                kPoll, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now) +
+                           std::chrono::milliseconds(50))};
   return {};
 }
 
@@ -301,7 +382,7 @@ void RunReconciler::step_category(Run& run, int index, std::stop_token stop) {
   if (seen.changed)
     store_category(run, index, seen.retried, planner ? &*planner : nullptr, rounds_before);
   // 3. Recorded: their Jobs (and Services) go.
-  delete_workloads(run, seen.to_delete);
+  delete_workloads(run.ns, seen.to_delete);
   if (st.done() || stop.stop_requested()) return;
 
   // 4. Start waiting groups: at most maxConcurrentJobs, never two on one node at once (a
@@ -501,7 +582,7 @@ void RunReconciler::store_category(Run& run, int index, const std::vector<std::s
 }
 
 // Each named workload's Job, Service and MPIJob, whichever exist.
-void RunReconciler::delete_workloads(const Run& run, const std::vector<std::string>& names) {
+void RunReconciler::delete_workloads(const std::string& ns, const std::vector<std::string>& names) {
   kube::DeleteOptions del;
   del.propagation_policy = "Background";
   std::vector<kube::ResourceId> kinds = {kube::resources::jobs(), resources::services()};
@@ -509,7 +590,7 @@ void RunReconciler::delete_workloads(const Run& run, const std::vector<std::stri
   for (const auto& jname : names) {
     for (const auto& r : kinds) {
       try {
-        client_.remove(r, run.ns, jname, del);
+        client_.remove(r, ns, jname, del);
       } catch (const kube::ApiError& e) {
         if (e.reason() != kube::Reason::NotFound) throw;
       }
@@ -595,7 +676,8 @@ void RunReconciler::write_status(Run& run) {
       continue;
     }
     const CategoryState& st = run.states[i];
-    c["phase"] = st.phase;
+    // A category the run's end cut short (its maxDuration) shows Stopped, not Running.
+    c["phase"] = run.phase != "Running" && !st.done() ? std::string("Stopped") : st.phase;
     if (st.phase == "Running" || st.phase == "Failed") current = st.name;
     int done = 0, bad = 0;
     for (const auto& g : st.groups) {
@@ -677,10 +759,11 @@ void RunReconciler::write_status(Run& run) {
                               cut(msg, 1024),
                               gen,
                               {}});
-  std::string passed_reason = run.phase == "Passed" ? "AllNodesPassed"
-                              : run.phase == "Failed"
-                                  ? (failed_nodes.empty() ? "NoNodes" : "NodesFailed")
-                                  : "InProgress";
+  std::string passed_reason = run.phase == "Passed"   ? "AllNodesPassed"
+                              : run.phase == "Failed" ? (!run.reason.empty()    ? run.reason
+                                                         : failed_nodes.empty() ? "NoNodes"
+                                                                                : "NodesFailed")
+                                                      : "InProgress";
   kube::set_condition(conds, {"Passed",
                               run.phase == "Passed"   ? "True"
                               : run.phase == "Failed" ? "False"

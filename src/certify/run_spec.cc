@@ -31,8 +31,9 @@ Scale parse_scale(std::string_view s, std::string_view field) {
 }
 
 std::chrono::seconds parse_timeout(const core::Value& obj, std::string_view field,
-                                   std::chrono::seconds fallback) {
-  const core::Value* t = obj.find("timeout");
+                                   std::chrono::seconds fallback,
+                                   std::string_view key = "timeout") {
+  const core::Value* t = obj.find(key);
   if (t == nullptr || !t->is_string()) return fallback;
   auto d = core::try_parse_duration(t->as_string());
   if (!d || d->count() <= 0)
@@ -64,6 +65,10 @@ void parse_thresholds(const core::Value& obj, std::string_view field, CategoryPl
   plan.thresholds = ThresholdSet::compile(plan.threshold_text);
 }
 
+std::chrono::seconds parse_max_duration(const core::Value& spec) {
+  return parse_timeout(spec, "spec.maxDuration", std::chrono::seconds(0), "maxDuration");
+}
+
 int int_field(const core::Value& obj, std::string_view key) {
   const core::Value* v = obj.find(key);
   return v != nullptr && v->is_int() ? static_cast<int>(v->as_int()) : 0;
@@ -84,6 +89,7 @@ std::string_view spec_scale_name(Scale s) noexcept {
 RunSpec parse_certification_spec(const core::Value& spec, const Catalog& catalog) {
   RunSpec rs;
   rs.targets = parse_targets(spec);
+  rs.max_duration = parse_max_duration(spec);
   const core::Value* cats = spec.find("categories");
   if (cats == nullptr || !cats->is_list() || cats->as_list().empty())
     throw SpecError("InvalidSpec", "spec.categories is empty (name at least one catalog id)");
@@ -112,6 +118,7 @@ RunSpec parse_certification_spec(const core::Value& spec, const Catalog& catalog
 RunSpec parse_workload_run_spec(const core::Value& spec) {
   RunSpec rs;
   rs.targets = parse_targets(spec);
+  rs.max_duration = parse_max_duration(spec);
   CategoryPlan plan;
   plan.name = "workload";
   WorkloadTemplate& w = plan.workload;

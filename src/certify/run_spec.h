@@ -39,6 +39,9 @@ struct CategoryPlan {
 struct RunSpec {
   Targets targets;
   std::vector<CategoryPlan> categories;
+  // spec.maxDuration: the whole run's wall-time bound from its creation (0: the controller's
+  // certify.max-duration, which also caps it; run_limits.h).
+  std::chrono::seconds max_duration{0};
 };
 
 // Thrown for a spec the API server accepted but certify cannot run (an expression that does

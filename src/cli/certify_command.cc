@@ -32,7 +32,16 @@ const controller::Registration kCertify({
                   "mpijob"},
                  {"certify.overdue-grace",
                   "how long past its deadline a group's Job or MPIJob may go without ending "
-                  "before it is judged Infrastructure (default 2m, at least 1s)"}},
+                  "before it is judged Infrastructure (default 2m, at least 1s)"},
+                 {"certify.max-nodes",
+                  "the most nodes one Certification or WorkloadRun may test (default 5000); "
+                  "a larger one is refused at admission and when it starts"},
+                 {"certify.max-gpus",
+                  "the most GPUs (the nodes' nvidia.com/gpu.count) one run may occupy "
+                  "(default 40000)"},
+                 {"certify.max-duration",
+                  "the default and the upper bound of a run's spec.maxDuration (default 24h, "
+                  "at least 1m); past it the run's workloads are deleted and it ends Failed"}},
     .setup = certify::setup_certify,
 });
 

@@ -7,8 +7,9 @@
 // degraded link between two healthy ones, reported as an Infrastructure finding), a
 // ValidationRequest answered,
 // WorkloadRuns, a controller killed with SIGKILL mid-run resuming without re-running a
-// recorded group, and multi-node groups run as MPIJobs where the cluster serves them (the test
-// plays the mpi-operator).
+// recorded group, bounded runs (maxDuration, the footprint caps, deletion mid-run with the
+// controller up and killed), and multi-node groups run as MPIJobs where the cluster serves them
+// (the test plays the mpi-operator).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -47,8 +48,8 @@ using ::testing::HasSubstr;
 
 const std::string kRun = std::to_string(::getpid());
 // 0..31 for most cases (12..14: DCGM on 8 GPUs and pods/log), 32..95 for the 64-node
-// diagnose, 96.. retries
-constexpr int kNodes = 98;
+// diagnose, 96..97 retries, 98..103 bounded runs
+constexpr int kNodes = 104;
 
 // Test-only workloads: a WorkloadRun image that reports through the result contract, and one
 // that never ends (the timeout path). Everything else is the simulator's defaults (nccl-tests,
@@ -802,6 +803,148 @@ TEST_F(CertifyIT, KilledControllerResumesWithoutRerunningRecordedGroups) {
   std::lock_guard l(mu);
   EXPECT_EQ(jobs.size(), st->groups.size()) << "one Job per group test";
   for (const auto& [name, uids] : jobs) EXPECT_EQ(uids.size(), 1u) << name << " ran twice";
+}
+
+kube::ListOptions run_selector(const std::string& uid) {
+  kube::ListOptions o;
+  o.label_selector = kRunLabel + std::string("=") + uid;
+  return o;
+}
+
+// The GPU pods of run `uid` that are not on their way out.
+std::vector<std::string> live_pods(kube::Client& client, const std::string& ns,
+                                   const std::string& uid) {
+  std::vector<std::string> out;
+  for (const auto& p : client.list(kube::resources::pods(), ns, run_selector(uid)).items)
+    if (p.get({"metadata", "deletionTimestamp"}) == nullptr) out.emplace_back(kube::name_of(p));
+  return out;
+}
+
+std::size_t jobs_of(kube::Client& client, const std::string& ns, const std::string& uid) {
+  return client.list(kube::resources::jobs(), ns, run_selector(uid)).items.size();
+}
+
+core::Value hanging_run(const std::string& name, const std::string& node_name,
+                        const std::string& ns, const std::string& max_duration = "") {
+  core::Value w;
+  w["apiVersion"] = "gpufleet.io/v1alpha1";
+  w["kind"] = "WorkloadRun";
+  w["metadata"]["name"] = name;
+  w["metadata"]["namespace"] = ns;
+  w["spec"]["targets"]["nodeNames"].push_back(node_name);
+  w["spec"]["image"] = "example.com/certify-itest-hang:1";
+  w["spec"]["timeout"] = "10m";
+  if (!max_duration.empty()) w["spec"]["maxDuration"] = max_duration;
+  return w;
+}
+
+// A run past its maxDuration is stopped: its workloads deleted, phase Failed with reason
+// DeadlineExceeded, the category cut short shown Stopped; a ValidationRequest-style reading of
+// its node results certifies no node.
+TEST_F(CertifyIT, RunPastItsMaxDurationIsStoppedAndCertifiesNothing) {
+  core::Value w = create(resources::workload_runs(), hanging_run("bounded", node(98), ns(), "8s"));
+  const std::string uid(kube::uid_of(w));
+  ASSERT_TRUE(eventually([&] { return live_pods(*client_, ns(), uid).size() == 1; }, 30s))
+      << "the run's pod never started";
+  core::Value done = finished(resources::workload_runs(), "bounded", 40s);
+  EXPECT_EQ(done.get_string({"status", "phase"}), "Failed") << core::to_json(done);
+  EXPECT_THAT(std::string(done.get_string({"status", "message"})),
+              HasSubstr("stopped at its maxDuration 8s while workload ran"));
+  std::string reason;
+  if (const core::Value* cs = done.get({"status", "conditions"}); cs && cs->is_list())
+    for (const auto& c : cs->as_list())
+      if (c.get_string({"type"}) == "Passed") reason = c.get_string({"reason"});
+  EXPECT_EQ(reason, "DeadlineExceeded");
+  const core::Value* cats = done.get({"status", "categories"});
+  ASSERT_TRUE(cats != nullptr && cats->size() == 1) << core::to_json(done);
+  EXPECT_EQ((*cats)[0].get_string({"phase"}), "Stopped");
+  EXPECT_TRUE(eventually(
+      [&] { return live_pods(*client_, ns(), uid).empty() && jobs_of(*client_, ns(), uid) == 0; },
+      15s))
+      << "the stopped run left its Job or pods behind";
+  auto results = read_node_results(*client_, ns(), storage_name(true, "bounded"), 1);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_FALSE(results[0].passed);
+  EXPECT_EQ(results[0].reason, "Incomplete");
+}
+
+// Deleting a run mid-flight stops its pods at once; with the controller killed, the garbage
+// collector still takes them, and the restarted controller starts nothing for the run.
+TEST_F(CertifyIT, DeletedRunStopsItsPodsAlsoWithTheControllerKilled) {
+  core::Value w = create(resources::workload_runs(), hanging_run("deleted", node(99), ns()));
+  std::string uid(kube::uid_of(w));
+  ASSERT_TRUE(eventually([&] { return live_pods(*client_, ns(), uid).size() == 1; }, 30s));
+  auto t0 = std::chrono::steady_clock::now();
+  client_->remove(resources::workload_runs(), ns(), "deleted");
+  ASSERT_TRUE(eventually([&] { return live_pods(*client_, ns(), uid).empty(); }, 10s))
+      << "the deleted run's pod is still running";
+  auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  std::printf("deleted run: its pod was stopped %lld ms after the delete\n",
+              static_cast<long long>(ms.count()));
+  EXPECT_TRUE(eventually([&] { return jobs_of(*client_, ns(), uid) == 0; }, 10s));
+
+  core::Value k = create(resources::workload_runs(), hanging_run("orphaned", node(100), ns()));
+  uid = std::string(kube::uid_of(k));
+  ASSERT_TRUE(eventually([&] { return live_pods(*client_, ns(), uid).size() == 1; }, 30s));
+  controller_->signal(SIGKILL);
+  controller_->wait(10s);
+  delete controller_;
+  controller_ = nullptr;
+  client_->remove(resources::workload_runs(), ns(), "orphaned");
+  EXPECT_TRUE(eventually(
+      [&] { return live_pods(*client_, ns(), uid).empty() && jobs_of(*client_, ns(), uid) == 0; },
+      45s))
+      << "the run deleted while its controller was down left its Job or pod behind";
+  start_controller();
+  std::this_thread::sleep_for(3s);
+  EXPECT_EQ(jobs_of(*client_, ns(), uid), 0u) << "the restarted controller ran a deleted run";
+}
+
+// The platform team's caps: a run selecting more nodes than certify.max-nodes, or asking for a
+// maxDuration over certify.max-duration, is refused before anything runs.
+TEST_F(CertifyIT, RunsOverTheFootprintOrDurationCapAreRefusedBeforeAnythingRuns) {
+  controller_->signal(SIGTERM);
+  controller_->wait(20s);
+  delete controller_;
+  controller_ = nullptr;
+  start_controller({"certify.max-nodes=2", "certify.max-duration=1h"});
+  struct Restore {
+    ~Restore() {
+      controller_->signal(SIGTERM);
+      controller_->wait(20s);
+      delete controller_;
+      controller_ = nullptr;
+      start_controller();
+    }
+  } restore;
+  core::Value big =
+      create(resources::certifications(),
+             certification("too-big", {101, 102, 103}, "[{name: diagnostics/dcgm-r1}]"));
+  core::Value long_run = certification("too-long", {101}, "[{name: diagnostics/dcgm-r1}]");
+  long_run["spec"]["maxDuration"] = "2h";
+  create(resources::certifications(), long_run);
+  auto accepted = [](const core::Value& obj) {
+    std::pair<std::string, std::string> out;
+    if (const core::Value* cs = obj.get({"status", "conditions"}); cs && cs->is_list())
+      for (const auto& c : cs->as_list())
+        if (c.get_string({"type"}) == "Accepted")
+          out = {std::string(c.get_string({"reason"})), std::string(c.get_string({"message"}))};
+    return out;
+  };
+  core::Value b = finished(resources::certifications(), "too-big", 30s);
+  EXPECT_EQ(b.get_string({"status", "phase"}), "Failed");
+  EXPECT_EQ(accepted(b).first, "FootprintExceeded");
+  EXPECT_THAT(accepted(b).second,
+              HasSubstr("spec.targets selects 3 nodes, over certify.max-nodes 2"));
+  core::Value l = finished(resources::certifications(), "too-long", 30s);
+  EXPECT_EQ(accepted(l).first, "DurationExceedsPolicy");
+  EXPECT_THAT(accepted(l).second,
+              HasSubstr("spec.maxDuration: 2h is over this cluster's certify.max-duration 1h"));
+  for (const char* name : {"too-big", "too-long"}) {
+    EXPECT_FALSE(read_targets(*client_, ns(), name).has_value()) << name << " selected nodes";
+  }
+  EXPECT_EQ(jobs_of(*client_, ns(), std::string(kube::uid_of(big))), 0u);
 }
 
 // Plays the mpi-operator (kubeflow.org/v2beta1) for the MPIJobs of one namespace, as far as
