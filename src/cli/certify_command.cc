@@ -137,6 +137,24 @@ core::Value report_json(const Report& r) {
     cats.push_back(std::move(c));
   }
   out["categories"] = std::move(cats);
+  // A node passed only once every category ran to its end; before that (or when the run's
+  // maxDuration cut a category short) it is Pending, or Incomplete once the run has ended.
+  const std::string_view phase = out.get_string({"phase"});
+  const bool ended = phase == "Passed" || phase == "Failed";
+  std::string unfinished;
+  for (std::size_t i = 0; i < r.category_names.size() && unfinished.empty(); ++i) {
+    const auto& st = r.categories[i];
+    if (st ? !st->done() : !ended) unfinished = r.category_names[i];
+    if (st && st->phase == "Failed") break;  // later categories were skipped, not unfinished
+  }
+  for (auto& [n, x] : nodes) {
+    if (!unfinished.empty() && x.get_string({"verdict"}) == "Passed") {
+      x["verdict"] = ended ? "Incomplete" : "Pending";
+      x["category"] = unfinished;
+      x["message"] =
+          unfinished + (ended ? " did not finish before the run ended" : " not finished");
+    }
+  }
   core::Value list = core::Value::list();
   for (auto& [n, x] : nodes) list.push_back(x);
   if (r.targets)

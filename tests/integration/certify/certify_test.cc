@@ -27,6 +27,7 @@
 #include "certify/controller.h"
 #include "certify/mpijob.h"
 #include "certify/workload_job.h"
+#include "core/json.h"
 #include "core/text.h"
 #include "core/yaml.h"
 #include "kube/api/meta.h"
@@ -866,6 +867,23 @@ TEST_F(CertifyIT, RunPastItsMaxDurationIsStoppedAndCertifiesNothing) {
   ASSERT_EQ(results.size(), 1u);
   EXPECT_FALSE(results[0].passed);
   EXPECT_EQ(results[0].reason, "Incomplete");
+  // `gpufleet certify report` says the same (it once called every node without a failure
+  // Passed, finished or not).
+  std::string report;
+  {
+    const std::string cmd = "'" + controller::testing::gpufleet_bin() +
+                            "' certify report bounded --kind workloadrun -o json -n " + ns() +
+                            " --kubeconfig '" + kube::testing::env_or_empty("KUBECONFIG") + "'";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    char buf[4096];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) report.append(buf, n);
+    ::pclose(p);
+  }
+  core::Value j = core::parse_json(report);
+  const core::Value* report_nodes = j.find("nodes");
+  ASSERT_TRUE(report_nodes != nullptr && report_nodes->size() == 1) << report;
+  EXPECT_EQ((*report_nodes)[0].get_string({"verdict"}), "Incomplete") << report;
 }
 
 // Deleting a run mid-flight stops its pods at once; with the controller killed, the garbage
