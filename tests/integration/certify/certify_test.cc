@@ -752,17 +752,18 @@ TEST_F(CertifyIT, DiagnoseOf64NodesFindsTheTwoDegradedNodesAndTheDegradedLink) {
 // Issue 31: a node whose NCCL falls back to TCP sockets (no RDMA device in the pod) fails the
 // group with a reason naming it, the transport and the bandwidth, read from the NCCL_DEBUG=INFO
 // lines of the log (the termination message's tail has none); expectTransport: any accepts it.
+// Two iterations: at socket speed the full run is minutes of simulated time.
 TEST_F(CertifyIT, NcclOverSocketsFailsWithTheTransportReason) {
   const std::string sock = node(96);
   sim_->inject(sim::parse_event(core::parse_yaml("{node: " + sock + ", type: socketFallback}"),
                                 "itest", "event", false));
   create(resources::certifications(),
          certification("sock", {14, 96, 97},
-                       "[{name: communication/nccl-all-reduce, scale: wholeSet}]"));
+                       "[{name: communication/nccl-all-reduce, scale: wholeSet, iterations: 2}]"));
   create(resources::certifications(),
          certification("sock-any", {94, 95, 96},
                        "[{name: communication/nccl-all-reduce, scale: wholeSet, "
-                       "expectTransport: any}]"));
+                       "iterations: 2, expectTransport: any}]"));
   core::Value done = finished(resources::certifications(), "sock");
   core::Value any = finished(resources::certifications(), "sock-any");
   sim_->inject(sim::parse_event(
