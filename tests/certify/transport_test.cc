@@ -12,7 +12,9 @@
 #include "certify/judge.h"
 #include "certify/nccl_parser.h"
 #include "certify/nccl_transport.h"
+#include "certify/run_spec.h"
 #include "core/errors.h"
+#include "core/yaml.h"
 #include "support/source_paths.h"
 
 namespace gpufleet::certify {
@@ -249,6 +251,33 @@ TEST(Catalog, NcclTemplatesExpectRdmaAndPrintTheTransport) {
                         "efa, any"));
   EXPECT_THAT(error(base + "output: dcgm\nexpectTransport: rdma\n"),
               HasSubstr("expectTransport applies to output: nccl only"));
+}
+
+TEST(RunSpec, ExpectTransportOverridesTheTemplateAndIsValidated) {
+  auto spec = [](const std::string& category) {
+    return parse_certification_spec(
+        core::parse_yaml("{targets: {nodeNames: [n1]}, categories: [" + category + "]}"),
+        Catalog::builtin());
+  };
+  EXPECT_EQ(spec("{name: communication/nccl-all-reduce}").categories[0].workload.transport,
+            TransportExpectation::Rdma);
+  EXPECT_EQ(spec("{name: communication/nccl-all-reduce, expectTransport: any}")
+                .categories[0]
+                .workload.transport,
+            TransportExpectation::Any);
+  auto error = [&](const std::string& category) {
+    try {
+      (void)spec(category);
+    } catch (const SpecError& e) {
+      return e.reason() + ": " + e.what();
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(error("{name: communication/nccl-all-reduce, expectTransport: tcp}"),
+              HasSubstr("InvalidSpec: spec.categories[0].expectTransport: value \"tcp\" is not "
+                        "one of rdma, ib, roce, efa, any"));
+  EXPECT_THAT(error("{name: diagnostics/dcgm-r1, expectTransport: rdma}"),
+              HasSubstr("spec.categories[0].expectTransport: applies to NCCL categories only"));
 }
 
 }  // namespace
