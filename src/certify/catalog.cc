@@ -148,8 +148,8 @@ WorkloadTemplate parse_template(std::string_view yaml, std::string_view source,
   core::Value doc = core::parse_yaml(yaml, source);
   Fields f(doc, std::string(source), "",
            {"name", "category", "description", "output", "scale", "launcher", "image", "command",
-            "env", "statistic", "timeout", "retries", "maxConcurrentJobs", "minNodes", "expected",
-            "overrides"});
+            "env", "statistic", "expectTransport", "timeout", "retries", "maxConcurrentJobs",
+            "minNodes", "expected", "overrides"});
   WorkloadTemplate t;
   t.name = f.string("name", true, 63);
   t.category = f.string("category", true, 63);
@@ -195,6 +195,15 @@ WorkloadTemplate parse_template(std::string_view yaml, std::string_view source,
       t.statistic = parse_statistic(s->as_string());
     } catch (const InvalidInput& e) {
       f.fail("statistic", e.what());
+    }
+  }
+  if (const core::Value* e = f.find("expectTransport")) {
+    if (t.output != OutputKind::Nccl) f.fail("expectTransport", "applies to output: nccl only");
+    if (!e->is_string()) f.fail("expectTransport", "must be one of rdma, ib, roce, efa, any");
+    try {
+      t.transport = parse_transport_expectation(e->as_string(), "expectTransport");
+    } catch (const InvalidInput& err) {
+      throw InvalidInput(std::string(source) + ": " + err.what());
     }
   }
   if (auto d = f.duration("timeout")) t.timeout = *d;

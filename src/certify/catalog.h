@@ -14,6 +14,9 @@
 //   command: [all_reduce_perf, -b, 8, -e, 8G, -f, "2", -g, "1"]
 //   env: {NCCL_DEBUG: WARN}
 //   statistic: largestSize           # nccl only: what busBandwidthGBps means
+//   expectTransport: rdma            # nccl only: what a run across nodes must use between
+//                                    # them: rdma (IB, RoCE or EFA; the default), ib, roce,
+//                                    # efa, or any (not checked); see nccl_transport.h
 //   timeout: 15m                     # Go duration; per job
 //   retries: 1                       # a WorkloadFailed, MeasurementTimeout or Infrastructure
 //                                    # group is re-run this often (verdict.h should_retry)
@@ -61,6 +64,7 @@ struct WorkloadTemplate {
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
   NcclStatistic statistic = NcclStatistic::LargestSize;
+  TransportExpectation transport = TransportExpectation::Rdma;  // nccl only
   std::chrono::seconds timeout{600};
   int retries = 0;
   int max_concurrent_jobs = 8;

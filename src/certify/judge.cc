@@ -104,6 +104,14 @@ Judgement judge_output(OutputKind kind, std::string_view output, int exit_code,
         NcclResult r = parse_nccl(output);
         if (!r.failures.empty())
           o.add(Reason::WorkloadFailed, "nccl-tests failed: " + r.failures.front());
+        j.transports = r.transports;
+        std::optional<double> busbw;
+        if (!r.rows.empty()) busbw = nccl_metrics(r, options.statistic).bus_bandwidth_gbs;
+        // Before the thresholds: a run over sockets says why its bandwidth is low.
+        if (auto wrong = transport_violation(r.transports, r.hosts.size(), options.transport, busbw,
+                                             options.host_nodes)) {
+          o.add(Reason::ThresholdViolated, *wrong);
+        }
         if (!r.rows.empty()) {
           NcclMetrics m = nccl_metrics(r, options.statistic);
           j.metrics["busBandwidthGBps"] = m.bus_bandwidth_gbs;

@@ -3,7 +3,8 @@
 //
 // Precedence when several apply: HardwareFailure (a DCGM Fail, #wrong > 0) over
 // WorkloadFailed (crash, failure lines, unreadable output, incomplete run, non-zero exit)
-// over MeasurementTimeout (a thresholded metric never arrived) over ThresholdViolated.
+// over MeasurementTimeout (a thresholded metric never arrived) over ThresholdViolated (a
+// wrong NCCL transport before a missed threshold: it says why the bandwidth is low).
 #pragma once
 
 #include <map>
@@ -28,6 +29,11 @@ std::string_view output_kind_name(OutputKind k) noexcept;
 
 struct JudgeOptions {
   NcclStatistic statistic = NcclStatistic::LargestSize;
+  // nccl: what a run across nodes must have used between them (nccl_transport.h); a run
+  // over another one fails with ThresholdViolated naming the hosts, what they used, the
+  // bandwidth and the fix. Unknown (no NCCL_DEBUG=INFO lines) is not a failure.
+  TransportExpectation transport = TransportExpectation::Rdma;
+  std::map<std::string, std::string> host_nodes;  // a pod's hostname -> its node, for messages
   std::size_t training_warmup_intervals = 1;
 };
 
@@ -38,6 +44,8 @@ struct Judgement {
   std::map<std::string, double> metrics;
   std::vector<ThresholdOutcome> thresholds;
   std::vector<int> failed_gpus;  // DCGM: GPU ids with a failed result
+  // nccl: per host, what NCCL used between nodes (empty: the output had no INFO lines).
+  std::vector<NcclHostTransport> transports;
 };
 
 // `exit_code`: the container's; 0 when unknown. Never throws on bad output: that is a

@@ -140,9 +140,13 @@ NcclResult parse_nccl_text(std::string_view text) {
   check_output_size(kText, text);
   NcclResult r;
   Layout layout;
+  NcclTransportScanner transport;
   for_each_line(text, [&](std::size_t number, std::string_view line) {
     std::string_view s = trim(line);
     if (s.empty()) return;
+    // "<host>:<pid>:<tid> [<dev>] NCCL INFO ...": before the row test, as a host name may
+    // start with a digit. WARN lines go on to the failure test below.
+    if (transport.add_line(s) && s.find(" NCCL WARN ") == std::string_view::npos) return;
     if (s.front() == '#') {
       std::string_view body = trim(s.substr(1));
       if (body.starts_with("Collective test starting:")) {
@@ -178,7 +182,7 @@ NcclResult parse_nccl_text(std::string_view text) {
       return;
     }
     // A row starts with the size; everything else is a failure line or launcher noise.
-    if (s.front() >= '0' && s.front() <= '9') {
+    if (s.front() >= '0' && s.front() <= '9' && s.find(" NCCL WARN ") == std::string_view::npos) {
       parse_row(r, layout, number, s);
       return;
     }
@@ -191,6 +195,13 @@ NcclResult parse_nccl_text(std::string_view text) {
     throw OutputError(kText, 0, {},
                       "no result rows and no failure line: the run produced no measurement");
   }
+  r.transports = transport.hosts();
+  // In rank order (the "#  Rank" lines), not the order the ranks' processes raced to print.
+  auto rank_of = [&](const NcclHostTransport& t) {
+    return std::find(r.hosts.begin(), r.hosts.end(), t.host) - r.hosts.begin();
+  };
+  std::stable_sort(r.transports.begin(), r.transports.end(),
+                   [&](const auto& a, const auto& b) { return rank_of(a) < rank_of(b); });
   return r;
 }
 

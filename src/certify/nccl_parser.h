@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "certify/nccl_transport.h"
 #include "certify/verdict.h"
 
 namespace gpufleet::certify {
@@ -42,6 +43,9 @@ struct NcclResult {
   std::int64_t out_of_bounds = 0;
   std::vector<std::string> failures;  // "<host>: Test NCCL failure ..." lines
   bool concluded = false;             // "# Collective test concluded" seen (text only)
+  // Per host, from NCCL_DEBUG=INFO lines (text only), in the order of `hosts` (then the order
+  // of their first line); empty without them: transport unknown.
+  std::vector<NcclHostTransport> transports;
 
   [[nodiscard]] std::int64_t total_wrong() const noexcept;
 };

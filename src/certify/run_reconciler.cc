@@ -538,6 +538,15 @@ std::optional<Judgement> RunReconciler::judge_pod_output(
   const std::string message(term->get_string({"message"}));
   JudgeOptions jo;
   jo.statistic = plan.workload.statistic;
+  jo.transport = plan.workload.transport;
+  // NCCL names hosts by the pod's hostname (the Job's <job>-<index>): the message names the
+  // node beside it.
+  for (const auto& p : job_pods) {
+    std::string_view host = p->get_string({"spec", "hostname"});
+    if (host.empty()) host = kube::name_of(*p);
+    std::string_view node = p->get_string({"spec", "nodeName"});
+    if (!node.empty()) jo.host_nodes[std::string(host)] = std::string(node);
+  }
   const auto judge = [&](std::string_view output) {
     return judge_output(plan.workload.output, output, exit_code, plan.thresholds, ctx, jo);
   };
@@ -547,8 +556,14 @@ std::optional<Judgement> RunReconciler::judge_pod_output(
   // tail: 4 KiB written by the workload, or (FallbackToLogsOnError, a failed container)
   // the kubelet's last 2 KiB of the log, which cuts a DCGM report's JSON. So read it
   // when there is no message, and when a catalog workload's message did not read.
-  const bool read_log = message.empty() || (plan.workload.output != OutputKind::Result &&
-                                            !j->passed && j->reason == Reason::WorkloadFailed);
+  // And when a multi-node NCCL run's message carries no transport lines: NCCL prints them
+  // at init, before the table, so a tail has none (the check would be skipped).
+  const bool read_log =
+      message.empty() ||
+      (plan.workload.output != OutputKind::Result && !j->passed &&
+       j->reason == Reason::WorkloadFailed) ||
+      (plan.workload.output == OutputKind::Nccl && j->transports.empty() &&
+       plan.workload.transport != TransportExpectation::Any && g.nodes.size() > 1);
   std::string log;
   if (read_log) {
     try {

@@ -109,6 +109,18 @@ RunSpec parse_certification_spec(const core::Value& spec, const Catalog& catalog
     plan.nodes_per_job = int_field(c, "nodesPerJob");
     plan.iterations = int_field(c, "iterations");
     plan.timeout = parse_timeout(c, field + ".timeout", t->timeout);
+    if (const core::Value* e = c.find("expectTransport"); e != nullptr) {
+      const std::string at = field + ".expectTransport";
+      if (t->output != OutputKind::Nccl)
+        throw SpecError("InvalidSpec", at + ": applies to NCCL categories only (" + plan.name +
+                                           " does not run nccl-tests)");
+      try {
+        plan.workload.transport =
+            parse_transport_expectation(e->is_string() ? e->as_string() : std::string{}, at);
+      } catch (const core::InvalidInput& err) {
+        throw SpecError("InvalidSpec", err.what());
+      }
+    }
     parse_thresholds(c, field, plan);
     rs.categories.push_back(std::move(plan));
   }

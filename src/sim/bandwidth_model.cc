@@ -11,6 +11,9 @@ namespace {
 
 constexpr double kNicEfficiency = 0.92;       // RDMA payload / line rate NCCL reaches
 constexpr double kSingleGpuCopyGbs = 2000.0;  // one rank: a local device copy
+// NCCL's socket transport through the kernel's TCP stack: the published case of a job that
+// fell back to it measured about 3 GB/s bus bandwidth where RDMA gave 489.
+constexpr double kSocketBusbwGbs = 3.2;
 
 }  // namespace
 
@@ -94,6 +97,15 @@ BandwidthEstimate estimate_allreduce(const std::vector<GroupMember>& members) {
     e.peak_busbw_gbs = std::min(nvl_peak, net_peak) * compute;
     e.latency_us = 20.0 + 3.0 * std::log2(e.nodes);
     e.half_bytes = 64.0 * 1024 * 1024;
+    for (const auto& m : members) e.sockets = e.sockets || m.health.socket_fallback;
+    if (e.sockets) {
+      e.peak_busbw_gbs = std::min(e.peak_busbw_gbs, kSocketBusbwGbs * network * compute);
+      e.latency_us = 60.0 + 6.0 * std::log2(e.nodes);
+      e.half_bytes = 4.0 * 1024 * 1024;
+      auto first = std::find_if(members.begin(), members.end(),
+                                [](const GroupMember& m) { return m.health.socket_fallback; });
+      e.limited_by = first->host;
+    }
   }
   if (e.ranks == 1) e.peak_busbw_gbs = 0;
   return e;

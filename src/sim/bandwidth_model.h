@@ -7,7 +7,9 @@
 // scales them. Time for S bytes over n ranks:
 //   t(S) = latency + S * 2(n-1)/n / peak * (1 + S_half / (S + S_half))
 // so small messages sit on the latency floor, mid sizes pay up to twice the transfer time
-// (pipelining and protocol overheads) and large ones approach the peak.
+// (pipelining and protocol overheads) and large ones approach the peak. A group across
+// domains with a member whose NCCL fell back to TCP sockets (socketFallback) runs at socket
+// speed: a few GB/s, with a higher latency.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +26,7 @@ struct GroupMember {
   const PoolSpec* pool = nullptr;
   std::string nvlink_domain;         // rack name for multi-node domains, else the host
   std::vector<std::string> gpu_pci;  // "00000000:18:00.0", one per rank on this host
+  std::string ip;                    // the node's address (NCCL's OOB / socket interface)
   LinkHealth health;
 };
 
@@ -35,6 +38,7 @@ struct BandwidthEstimate {
   double latency_us = 0;      // small-message floor
   double half_bytes = 0;      // message size where transfers run at 2/3 of the peak
   std::string limited_by;     // host whose health set the peak ("" when all healthy)
+  bool sockets = false;       // across domains, a member's NCCL runs over TCP sockets
   bool failed = false;
   std::string failed_host;
   std::string failure;  // "Test NCCL failure common.cu:1132 '...'"

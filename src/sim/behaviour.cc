@@ -377,9 +377,17 @@ PodPlan BehaviourTable::plan(const core::Value& pod) const {
       }
     }
     try {
-      if (plan.generator == "nccl")
+      if (plan.generator == "nccl") {
         plan.nccl_config = parse_nccl_test_args(args);
-      else
+        std::string debug, subsys;
+        if (const core::Value* env = matched_container->find("env"); env && env->is_list()) {
+          for (const auto& e : env->as_list()) {
+            if (e.get_string({"name"}) == "NCCL_DEBUG") debug = e.get_string({"value"});
+            if (e.get_string({"name"}) == "NCCL_DEBUG_SUBSYS") subsys = e.get_string({"value"});
+          }
+        }
+        plan.nccl_config.nccl_info = nccl_info_env(debug, subsys);
+      } else
         plan.generator_args = args;
       plan.generator_image = std::string(matched_container->get_string({"image"}));
     } catch (const core::InvalidInput& e) {

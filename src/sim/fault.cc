@@ -13,7 +13,7 @@ using core::FieldReader;
 using core::seconds_from;
 namespace {
 
-constexpr std::array<std::pair<FaultType, std::string_view>, 16> kNames{{
+constexpr std::array<std::pair<FaultType, std::string_view>, 17> kNames{{
     {FaultType::Xid, "xid"},
     {FaultType::SXid, "sxid"},
     {FaultType::Ecc, "ecc"},
@@ -30,6 +30,7 @@ constexpr std::array<std::pair<FaultType, std::string_view>, 16> kNames{{
     {FaultType::LinkDegraded, "linkDegraded"},
     {FaultType::Clear, "clear"},
     {FaultType::Maintenance, "maintenance"},
+    {FaultType::SocketFallback, "socketFallback"},
 }};
 
 constexpr std::array<std::string_view, 21> kFields{
@@ -197,6 +198,13 @@ Fault parse_fault(const core::Value& v, std::string_view source, std::string_vie
       f.factor = r.number("factor", std::nullopt, 0.01, 1.0,
                           "the fraction of the link's bandwidth left, e.g. 0.5; 1 repairs it");
       break;
+    case FaultType::SocketFallback:
+      if (f.gpu) {
+        fail_field(source, r.field("gpu"), "does not apply to a socketFallback fault",
+                   "remove it; NCCL falls back to sockets for the whole node");
+      }
+      f.active = r.boolean("active", true);
+      break;
     case FaultType::Maintenance:
       if (f.gpu) {
         fail_field(source, r.field("gpu"), "does not apply to maintenance",
@@ -254,7 +262,8 @@ core::Value fault_to_value(const Fault& f) {
       v["port"] = f.port;
       if (f.type == FaultType::IbPortFlap || f.type == FaultType::IbErrors) v["count"] = f.count;
       break;
-    case FaultType::Thermal: v["active"] = f.active; break;
+    case FaultType::Thermal:
+    case FaultType::SocketFallback: v["active"] = f.active; break;
     case FaultType::GpuReset:
       if (!f.uuid.empty()) v["uuid"] = f.uuid;
       break;

@@ -27,6 +27,8 @@ enum class FaultType {
   LinkDegraded,     // the link between this node and `peer` (a cable or switch port) at `factor`
   Clear,            // repair: the node (or one GPU) back to healthy
   Maintenance,      // the cloud schedules maintenance of the node (`active: false` cancels)
+  SocketFallback,   // NCCL on the node sees no RDMA device and uses TCP sockets (`active: false`
+                    // ends it)
 };
 
 std::string_view fault_type_name(FaultType t) noexcept;

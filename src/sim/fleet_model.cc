@@ -270,6 +270,7 @@ std::vector<GroupMember> FleetModel::group(const std::vector<std::string>& hosts
     for (std::size_t g = 0; g < n->gpus().size(); ++g) {
       if (n->gpus()[g].present) m.gpu_pci.push_back(n->identity().gpu_pci[g]);
     }
+    m.ip = n->identity().internal_ip;
     m.health = n->link_health();
     for (const auto& [ends, factor] : links_) {
       if (ends.first == h) m.health.links.emplace_back(ends.second, factor);
@@ -328,7 +329,7 @@ core::Value FleetModel::summary(double now_s) const {
     ports_up += n.ports_active();
     LinkHealth h = n.link_health();
     bool sick = h.broken || h.network_broken || h.nvlink_factor < 1 || h.network_factor < 1 ||
-                h.compute_factor < 1 || n.host().reboot_required();
+                h.compute_factor < 1 || h.socket_fallback || n.host().reboot_required();
     if (h.broken) ++broken;
     if (sick && faulty.size() < 50) faulty.push_back(name);
   }

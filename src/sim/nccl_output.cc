@@ -1,5 +1,6 @@
 #include "sim/nccl_output.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 
@@ -43,7 +44,154 @@ std::uint64_t parse_size(const std::string& flag, const std::string& text) {
   return n;
 }
 
+// NCCL's INIT/NET INFO lines of every rank, interleaved across hosts as the ranks' processes
+// print them: the network each found, the network used, its ring channels (two), and the
+// end of init.
+struct RankRef {
+  const GroupMember* m;
+  std::size_t member;
+  int local;
+  int rank;
+  int pid;
+  std::uint64_t comm;
+};
+
+void info(std::string& out, const RankRef& r, const std::string& msg) {
+  out += r.m->host + ":" + std::to_string(r.pid) + ":" + std::to_string(r.pid + 71) + " [" +
+         std::to_string(r.local) + "] NCCL INFO " + msg + "\n";
+}
+
+std::string hex(std::uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string bus_id(const std::string& pci) {  // "00000000:18:00.0" -> "18000"
+  return pci.size() >= 16 ? pci.substr(9, 2) + pci.substr(12, 2) + pci.substr(15, 1) : "0";
+}
+
+void append_nccl_info(std::string& out, const std::vector<GroupMember>& members,
+                      const std::vector<int>& pids, Rng& rng) {
+  std::vector<RankRef> ranks;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    for (std::size_t d = 0; d < members[i].gpu_pci.size(); ++d) {
+      ranks.push_back({&members[i], i, static_cast<int>(d), static_cast<int>(ranks.size()),
+                       pids[i] + static_cast<int>(d),
+                       0x55d0c0000000ULL + rng.below(0xfffff) * 0x1000});
+    }
+  }
+  if (ranks.empty()) return;
+  const int n = static_cast<int>(ranks.size());
+  const std::uint64_t comm_id = 0x1000000000000000ULL + rng.below(0xfffffffULL) * 0x10;
+  // Interleaved: local rank 0 of every host, then local rank 1, ...
+  std::vector<const RankRef*> order;
+  for (int local = 0;; ++local) {
+    std::size_t before = order.size();
+    for (const RankRef& r : ranks)
+      if (r.local == local) order.push_back(&r);
+    if (order.size() == before) break;
+  }
+  auto ip_of = [&](const RankRef& r) {
+    return r.m->ip.empty() ? "10.0.0." + std::to_string(r.member + 1) : r.m->ip;
+  };
+  auto net_of = [](const GroupMember& m) {
+    return m.health.socket_fallback ? std::string("Socket") : std::string("IB");
+  };
+  info(out, ranks.front(), "NCCL version 2.27.3+cuda12.8");
+  for (const RankRef* r : order) {
+    const GroupMember& m = *r->m;
+    info(out, *r, "Bootstrap: Using eth0:" + ip_of(*r) + "<0>");
+    if (m.health.socket_fallback) {
+      info(out, *r, "NET/IB : No device found.");
+      info(out, *r, "NET/Socket : Using [0]eth0:" + ip_of(*r) + "<0>");
+    } else {
+      const NetworkSpec& net = m.pool->network;
+      const char* layer = net.link_layer == "Ethernet" ? "RoCE" : "IB";
+      std::string devices;
+      int index = 0;
+      for (int dev = 0; dev < net.devices; ++dev) {
+        for (int port = 1; port <= net.ports_per_device; ++port) {
+          devices += "[" + std::to_string(index++) + "]mlx5_" + std::to_string(dev) + ":" +
+                     std::to_string(port) + "/" + layer + " ";
+        }
+      }
+      info(out, *r, "NET/IB : Using " + devices + "; OOB eth0:" + ip_of(*r) + "<0>");
+    }
+    info(out, *r, "Using network " + net_of(m));
+    info(out, *r,
+         "ncclCommInitRank comm " + hex(r->comm) + " rank " + std::to_string(r->rank) + " nranks " +
+             std::to_string(n) + " cudaDev " + std::to_string(r->local) + " nvmlDev " +
+             std::to_string(r->local) + " busId " +
+             bus_id(m.gpu_pci[static_cast<std::size_t>(r->local)]) + " commId " + hex(comm_id) +
+             " - Init START");
+  }
+  if (n > 1) {
+    auto label = [&](int i) {
+      return std::to_string(i) + "[" + std::to_string(ranks[static_cast<std::size_t>(i)].local) +
+             "]";
+    };
+    auto path = [&](const RankRef& me, int channel) {
+      const GroupMember& m = *me.m;
+      if (m.health.socket_fallback) return "NET/Socket/" + std::to_string(channel);
+      int nics = std::max(1, m.pool->network.devices);
+      return "NET/IB/" + std::to_string((me.local + channel) % nics) + "/GDRDMA";
+    };
+    for (int channel = 0; channel < 2; ++channel) {
+      char ch[16];
+      std::snprintf(ch, sizeof ch, "Channel %02d/0 : ", channel);
+      for (const RankRef* r : order) {
+        const RankRef& next = ranks[static_cast<std::size_t>((r->rank + 1) % n)];
+        const RankRef& prev = ranks[static_cast<std::size_t>((r->rank + n - 1) % n)];
+        if (prev.m->nvlink_domain != r->m->nvlink_domain) {
+          info(out, *r,
+               ch + label(prev.rank) + " -> " + label(r->rank) + " [receive] via " +
+                   path(*r, channel));
+        }
+        if (next.m->nvlink_domain != r->m->nvlink_domain) {
+          info(
+              out, *r,
+              ch + label(r->rank) + " -> " + label(next.rank) + " [send] via " + path(*r, channel));
+        } else if (next.rank != r->rank) {
+          info(out, *r, ch + label(r->rank) + " -> " + label(next.rank) + " via P2P/CUMEM");
+        }
+      }
+    }
+  }
+  for (const RankRef* r : order) {
+    info(out, *r,
+         "ncclCommInitRank comm " + hex(r->comm) + " rank " + std::to_string(r->rank) + " nranks " +
+             std::to_string(n) + " cudaDev " + std::to_string(r->local) + " nvmlDev " +
+             std::to_string(r->local) + " busId " +
+             bus_id(r->m->gpu_pci[static_cast<std::size_t>(r->local)]) + " commId " + hex(comm_id) +
+             " - Init COMPLETE");
+  }
+}
+
 }  // namespace
+
+bool nccl_info_env(const std::string& nccl_debug, const std::string& nccl_debug_subsys) {
+  std::string level;
+  for (char c : nccl_debug) level += static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+  if (level != "INFO" && level != "TRACE") return false;
+  if (nccl_debug_subsys.empty()) return true;  // NCCL's default: INIT, BOOTSTRAP, ENV
+  // A comma-separated list; a leading ^ excludes the ones named.
+  std::string list;
+  for (char c : nccl_debug_subsys)
+    list += static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+  bool exclude = !list.empty() && list.front() == '^';
+  bool named = false;
+  std::size_t start = exclude ? 1 : 0;
+  while (start <= list.size()) {
+    std::size_t comma = list.find(',', start);
+    std::string item =
+        list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (item == "INIT" || item == "NET" || item == "ALL") named = true;
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return exclude ? !named : named;
+}
 
 NcclTestConfig parse_nccl_test_args(const std::vector<std::string>& args) {
   NcclTestConfig c;
@@ -138,6 +286,7 @@ NcclTestResult run_allreduce_test(const std::vector<GroupMember>& members,
     }
   }
   out += "#\n";
+  if (config.nccl_info) append_nccl_info(out, members, pids, rng);
   out +=
       "#                                                              out-of-place                 "
       "      in-place          \n";

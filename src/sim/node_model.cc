@@ -406,6 +406,7 @@ void NodeModel::apply_clear(const Fault& f) {
     }
     nvlink_factor_ = 1.0;
     network_factor_ = 1.0;
+    socket_fallback_ = false;
   }
 }
 
@@ -428,6 +429,7 @@ void NodeModel::apply(const Fault& f, double now_s) {
     case FaultType::Clear: apply_clear(f); break;
     case FaultType::LinkDegraded: break;  // between two nodes: the fleet keeps it (FleetModel)
     case FaultType::Maintenance: apply_maintenance(f, now_s); break;
+    case FaultType::SocketFallback: socket_fallback_ = f.active; break;
   }
   touch();
 }
@@ -604,6 +606,7 @@ LinkHealth NodeModel::link_health() const {
   } else {
     h.network_factor = network_factor_;
   }
+  h.socket_fallback = socket_fallback_;
   return h;
 }
 

@@ -158,8 +158,9 @@ class NodeModel {
   double boot_at_s_ = 0;
   std::vector<GpuState> gpus_;
   std::vector<IbPortState> ports_;
-  double nvlink_factor_ = 1.0;   // node-wide hidden degradation
-  double network_factor_ = 1.0;  // node-wide hidden degradation
+  double nvlink_factor_ = 1.0;    // node-wide hidden degradation
+  double network_factor_ = 1.0;   // node-wide hidden degradation
+  bool socket_fallback_ = false;  // NCCL uses TCP sockets between nodes (socketFallback)
   KmsgLog kmsg_;
   std::vector<MaintenanceWindow> maintenance_;
   int maintenance_seq_ = 0;

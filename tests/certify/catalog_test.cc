@@ -40,7 +40,7 @@ TEST(Catalog, FamilyOverridesMergeOverTheTemplate) {
   WorkloadTemplate bw = ar.for_family("blackwell");
   EXPECT_NE(bw.image, ar.image);
   EXPECT_EQ(bw.env.at("NCCL_NVLS_ENABLE"), "1");
-  EXPECT_EQ(bw.env.at("NCCL_DEBUG"), "WARN");  // kept from the template
+  EXPECT_EQ(bw.env.at("NCCL_DEBUG"), "INFO");  // kept from the template
   EXPECT_GT(bw.expected.at("busBandwidthGBps"), ar.expected.at("busBandwidthGBps"));
   WorkloadTemplate unknown = ar.for_family("volta");
   EXPECT_EQ(unknown.image, ar.image);

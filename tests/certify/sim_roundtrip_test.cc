@@ -75,6 +75,50 @@ TEST_F(SimRoundTrip, NcclTextFromTheBandwidthModel) {
   EXPECT_THAT(j.message, HasSubstr("Test CUDA failure"));
 }
 
+// Issue 31: a node whose NCCL fell back to sockets (the simulator's socketFallback fault)
+// prints the Socket transport lines and a few GB/s; certify's judge fails it naming the host.
+TEST_F(SimRoundTrip, NcclSocketFallbackFailsOnItsTransportLines) {
+  auto a = node(0), b = node(1);
+  sim::NcclTestConfig info;
+  info.nccl_info = true;  // NCCL_DEBUG=INFO, as the catalog's NCCL templates set
+  sim::NcclTestResult ok = sim::run_allreduce_test({member(a), member(b)}, info);
+  Judgement pass = judge_output(OutputKind::Nccl, ok.output, ok.exit_code, ThresholdSet{}, {});
+  EXPECT_TRUE(pass.passed) << pass.message;
+  ASSERT_EQ(pass.transports.size(), 2u);
+  for (const NcclHostTransport& h : pass.transports) {
+    EXPECT_EQ(h.network, NcclNetwork::InfiniBand) << h.host;
+    EXPECT_TRUE(h.gpu_direct_rdma) << h.host;
+  }
+  EXPECT_EQ(parse_nccl(ok.output).rows.size(), 31u);  // the table reads around the INFO lines
+
+  apply(b, "{type: socketFallback}");
+  sim::NcclTestResult slow = sim::run_allreduce_test({member(a), member(b)}, info);
+  EXPECT_EQ(slow.exit_code, 0);
+  Judgement j = judge_output(OutputKind::Nccl, slow.output, slow.exit_code,
+                             ThresholdSet::compile({{"busBandwidthGBps", "value >= 300.0"}}),
+                             {.group_size = 2, .gpu_product = "NVIDIA-H100-80GB-HBM3"});
+  EXPECT_FALSE(j.passed);
+  EXPECT_EQ(j.reason, Reason::ThresholdViolated);
+  EXPECT_THAT(j.message, HasSubstr("wrong NCCL transport: host " + b.identity().name +
+                                   " used Socket (TCP) between nodes where RDMA (IB, RoCE or "
+                                   "EFA) is expected (expectTransport: rdma); bus bandwidth "));
+  EXPECT_THAT(j.message, HasSubstr("RDMA device plugin"));
+  EXPECT_LT(j.metrics.at("busBandwidthGBps"), 5.0);
+  // The healthy end stays IB; only the node that fell back is named.
+  EXPECT_THAT(j.message, ::testing::Not(HasSubstr(a.identity().name)));
+
+  JudgeOptions any;
+  any.transport = TransportExpectation::Any;
+  EXPECT_TRUE(judge_output(OutputKind::Nccl, slow.output, 0, ThresholdSet{}, {}, any).passed);
+  // Without INFO lines the transport is unknown: only a bandwidth threshold can catch it.
+  sim::NcclTestResult quiet = sim::run_allreduce_test({member(a), member(b)}, {});
+  EXPECT_TRUE(judge_output(OutputKind::Nccl, quiet.output, 0, ThresholdSet{}, {}).passed);
+
+  apply(b, "{type: socketFallback, active: false}");
+  sim::NcclTestResult back = sim::run_allreduce_test({member(a), member(b)}, info);
+  EXPECT_TRUE(judge_output(OutputKind::Nccl, back.output, 0, ThresholdSet{}, {}).passed);
+}
+
 TEST_F(SimRoundTrip, DcgmBothLayoutsFromTheFaultModel) {
   for (int major : {3, 4}) {
     auto healthy = node(0);

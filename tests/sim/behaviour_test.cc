@@ -41,6 +41,18 @@ spec:
   EXPECT_TRUE(nccl.nccl);
   EXPECT_EQ(nccl.nccl_config.min_bytes, 1u << 20);
   EXPECT_EQ(nccl.nccl_config.max_bytes, 1u << 30);
+  EXPECT_FALSE(nccl.nccl_config.nccl_info);  // NCCL_DEBUG unset: no INFO lines
+  PodPlan info = t.plan(pod(R"(
+metadata: {name: p}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: ghcr.io/coreweave/nccl-tests:2.17
+    command: [all_reduce_perf]
+    env: [{name: NCCL_DEBUG, value: INFO}, {name: NCCL_DEBUG_SUBSYS, value: "INIT,NET"}]
+)"));
+  EXPECT_TRUE(info.nccl_config.nccl_info);
 
   PodPlan svc = t.plan(pod("spec: {containers: [{name: c, image: nginx}]}"));
   EXPECT_EQ(svc.behaviour, "service");  // restartPolicy defaults to Always

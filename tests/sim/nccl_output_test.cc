@@ -249,5 +249,61 @@ TEST_F(NcclTest, ArgumentsAndCheckOff) {
   EXPECT_THROW(parse_nccl_test_args({"-e"}), core::InvalidInput);
 }
 
+TEST(NcclInfo, FollowsNcclDebugAndItsSubsystems) {
+  EXPECT_FALSE(nccl_info_env("", ""));
+  EXPECT_FALSE(nccl_info_env("WARN", ""));
+  EXPECT_TRUE(nccl_info_env("INFO", ""));
+  EXPECT_TRUE(nccl_info_env("info", "INIT,NET"));
+  EXPECT_TRUE(nccl_info_env("TRACE", "ALL"));
+  EXPECT_FALSE(nccl_info_env("INFO", "COLL,P2P"));
+  EXPECT_FALSE(nccl_info_env("INFO", "^INIT,NET"));
+  EXPECT_TRUE(nccl_info_env("INFO", "^COLL"));
+}
+
+TEST_F(NcclTest, SocketFallbackRunsAtSocketSpeedAndSaysSoInItsInfoLines) {
+  NcclTestConfig c;
+  std::vector<GroupMember> group{member(h100_, 0), member(h100_, 1)};
+  c.nccl_info = true;
+  std::string healthy = run_allreduce_test(group, c).output;
+  EXPECT_THAT(healthy, HasSubstr(group[0].host + ":"));
+  EXPECT_THAT(healthy, HasSubstr("] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB"));
+  EXPECT_THAT(healthy, HasSubstr("] NCCL INFO Using network IB\n"));
+  EXPECT_THAT(healthy, HasSubstr("[send] via NET/IB/"));
+  EXPECT_THAT(healthy, HasSubstr("/GDRDMA\n"));
+  EXPECT_THAT(healthy, HasSubstr("via P2P/CUMEM\n"));
+  EXPECT_THAT(healthy, ::testing::Not(HasSubstr("Socket")));
+
+  NodeModel b(h100_, make_node_identity(h100_, 0, 1), 0);
+  b.apply(parse_fault(core::parse_yaml("{type: socketFallback}"), "t", "f"), 1);
+  group[1].health = b.link_health();
+  EXPECT_TRUE(group[1].health.socket_fallback);
+  BandwidthEstimate e = estimate_allreduce(group);
+  EXPECT_TRUE(e.sockets);
+  EXPECT_EQ(e.limited_by, group[1].host);
+  EXPECT_LT(e.peak_busbw_gbs, 5.0);  // a few GB/s where RDMA gives ~350
+  std::string out = run_allreduce_test(group, c).output;
+  const std::string b_prefix = group[1].host + ":";
+  EXPECT_THAT(out, HasSubstr("] NCCL INFO NET/IB : No device found.\n"));
+  EXPECT_THAT(out, HasSubstr("] NCCL INFO NET/Socket : Using [0]eth0:"));
+  EXPECT_THAT(out, HasSubstr("] NCCL INFO Using network Socket\n"));
+  EXPECT_THAT(out, HasSubstr("via NET/Socket/0\n"));
+  // Without NCCL_DEBUG=INFO the output is the plain table: no INFO line at all.
+  c.nccl_info = false;
+  Parsed plain = parse(run_allreduce_test(group, c).output);
+  check_math(plain, 16);
+  EXPECT_LT(plain.rows.back().busbw[0], 5.0);
+  // A single node runs on NVLink: the fallback changes nothing there.
+  EXPECT_GT(estimate_allreduce({group[1]}).peak_busbw_gbs, 400.0);
+  b.apply(parse_fault(core::parse_yaml("{type: socketFallback, active: false}"), "t", "f"), 2);
+  EXPECT_FALSE(b.link_health().socket_fallback);
+  b.apply(parse_fault(core::parse_yaml("{type: socketFallback}"), "t", "f"), 3);
+  b.apply(parse_fault(core::parse_yaml("{type: clear}"), "t", "f"), 4);
+  EXPECT_FALSE(b.link_health().socket_fallback);
+  EXPECT_THAT(
+      [] { (void)parse_fault(core::parse_yaml("{type: socketFallback, gpu: 1}"), "t", "f"); },
+      ::testing::ThrowsMessage<core::InvalidInput>(
+          HasSubstr("does not apply to a socketFallback fault")));
+}
+
 }  // namespace
 }  // namespace gpufleet::sim

@@ -751,6 +751,43 @@ TEST_F(CertifyIT, DiagnoseOf64NodesFindsTheTwoDegradedNodesAndTheDegradedLink) {
   inject("{node: " + node(a) + ", type: linkDegraded, peer: " + node(b) + ", factor: 1}");
 }
 
+// Issue 31: a node whose NCCL falls back to TCP sockets (no RDMA device in the pod) fails the
+// group with a reason naming it, the transport and the bandwidth, read from the NCCL_DEBUG=INFO
+// lines of the log (the termination message's tail has none); expectTransport: any accepts it.
+// Two iterations: at socket speed the full run is minutes of simulated time.
+TEST_F(CertifyIT, NcclOverSocketsFailsWithTheTransportReason) {
+  const std::string sock = node(96);
+  sim_->inject(sim::parse_event(core::parse_yaml("{node: " + sock + ", type: socketFallback}"),
+                                "itest", "event", false));
+  create(resources::certifications(),
+         certification("sock", {14, 96, 97},
+                       "[{name: communication/nccl-all-reduce, scale: wholeSet, iterations: 2}]"));
+  create(resources::certifications(),
+         certification("sock-any", {94, 95, 96},
+                       "[{name: communication/nccl-all-reduce, scale: wholeSet, "
+                       "iterations: 2, expectTransport: any}]"));
+  core::Value done = finished(resources::certifications(), "sock");
+  core::Value any = finished(resources::certifications(), "sock-any");
+  sim_->inject(sim::parse_event(
+      core::parse_yaml("{node: " + sock + ", type: socketFallback, active: false}"), "itest",
+      "event", false));
+  EXPECT_EQ(failed_reasons(done),
+            (std::map<std::string, std::string>{{node(14), "ThresholdViolated"},
+                                                {node(96), "ThresholdViolated"},
+                                                {node(97), "ThresholdViolated"}}))
+      << core::to_json(done);
+  auto results = read_node_results(*client_, ns(), "sock", 1);
+  ASSERT_EQ(results.size(), 3u);
+  for (const auto& r : results) {
+    EXPECT_THAT(r.message, HasSubstr("wrong NCCL transport: host " + sock +
+                                     " used Socket (TCP) between nodes where RDMA (IB, RoCE or "
+                                     "EFA) is expected (expectTransport: rdma); bus bandwidth "))
+        << r.node;
+    EXPECT_THAT(r.message, HasSubstr("RDMA device plugin")) << r.node;
+  }
+  EXPECT_EQ(any.get_string({"status", "phase"}), "Passed") << core::to_json(any);
+}
+
 TEST_F(CertifyIT, KilledControllerResumesWithoutRerunningRecordedGroups) {
   // Every Job the controller creates, by name -> uids: a re-run group would show two.
   std::mutex mu;
