@@ -29,9 +29,14 @@ fi
 mkdir -p "$demo_dir"
 # kube-local carries a kubectl of the same version for machines without one.
 if ! command -v kubectl >/dev/null 2>&1; then kubectl() { "$kube_local" kubectl "$@"; }; fi
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# Steps are numbered as they are shown, so a part that is left out leaves no gap.
+step_number=0
+step() {
+  step_number=$((step_number + 1))
+  printf '\n\033[1m== %d. %s\033[0m\n' "$step_number" "$*"
+}
 
-step "1. Local control plane (etcd, kube-apiserver, controller-manager, scheduler on 127.0.0.1)"
+step "Local control plane (etcd, kube-apiserver, controller-manager, scheduler on 127.0.0.1)"
 if [[ -f $kubeconfig ]] && kubectl --kubeconfig "$kubeconfig" get --raw /readyz >/dev/null 2>&1; then
   echo "already running: $kubeconfig"
 else
@@ -41,12 +46,12 @@ echo "API server ready: $(kubectl --kubeconfig "$kubeconfig" get --raw /readyz)"
 kubectl --kubeconfig "$kubeconfig" version 2>/dev/null | grep '^Server' || true
 
 if "$gpufleet" recipe --help >/dev/null 2>&1; then
-  step "2. A version-pinned recipe for EKS + H100 + Ubuntu, inference on Dynamo"
+  step "A version-pinned recipe for EKS + H100 + Ubuntu, inference on Dynamo"
   "$gpufleet" recipe --service eks --accelerator h100 --os ubuntu --intent inference \
     --platform dynamo -o "$demo_dir/recipe.yaml"
   sed -n '1,25p' "$demo_dir/recipe.yaml"
   echo "... (full recipe: $demo_dir/recipe.yaml)"
-  step "3. Bundles for every deployer"
+  step "Bundles for every deployer"
   for d in helm argocd argocd-helm flux helmfile; do
     rm -rf "$demo_dir/bundle-$d"
     extra=()
@@ -59,7 +64,7 @@ if "$gpufleet" recipe --help >/dev/null 2>&1; then
   done
 fi
 
-step "4. A simulated GPU fleet: kubelets that heartbeat, run pods and emit real GPU signals"
+step "A simulated GPU fleet: kubelets that heartbeat, run pods and emit real GPU signals"
 "$gpufleet" sim stop --state-dir "$demo_dir/sim" >/dev/null 2>&1 || true
 # The kubelet endpoint (pods/log through the API server) with kube-local's kubelet PKI; a
 # control plane from before that PKI existed simply gets no logs.
@@ -79,18 +84,11 @@ done
 kubectl --kubeconfig "$kubeconfig" get nodes -L nvidia.com/gpu.product,nvidia.com/gpu.count | sed -n '1,8p'
 echo "... $ready of $total nodes Ready"
 
-step "5. A GPU falls off the bus: inject Xid 79 and read it where the node agent will"
-node=$(kubectl --kubeconfig "$kubeconfig" get nodes -o name | sed -n '1s|.*/||p')
-"$gpufleet" sim inject --state-dir "$demo_dir/sim" --event "{node: $node, type: xid, gpu: 3, code: 79}" >/dev/null
-echo "injected Xid 79 on GPU 3 of $node; its kernel log ($demo_dir/sim/nodes/$node/dev/kmsg) now reads:"
-for _ in $(seq 20); do
-  grep -q 'Xid' "$demo_dir/sim/nodes/$node/dev/kmsg" 2>/dev/null && break
-  sleep 0.5
-done
-grep 'Xid' "$demo_dir/sim/nodes/$node/dev/kmsg" | tail -n 2
 "$gpufleet" sim status --state-dir "$demo_dir/sim" | sed -n '1,15p'
+# The node sentinel's part faults (once the controllers and the policy are up).
+node=$(kubectl --kubeconfig "$kubeconfig" get nodes -o name | sed -n '1s|.*/||p')
 
-step "6. gpufleet's controllers and node agents, as the chart runs them"
+step "gpufleet's controllers and node agents, as the chart runs them"
 stop_background
 kubectl --kubeconfig "$kubeconfig" apply --server-side -f deploy/crds/ >/dev/null
 kubectl --kubeconfig "$kubeconfig" get crds -o name | grep gpufleet.io
@@ -98,14 +96,33 @@ kubectl --kubeconfig "$kubeconfig" get crds -o name | grep gpufleet.io
 # process per replica; the chart runs one Deployment per controller instead.
 demo_controllers=$("$gpufleet" controller --list | awk -F'\t' '/^[a-z]/ {print $1}' | paste -sd, -)
 echo "controllers: $demo_controllers"
+# The admission webhook, as the chart serves it (docs/deploy.md "Admission webhook"): a CA and a
+# serving certificate for 127.0.0.1 made once with openssl, POST /validate over HTTPS on every
+# replica, and a ValidatingWebhookConfiguration through which the API server calls replica a.
+webhook_dir=$demo_dir/webhook
+if [[ ! -s $webhook_dir/tls.crt ]]; then
+  mkdir -p "$webhook_dir"
+  (
+    cd "$webhook_dir"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 365 -subj /CN=gpufleet-demo-webhook-ca \
+      -keyout ca.key -out ca.crt 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout tls.key -out tls.csr 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >tls.ext
+    openssl x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 365 \
+      -extfile tls.ext -out tls.crt 2>/dev/null
+  )
+fi
 metrics_port=18080
+webhook_port=19443
 for replica in a b; do
   "$gpufleet" controller --controllers="$demo_controllers" --kubeconfig "$kubeconfig" --leader-elect \
     --lease-namespace default --lease-name gpufleet-demo --identity "demo-$replica" \
     --metrics-addr "127.0.0.1:$metrics_port" --set sentinel.sim-state-dir="$demo_dir/sim" \
+    --webhook-addr "127.0.0.1:$webhook_port" --webhook-cert-dir "$webhook_dir" \
     >"$demo_dir/controller-$replica.log" 2>&1 &
   echo $! >"$demo_dir/controller-$replica.pid"
   metrics_port=$((metrics_port + 1))
+  webhook_port=$((webhook_port + 1))
 done
 "$gpufleet" agent --sim-state-dir "$demo_dir/sim" --kubeconfig "$kubeconfig" --fsync=false \
   >"$demo_dir/agent.log" 2>&1 &
@@ -117,6 +134,43 @@ done
 for port in 18080 18081; do
   echo "replica on :$port  /readyz: $(curl -s http://127.0.0.1:$port/readyz)"
 done
+ca_bundle=$(base64 -w0 <"$webhook_dir/ca.crt")
+webhook_entry() {  # name resources [delete-resources]
+  cat <<YAML
+- name: $1.gpufleet.io
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Fail
+  timeoutSeconds: 10
+  clientConfig: {url: "https://127.0.0.1:19443/validate", caBundle: "$ca_bundle"}
+  rules:
+  - {apiGroups: [gpufleet.io], apiVersions: ["*"], operations: [CREATE, UPDATE], resources: [$2], scope: "*"}
+YAML
+  [[ -n ${3:-} ]] && echo "  - {apiGroups: [gpufleet.io], apiVersions: [\"*\"], operations: [DELETE], resources: [$3], scope: \"*\"}"
+  return 0
+}
+{
+  printf 'apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\n'
+  printf 'metadata: {name: gpufleet-demo}\nwebhooks:\n'
+  webhook_entry certify "certifications, workloadruns"
+  webhook_entry sentinel sentinelpolicies
+  webhook_entry hostpkg "hostpackagesets, deploymentpolicies" deploymentpolicies
+} | kubectl --kubeconfig "$kubeconfig" apply -f - >/dev/null
+echo "admission webhook: https://127.0.0.1:19443/validate (ValidatingWebhookConfiguration gpufleet-demo)"
+for _ in $(seq 40); do  # the API server takes the configuration up within a moment
+  refused=$(kubectl --kubeconfig "$kubeconfig" apply --dry-run=server -f - 2>&1 <<'YAML' || true
+apiVersion: gpufleet.io/v1alpha1
+kind: SentinelPolicy
+metadata: {name: demo-broken}
+spec:
+  rules: [{name: xid-fatal, when: "event.check == 'xid' &&", cordon: true}]
+YAML
+  )
+  [[ $refused == *denied* ]] && break
+  sleep 0.5
+done
+echo "a SentinelPolicy whose rule does not compile is refused before it is stored:"
+echo "  ${refused:0:240}"
 echo "leader: $(kubectl --kubeconfig "$kubeconfig" -n default get lease gpufleet-demo -o jsonpath='{.spec.holderIdentity}')"
 echo "shared caches (replica a):"
 caches=$(curl -s http://127.0.0.1:18080/debug/caches)  # whole, then cut: head would SIGPIPE curl

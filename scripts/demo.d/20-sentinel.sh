@@ -1,9 +1,9 @@
-# Part of `make demo` (sourced by scripts/demo.sh; see README.md here): sentinel takes the node
-# with the injected Xid 79 through the whole loop — cordon → drain → reboot (really, in the
-# simulator, through its control inbox) → validation (a ValidationRequest certify answers) →
-# released. When nobody answers the ValidationRequest in time the part shows the Validating
-# phase and moves on.
-step "7. sentinel: quarantine, drain, reboot, validate, release"
+# Part of `make demo` (sourced by scripts/demo.sh; see README.md here): with the controllers and
+# the policy up, a GPU of $node falls off the bus (Xid 79 in the simulator), and sentinel takes
+# the node through the whole loop: cordon → drain → reboot (really, in the simulator, through
+# its control inbox) → validation (a ValidationRequest that certify answers) → released, the
+# node back in service.
+step "sentinel: a GPU falls off the bus; quarantine, drain, reboot, validate, release"
 kubectl --kubeconfig "$kubeconfig" apply -f - >/dev/null <<'YAML'
 apiVersion: gpufleet.io/v1alpha1
 kind: SentinelPolicy
@@ -16,9 +16,25 @@ spec:
   breaker: {windowSeconds: 600, maxFraction: 0.25}
   drain: {deadlineSeconds: 20, terminatingTimeoutSeconds: 10}
   remediation: {defaultAction: reboot, maxAttempts: 2, timeoutSeconds: 60}
-  validation: {categories: [diagnostics/dcgm-r2], newNodes: false, deadlineSeconds: 600}
+  validation: {categories: [diagnostics/dcgm-r1], newNodes: false, deadlineSeconds: 600}
 YAML
-echo "SentinelPolicy default: Fatal Xid → cordon + taint + reboot; breaker at 25 % of the GPU nodes"
+# dcgm-r1 (the quick diagnostic, ~30 s on a real host and in the simulator) keeps the demo short;
+# a production policy would ask for dcgm-r2 or r3 after a reboot.
+echo "SentinelPolicy default: Fatal Xid → cordon + taint + reboot, then certify's dcgm-r1 before release; breaker at 25 % of the GPU nodes"
+# The fault goes in once the policy is loaded, so fault → cordon measures sentinel, not start-up.
+for _ in $(seq 60); do
+  gen=$(kubectl --kubeconfig "$kubeconfig" get sentinelpolicy default -o jsonpath='{.metadata.generation}/{.status.observedGeneration}')
+  [[ ${gen%/*} == "${gen#*/}" ]] && break
+  sleep 0.5
+done
+echo "policy loaded (generation ${gen%/*}); $(kubectl --kubeconfig "$kubeconfig" get sentinelpolicy default -o jsonpath='{.status.gpuNodes}') GPU nodes governed"
+"$gpufleet" sim inject --state-dir "$demo_dir/sim" --event "{node: $node, type: xid, gpu: 3, code: 79}" >/dev/null
+echo "injected Xid 79 on GPU 3 of $node; its kernel log ($demo_dir/sim/nodes/$node/dev/kmsg) reads:"
+for _ in $(seq 20); do
+  grep -q 'Xid' "$demo_dir/sim/nodes/$node/dev/kmsg" 2>/dev/null && break
+  sleep 0.2
+done
+grep 'Xid' "$demo_dir/sim/nodes/$node/dev/kmsg" | tail -n 2
 sentinel_phase() {
   kubectl --kubeconfig "$kubeconfig" get remediations -l "sentinel.gpufleet.io/node=$node" \
     -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' 2>/dev/null | tail -n 1
@@ -43,15 +59,31 @@ kubectl --kubeconfig "$kubeconfig" get node "$node" \
   -o jsonpath='  node: unschedulable={.spec.unschedulable} cordon-owners={.metadata.annotations.gpufleet\.io/cordon-owners} taints={.spec.taints[*].key}{"\n"}'
 sentinel_timeout=60 sentinel_wait Validating Released Failed || true
 echo "  reboot: boot id now $(kubectl --kubeconfig "$kubeconfig" get node "$node" -o jsonpath='{.status.nodeInfo.bootID}')"
-if ! sentinel_timeout=45 sentinel_wait Released Failed; then
-  echo "  the ValidationRequest is not answered yet (no certify in this build, or still running):"
+loop_closed=false
+if sentinel_timeout=90 sentinel_wait Released Failed && [[ $(sentinel_phase) == Released ]]; then
+  loop_closed=true
+else
+  echo "  not released yet: the node stays out of scheduling until certify passes it"
   kubectl --kubeconfig "$kubeconfig" get validationrequests -l "sentinel.gpufleet.io/node=$node" 2>/dev/null || true
-  echo "  the node stays out of scheduling until certify passes it; moving on"
 fi
+rem() {  # jsonpath of the node's latest incident
+  kubectl --kubeconfig "$kubeconfig" get remediations -l "sentinel.gpufleet.io/node=$node" \
+    -o jsonpath="{.items[-1:].$1}"
+}
+count() {  # a count of the incident's record; 0 when not written
+  local v
+  v=$(rem "$1")
+  echo "${v:-0}"
+}
 echo "the incident's record (each step written before it was taken):"
-kubectl --kubeconfig "$kubeconfig" get remediations -l "sentinel.gpufleet.io/node=$node" -o jsonpath='{range .items[-1:]}  quarantined {.status.quarantinedAt} (fault → cordon {.status.cordonLatencyMs} ms)
-  drain       {.status.drainStartedAt} evicted={.status.drain.evicted} deleted={.status.drain.deleted} forced={.status.drain.forced}
-  {.status.action.type}      requested {.status.action.requestedAt} attempt {.status.action.attempt} → {.status.action.result}
-  validation  ValidationRequest {.status.validationRequest}
-  phase       {.status.phase}: {.status.message}{"\n"}{end}'
+echo "  quarantined $(rem status.quarantinedAt) (fault → cordon $(rem status.cordonLatencyMs) ms)"
+echo "  drain       $(rem status.drainStartedAt): evicted $(count status.drain.evicted), deleted $(count status.drain.deleted), forced $(count status.drain.forced)"
+echo "  $(rem status.action.type)      requested $(rem status.action.requestedAt), attempt $(rem status.action.attempt) → $(rem status.action.result)"
+vr=$(rem status.validationRequest)
+echo "  validation  ValidationRequest $vr: $(kubectl --kubeconfig "$kubeconfig" get validationrequest "$vr" -o jsonpath='{.status.phase} ({.status.message})' 2>/dev/null)"
+echo "  phase       $(rem status.phase): $(rem status.message)"
+echo "  node now:   unschedulable=$(kubectl --kubeconfig "$kubeconfig" get node "$node" -o jsonpath='{.spec.unschedulable}' | sed 's/^$/false/') taints=[$(kubectl --kubeconfig "$kubeconfig" get node "$node" -o jsonpath='{.spec.taints[*].key}')]"
+if $loop_closed; then
+  echo "the loop is closed: $node was quarantined, drained, rebooted, certified by certify and returned to service"
+fi
 "$gpufleet" sentinel status --kubeconfig "$kubeconfig" | sed -n '1,20p'
