@@ -4,6 +4,7 @@
 // systems, read from its status and the result ConfigMaps it owns (docs/certify.md).
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <iostream>
 #include <memory>
 
@@ -102,6 +103,13 @@ core::Value report_json(const Report& r) {
       c["groups"] = static_cast<std::int64_t>(st->groups.size());
       if (st->rounds > 0) c["rounds"] = st->rounds;
       if (!st->message.empty()) c["message"] = st->message;
+      // Wall time from the category's start to its end (or to now while it runs).
+      if (auto start = kube::parse_rfc3339(st->start_time)) {
+        auto end = kube::parse_rfc3339(st->completion_time);
+        auto until = end ? *end : std::chrono::system_clock::now();
+        c["wallSeconds"] =
+            std::chrono::duration_cast<std::chrono::milliseconds>(until - *start).count() / 1000.0;
+      }
       core::Value groups = core::Value::list();
       for (const auto& g : st->groups) {
         core::Value x;
@@ -174,22 +182,29 @@ void print_table(const core::Value& j) {
   std::cout << j.get_string({"kind"}) << " " << j.get_string({"namespace"}) << "/"
             << j.get_string({"name"}) << ": " << j.get_string({"phase"}) << " ("
             << j.get_string({"message"}) << ")\n\n";
-  std::printf("%-36s %-8s %7s %s\n", "CATEGORY", "PHASE", "GROUPS", "DETAIL");
+  auto or_dash = [](std::string_view v) { return v.empty() ? std::string("-") : std::string(v); };
+  std::printf("%-36s %-8s %6s %6s %8s %s\n", "CATEGORY", "PHASE", "ROUNDS", "TESTS", "WALL",
+              "DETAIL");
   for (const auto& c : j.find("categories")->as_list()) {
     const core::Value* g = c.find("groups");
-    std::printf("%-36s %-8s %7lld %s\n", std::string(c.get_string({"name"})).c_str(),
+    const core::Value* rounds = c.find("rounds");
+    const core::Value* wall = c.find("wallSeconds");
+    char wall_text[32] = "-";
+    if (wall != nullptr && wall->is_number())
+      std::snprintf(wall_text, sizeof wall_text, "%.1fs", wall->as_double());
+    std::printf("%-36s %-8s %6s %6lld %8s %s\n", std::string(c.get_string({"name"})).c_str(),
                 std::string(c.get_string({"phase"})).c_str(),
-                g ? static_cast<long long>(g->as_int()) : 0LL,
-                std::string(c.get_string({"message"})).c_str());
+                rounds ? std::to_string(rounds->as_int()).c_str() : "-",
+                g ? static_cast<long long>(g->as_int()) : 0LL, wall_text,
+                or_dash(c.get_string({"message"})).c_str());
   }
   std::cout << "\n";
   std::printf("%-28s %-9s %-34s %-19s %s\n", "NODE", "VERDICT", "CATEGORY", "REASON", "MESSAGE");
   for (const auto& n : j.find("nodes")->as_list()) {
-    std::printf("%-28s %-9s %-34s %-19s %s\n", std::string(n.get_string({"node"})).c_str(),
-                std::string(n.get_string({"verdict"})).c_str(),
-                std::string(n.get_string({"category"})).c_str(),
-                std::string(n.get_string({"reason"})).c_str(),
-                std::string(n.get_string({"message"})).c_str());
+    std::printf(
+        "%-28s %-9s %-34s %-19s %s\n", std::string(n.get_string({"node"})).c_str(),
+        std::string(n.get_string({"verdict"})).c_str(), or_dash(n.get_string({"category"})).c_str(),
+        or_dash(n.get_string({"reason"})).c_str(), or_dash(n.get_string({"message"})).c_str());
   }
   if (const core::Value* inf = j.find("infrastructure"); inf && inf->is_list()) {
     std::cout << "\nINFRASTRUCTURE\n";

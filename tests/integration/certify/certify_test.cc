@@ -921,6 +921,11 @@ TEST_F(CertifyIT, RunPastItsMaxDurationIsStoppedAndCertifiesNothing) {
   const core::Value* report_nodes = j.find("nodes");
   ASSERT_TRUE(report_nodes != nullptr && report_nodes->size() == 1) << report;
   EXPECT_EQ((*report_nodes)[0].get_string({"verdict"}), "Incomplete") << report;
+  // The category's wall time: at least the 8 s the run was given.
+  const core::Value* wall = j.get({"categories"});
+  ASSERT_TRUE(wall != nullptr && wall->size() == 1) << report;
+  ASSERT_TRUE((*wall)[0].find("wallSeconds") != nullptr) << report;
+  EXPECT_GE((*wall)[0].find("wallSeconds")->as_double(), 7.0) << report;
 }
 
 // Deleting a run mid-flight stops its pods at once; with the controller killed, the garbage
