@@ -116,10 +116,11 @@ Cluster-wide rules here; leader election Leases are a Role in the release namesp
 - apiGroups: [gpufleet.io]
   resources: [hostpackagesets/status]
   verbs: [get, update, patch]
-# A changed host is certified before it takes work again.
+# A changed host is certified before it takes work again (spec.validation): one
+# ValidationRequest per node validating, owned by the set.
 - apiGroups: [gpufleet.io]
   resources: [validationrequests]
-  verbs: [get, list, watch, create]
+  verbs: [get, list, watch, create, delete]
 # Rollout: cordon, drain, uncordon; per-node records are Node annotations
 # (hostpkg.gpufleet.io/record.<set>), written with resourceVersion preconditions.
 - apiGroups: [""]
