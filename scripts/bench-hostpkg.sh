@@ -45,7 +45,7 @@ trap cleanup EXIT
   --controller-manager-arg=--node-monitor-grace-period="${BENCH_NODE_GRACE:-180s}" >/dev/null
 # remediation: sentinel's incidents, which the controller watches (its cache never syncs without it).
 k apply --server-side -f deploy/crds/hostpackageset.yaml -f deploy/crds/deploymentpolicy.yaml \
-  -f deploy/crds/remediation.yaml >/dev/null
+  -f deploy/crds/remediation.yaml -f deploy/crds/validationrequest.yaml >/dev/null
 k wait --for=condition=Established --timeout=60s crd/hostpackagesets.gpufleet.io >/dev/null
 k create namespace hostpkg-bench >/dev/null
 cat >"$work/fleet.yaml" <<YAML
@@ -131,6 +131,7 @@ kind: HostPackageSet
 metadata: {name: bench-sysctl}
 spec:
   deploymentPolicy: bench
+  validation: {when: Never}   # the rollout's own cost; no certify runs here
   packages:
     sysctl:
       version: 1.0.0

@@ -53,6 +53,7 @@ core::Value record_to_value(const NodeRecord& r) {
   v["bootID"] = r.boot_id;
   v["failure"] = r.failure;
   if (r.started != 0) v["started"] = r.started;
+  if (!r.validation.empty()) v["validation"] = r.validation;
   if (r.verified != 0) v["verified"] = r.verified;
   if (r.drift) {
     core::Value d = core::Value::map();
@@ -76,7 +77,7 @@ RecordRead record_from_value(const core::Value& v) noexcept {
         strict_map(v, "record",
                    {"format", "set", "generation", "installed", "pendingInterrupt", "pendingPost",
                     "interrupted", "state", "rollout", "batch", "epoch", "bootID", "failure",
-                    "started", "verified", "drift", "reapply"});
+                    "started", "validation", "verified", "drift", "reapply"});
     std::int64_t format = optional_int(m, "record", "format", 0, 0, 1000);
     if (format != NodeRecord::kFormat) {
       throw core::InvalidInput("record.format: " + std::to_string(format) +
@@ -145,6 +146,7 @@ RecordRead record_from_value(const core::Value& v) noexcept {
     r.boot_id = optional_string(m, "record", "bootID").value_or("");
     r.failure = optional_string(m, "record", "failure").value_or("");
     r.started = optional_int(m, "record", "started", 0, 0, INT64_MAX / 2);
+    r.validation = optional_string(m, "record", "validation").value_or("");
     r.verified = optional_int(m, "record", "verified", 0, 0, INT64_MAX / 2);
     if (const core::Value* d = m.find("drift"); d && !d->is_null()) {
       const core::Map& dm = strict_map(*d, "record.drift", {"package", "message", "since"});

@@ -71,6 +71,11 @@ struct NodeRecord {
   // When the node was started in this change (Unix seconds; 0: unknown). The protected-pod
   // wait is measured from it, so a restarted controller keeps the same deadline.
   std::int64_t started = 0;
+  // The ValidationRequest the node waits on before its uncordon (spec.validation), named
+  // before it is created so a restarted controller finds it (creating it again is a no-op).
+  // Cleared by a completed step (a later change asks again) and by a start. Written only
+  // when set (records stay format 1).
+  std::string validation;
 
   // Re-verification (reverify.h). All three are written only when set, so a record of a set
   // without reverify reads the same in a controller that predates them.

@@ -243,6 +243,66 @@ Package parse_package(const std::string& name, const core::Value& v) {
   return p;
 }
 
+}  // namespace
+
+std::string_view validate_when_name(ValidateWhen w) noexcept {
+  switch (w) {
+    case ValidateWhen::Interrupting: return "Interrupting";
+    case ValidateWhen::Always: return "Always";
+    case ValidateWhen::Never: return "Never";
+  }
+  return "Interrupting";
+}
+
+// {when: Interrupting|Always|Never, categories: [diagnostics/dcgm-r1], deadlineSeconds: 1800}.
+Validation parse_validation(const core::Value& v, const std::string& f) {
+  const core::Map& m = strict_map(v, f, {"when", "categories", "deadlineSeconds"});
+  Validation out;
+  std::string when = optional_string(m, f, "when").value_or("Interrupting");
+  if (when == "Interrupting") {
+    out.when = ValidateWhen::Interrupting;
+  } else if (when == "Always") {
+    out.when = ValidateWhen::Always;
+  } else if (when == "Never") {
+    out.when = ValidateWhen::Never;
+  } else {
+    throw InvalidInput(f + ".when: \"" + when +
+                       "\" is not a policy; use Interrupting (validate nodes whose change "
+                       "delivered an interrupt), Always or Never");
+  }
+  if (const core::Value* c = m.find("categories"); c && !c->is_null()) {
+    std::vector<std::string> cats = string_list(c, f + ".categories");
+    if (cats.empty() || cats.size() > Validation::kMaxCategories) {
+      throw InvalidInput(f + ".categories: " + std::to_string(cats.size()) +
+                         " categories; give 1 to " + std::to_string(Validation::kMaxCategories) +
+                         " certify catalog ids, e.g. [diagnostics/dcgm-r1] (when: Never turns "
+                         "validation off)");
+    }
+    for (std::size_t i = 0; i < cats.size(); ++i) {
+      const std::string& cat = cats[i];
+      const std::size_t slash = cat.find('/');
+      bool ok = slash != std::string::npos && slash > 0 && slash + 1 < cat.size() &&
+                cat.size() <= 128 && cat.find('/', slash + 1) == std::string::npos;
+      for (std::size_t k = 0; ok && k < cat.size(); ++k) {
+        const char ch = cat[k];
+        ok = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '/' ||
+             (ch == '.' && k > slash);
+      }
+      if (!ok) {
+        throw InvalidInput(f + ".categories[" + std::to_string(i) + "]: \"" + cat +
+                           "\" is not a certify catalog id; write group/name in lower case, "
+                           "e.g. diagnostics/dcgm-r1 or communication/nccl-all-reduce");
+      }
+    }
+    out.categories = std::move(cats);
+  }
+  out.deadline = seconds(optional_int(m, f, "deadlineSeconds", out.deadline.count(),
+                                      Validation::kMinDeadline, Validation::kMaxDeadline));
+  return out;
+}
+
+namespace {
+
 // {interval: 6h, onDrift: Report|Reapply}. interval "0" (or absent) turns it off.
 Reverify parse_reverify(const core::Value& v, const std::string& f) {
   const core::Map& m = strict_map(v, f, {"interval", "onDrift"});
@@ -495,7 +555,7 @@ HostPackageSet parse_host_package_set(const core::Value& object) {
       strict_map(*spec, "spec",
                  {"nodeSelector", "packages", "priority", "sequencing", "runtimeRequired",
                   "autoTaintNewNodes", "additionalTolerations", "protectedPods", "pause", "disable",
-                  "deploymentPolicy", "reverify"});
+                  "deploymentPolicy", "reverify", "validation"});
   if (const core::Value* ns = m.find("nodeSelector")) {
     set.node_selector = LabelSelector::parse(*ns, "spec.nodeSelector");
   }
@@ -545,6 +605,9 @@ HostPackageSet parse_host_package_set(const core::Value& object) {
   }
   if (const core::Value* rv = m.find("reverify"); rv && !rv->is_null()) {
     set.reverify = parse_reverify(*rv, "spec.reverify");
+  }
+  if (const core::Value* va = m.find("validation"); va && !va->is_null()) {
+    set.validation = parse_validation(*va, "spec.validation");
   }
   const core::Value* pk = m.find("packages");
   if (pk == nullptr || !pk->is_map() || pk->as_map().empty()) {

@@ -97,6 +97,28 @@ struct Reverify {
   [[nodiscard]] bool enabled() const noexcept { return interval.count() > 0; }
 };
 
+// Validation by certify before a node's uncordon (docs/hostpkg.md "Validation"): when the
+// change delivered an interrupt (Interrupting, the default), on every change (Always), or
+// never. The node waits on a ValidationRequest; a failed or expired one fails the node.
+enum class ValidateWhen : unsigned char { Interrupting, Always, Never };
+std::string_view validate_when_name(ValidateWhen w) noexcept;
+
+struct Validation {
+  static constexpr std::int64_t kMinDeadline = 60;     // seconds
+  static constexpr std::int64_t kMaxDeadline = 86400;  // seconds
+  static constexpr std::size_t kMaxCategories = 16;    // the ValidationRequest's limit
+  ValidateWhen when = ValidateWhen::Interrupting;
+  std::vector<std::string> categories{"diagnostics/dcgm-r1"};  // certify catalog ids, in order
+  std::chrono::seconds deadline{1800};
+  // Whether a node whose change did (`interrupted`) or did not deliver an interrupt is
+  // validated before its uncordon.
+  [[nodiscard]] bool required(bool interrupted) const noexcept {
+    return when == ValidateWhen::Always || (when == ValidateWhen::Interrupting && interrupted);
+  }
+};
+// Reads {when, categories, deadlineSeconds}.
+Validation parse_validation(const core::Value& v, const std::string& field);
+
 enum class Sequencing : unsigned char {
   Node,  // a node starts this set once lower-priority-number sets are complete on that node
   All,   // this set starts only when lower-priority-number sets are complete on all nodes
@@ -118,6 +140,7 @@ struct HostPackageSet {
   std::chrono::seconds protected_pod_wait{3600};
   core::Value additional_tolerations = core::Value::list();
   Reverify reverify;
+  Validation validation;
 
   [[nodiscard]] const Package* find(std::string_view package) const noexcept;
 };

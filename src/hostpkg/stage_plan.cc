@@ -267,6 +267,8 @@ NodeNeed node_need(const DesiredState& desired, const NodeRecord& record, std::s
 
 void record_step_done(NodeRecord& record, const DesiredState& desired, const PlannedStep& step) {
   const HostPackageSet& set = *desired.set;
+  // A validation asked before this step was for an earlier state of the node: ask again.
+  record.validation.clear();
   const Package* p = step.package.empty() ? nullptr : set.find(step.package);
   // A drifted package whose apply, upgrade, config or uninstall just passed its check (or
   // is gone) is no longer drifted.
@@ -325,6 +327,7 @@ void mark_node_done(NodeRecord& record, const DesiredState& desired) {
   record.pending_post.clear();
   record.interrupted = false;
   record.reapply.clear();
+  record.validation.clear();
 }
 
 }  // namespace gpufleet::hostpkg

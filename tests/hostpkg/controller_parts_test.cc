@@ -193,6 +193,7 @@ status:
   inProgress: 1
   failed: 1
   drifted: 2
+  validating: 1
   target: abc
   compartments:
   - {name: canary, nodes: 2, done: 2, budget: 1, batch: 2, batchSize: 1}
@@ -206,7 +207,8 @@ status:
   EXPECT_NE(out.find("canary   [####################] 2/2"), std::string::npos) << out;
   EXPECT_NE(out.find("STOPPED: 1 consecutive failed batches"), std::string::npos) << out;
   EXPECT_NE(out.find("Stopped: FailureThreshold: failing nodes: n3"), std::string::npos) << out;
-  EXPECT_NE(out.find("DRIFTED"), std::string::npos) << out;
+  EXPECT_NE(out.find("DRIFTED  VALIDATING  TARGET"), std::string::npos) << out;
+  EXPECT_NE(out.find("  2        1           abc"), std::string::npos) << out;
   EXPECT_NE(out.find("Drifted: ChecksFailed: n5: p: value is 0"), std::string::npos) << out;
   core::Value doc = status_document({s});
   EXPECT_EQ((*doc.get({"hostPackageSets"}))[0].get_string({"status", "progress"}), "3/8");

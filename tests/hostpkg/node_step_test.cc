@@ -2,7 +2,8 @@
 // node in progress as the drive loop sees it and the transition it must take — cordon, wait
 // for protected pods (and when to say so), drain, fail (blocked, timed out, a failed step, a
 // failed reboot), finish, remember the boot, record a finished step, create the stage pod,
-// or wait.
+// or wait; and, once the plan is empty, validation by certify per spec.validation (ask, create
+// the request, wait, finish on Passed, fail naming the request on Failed or Expired).
 #include "hostpkg/controller/node_step.h"
 
 #include <gtest/gtest.h>
@@ -43,6 +44,25 @@ NodeStepFacts reboot_next() {
   NodeStepFacts f = ready_for_apply();
   f.plan.steps = {step("", Stage::Interrupt, InterruptKind::Reboot)};
   f.recorded_boot = "boot-1";
+  return f;
+}
+
+// The plan is empty after an interrupt; the set validates interrupting changes (the default).
+NodeStepFacts validation_due() {
+  NodeStepFacts f = ready_for_apply();
+  f.plan.steps.clear();
+  f.validate_when = ValidateWhen::Interrupting;
+  f.interrupted = true;
+  f.validation_name = "hostpkg-drivers-gpu-1-g7";
+  return f;
+}
+
+// ... and its request was named in the record and created; certify has not answered.
+NodeStepFacts validation_waiting() {
+  NodeStepFacts f = validation_due();
+  f.validation = "hostpkg-drivers-gpu-1-g5";
+  f.validation_exists = true;
+  f.validation_state.phase = "Running";
   return f;
 }
 
@@ -206,7 +226,49 @@ INSTANTIATE_TEST_SUITE_P(
                f.pod_created = kNow - std::chrono::seconds(600 + 181);
              },
              reboot_next, Kind::Fail,
-             "interrupt/reboot: boot ID still boot-1 after the interrupt timeout", "failed"}),
+             "interrupt/reboot: boot ID still boot-1 after the interrupt timeout", "failed"},
+        // Validation by certify before the uncordon (spec.validation).
+        Case{"InterruptingChangeAsksForValidation", nullptr, validation_due, Kind::AskValidation},
+        Case{"ChangeWithoutAnInterruptIsNotValidatedByDefault",
+             [](NodeStepFacts& f) { f.interrupted = false; }, validation_due, Kind::Finish},
+        Case{"NeverFinishesAnInterruptingChange",
+             [](NodeStepFacts& f) { f.validate_when = ValidateWhen::Never; }, validation_due,
+             Kind::Finish},
+        Case{"AlwaysValidatesAChangeWithoutAnInterrupt",
+             [](NodeStepFacts& f) {
+               f.validate_when = ValidateWhen::Always;
+               f.interrupted = false;
+             },
+             validation_due, Kind::AskValidation},
+        Case{"StepsLeftComeBeforeValidation",
+             [](NodeStepFacts& f) { f.plan.steps.push_back(step("sysctl", Stage::Apply)); },
+             validation_due, Kind::CreatePod},
+        Case{"TheCordonComesBeforeValidation", [](NodeStepFacts& f) { f.cordoned = false; },
+             validation_waiting, Kind::Cordon},
+        Case{"NamedRequestMissingIsCreated", [](NodeStepFacts& f) { f.validation_exists = false; },
+             validation_waiting, Kind::CreateValidation},
+        Case{"RequestWithoutAVerdictWaits", nullptr, validation_waiting, Kind::Wait},
+        Case{"RequestWithoutAStatusWaits", [](NodeStepFacts& f) { f.validation_state = {}; },
+             validation_waiting, Kind::Wait},
+        Case{"PassedFinishes", [](NodeStepFacts& f) { f.validation_state.phase = "Passed"; },
+             validation_waiting, Kind::Finish},
+        Case{"FailedFailsNamingTheRequestAndWhy",
+             [](NodeStepFacts& f) {
+               f.validation_state = {"Failed", "diagnostics/dcgm-r1: HardwareFailure: XID 79"};
+             },
+             validation_waiting, Kind::Fail,
+             "validation: ValidationRequest hostpkg-drivers-gpu-1-g5 Failed: diagnostics/dcgm-r1: "
+             "HardwareFailure: XID 79"},
+        Case{"ExpiredFailsNamingTheRequest",
+             [](NodeStepFacts& f) {
+               f.validation_state = {"Expired", ""};
+             },
+             validation_waiting, Kind::Fail,
+             "validation: ValidationRequest hostpkg-drivers-gpu-1-g5 Expired"},
+        // A policy switched to Never while the node waits: the uncordon is no longer held.
+        Case{"NeverWhileWaitingFinishes",
+             [](NodeStepFacts& f) { f.validate_when = ValidateWhen::Never; }, validation_waiting,
+             Kind::Finish}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 TEST(NodeStep, RememberedBootIsTheNodesOrUnknown) {
@@ -237,6 +299,69 @@ TEST(NodeStep, OnlyAConfirmedRebootClearsTheBootAndAFailedOneCountsAfterItsWrite
   h.pod_exists = true;
   h.outcome = outcome(false, "failed", "no");
   EXPECT_FALSE(decide_node_step(h).count_after_write);
+}
+
+TEST(NodeStep, AskingNamesTheRequestAndWaitingSaysValidating) {
+  NodeStep ask = decide_node_step(validation_due());
+  EXPECT_EQ(ask.validation, "hostpkg-drivers-gpu-1-g7");
+  EXPECT_FALSE(ask.validating);
+  EXPECT_TRUE(decide_node_step(validation_waiting()).validating);
+  NodeStepFacts gone = validation_waiting();
+  gone.validation_exists = false;
+  EXPECT_TRUE(decide_node_step(gone).validating);
+  // The record's request is the one waited on, even where the name to ask with changed since
+  // (the record's generation moved with the write that named it).
+  EXPECT_EQ(decide_node_step(gone).validation, "");
+}
+
+TEST(NodeStep, ValidationRequestNameIsStablePerGenerationAndAValidName) {
+  EXPECT_EQ(validation_request_name("drivers", "gpu-1", 5), "hostpkg-drivers-gpu-1-g5");
+  EXPECT_EQ(validation_request_name("drivers", "gpu-1", 5),
+            validation_request_name("drivers", "gpu-1", 5));
+  EXPECT_NE(validation_request_name("drivers", "gpu-1", 5),
+            validation_request_name("drivers", "gpu-1", 6));
+  const std::string long_node(240, 'n');
+  const std::string a = validation_request_name("drivers", long_node + "a", 5);
+  const std::string b = validation_request_name("drivers", long_node + "b", 5);
+  EXPECT_LE(a.size(), 253U);
+  EXPECT_NE(a, b);
+  EXPECT_NE(a.back(), '-');
+}
+
+core::Value request(std::string phase) {
+  core::Value v;
+  v["status"]["phase"] = std::move(phase);
+  v["status"]["message"] = "1 of 2 nodes failed";
+  return v;
+}
+
+TEST(NodeStep, ValidationSeenTakesTheNodesFailedResult) {
+  EXPECT_EQ(validation_seen(core::Value::map(), "gpu-1").phase, "");
+  core::Value running = request("Running");
+  EXPECT_EQ(validation_seen(running, "gpu-1").phase, "Running");
+  EXPECT_EQ(validation_seen(running, "gpu-1").why, "");
+  core::Value failed = request("Failed");
+  // No result for the node: the request's message.
+  EXPECT_EQ(validation_seen(failed, "gpu-1").why, "1 of 2 nodes failed");
+  core::Value other;
+  other["node"] = "gpu-2";
+  other["verdict"] = "Failed";
+  other["reason"] = "Infrastructure";
+  core::Value mine;
+  mine["node"] = "gpu-1";
+  mine["verdict"] = "Failed";
+  mine["category"] = "diagnostics/dcgm-r1";
+  mine["reason"] = "HardwareFailure";
+  mine["message"] = "XID 79 on GPU 3";
+  failed["status"]["results"].push_back(other);
+  failed["status"]["results"].push_back(mine);
+  ValidationSeen seen = validation_seen(failed, "gpu-1");
+  EXPECT_EQ(seen.phase, "Failed");
+  EXPECT_EQ(seen.why, "diagnostics/dcgm-r1: HardwareFailure: XID 79 on GPU 3");
+  EXPECT_EQ(validation_seen(failed, "gpu-2").why, "Infrastructure");
+  core::Value expired = request("Expired");
+  EXPECT_EQ(validation_seen(expired, "gpu-1").phase, "Expired");
+  EXPECT_EQ(validation_seen(expired, "gpu-1").why, "1 of 2 nodes failed");
 }
 
 }  // namespace

@@ -3,12 +3,14 @@
 // the stage pod, record the step, finish or fail the node); observe again.
 #include <algorithm>
 
+#include "api/resources.h"
 #include "core/log.h"
 #include "core/time.h"
 #include "hostpkg/controller/node_step.h"
 #include "hostpkg/controller/record_store.h"
 #include "hostpkg/controller/set_reconciler.h"
 #include "hostpkg/controller/stage_pod.h"
+#include "kube/api/conditions.h"
 #include "kube/api/cordon.h"
 #include "kube/api/meta.h"
 #include "kube/api/objects.h"
@@ -89,7 +91,21 @@ NodeStepFacts HostPkgReconciler::observe_step(Pass& p, const core::Value& node,
   f.evictions_left = !to_evict.empty();
   if (f.evictions_left) return f;
   f.plan = plan_node(p.desired, rec);
-  if (!f.plan.blocked.empty() || f.plan.steps.empty()) return f;
+  if (!f.plan.blocked.empty()) return f;
+  if (f.plan.steps.empty()) {
+    f.validate_when = p.set.validation.when;
+    f.interrupted = rec.interrupted;
+    if (!p.set.validation.required(rec.interrupted)) return f;
+    f.validation = rec.validation;
+    f.validation_name = validation_request_name(p.set.name, node_name, rec.generation);
+    if (!f.validation.empty()) {
+      if (kube::ObjectPtr vr = validation_requests_.get(f.validation)) {
+        f.validation_exists = true;
+        f.validation_state = validation_seen(*vr, node_name);
+      }
+    }
+    return f;
+  }
   const PlannedStep& step = f.plan.steps.front();
   f.recorded_boot = rec.boot_id;
   f.boot = std::string(node.get_string({"status", "nodeInfo", "bootID"}));
@@ -157,7 +173,19 @@ HostPkgReconciler::Drive HostPkgReconciler::drive_node(Pass& p, const std::strin
       case NodeStep::Kind::CreatePod:
         create_stage_pod(p, node_name, f.plan.steps.front(), f.pod_name);
         return Drive::Waiting;
-      case NodeStep::Kind::Wait: return Drive::Waiting;
+      case NodeStep::Kind::Wait:
+        if (step.validating) note_validating(p, node_name, rec.validation);
+        return Drive::Waiting;
+      case NodeStep::Kind::AskValidation:
+        // Named in the record first: killed after this write, the next controller creates
+        // the same request; killed before it, nothing was asked yet.
+        rec.validation = step.validation;
+        node = patch_node(node_name, record_patch(node, set_name, rec), "record");
+        continue;
+      case NodeStep::Kind::CreateValidation:
+        create_validation_request(p, node_name, rec.validation);
+        note_validating(p, node_name, rec.validation);
+        return Drive::Waiting;
       case NodeStep::Kind::StepDone: break;
     }
     // StepDone.
@@ -170,8 +198,13 @@ HostPkgReconciler::Drive HostPkgReconciler::drive_node(Pass& p, const std::strin
     // the step's finished pod again and gets here again).
     NodePlan next = plan_node(p.desired, rec);
     if (next.blocked.empty() && next.steps.empty()) {
-      finish_node(p, node, std::move(rec));
-      return Drive::Done;
+      if (!p.set.validation.required(rec.interrupted)) {
+        finish_node(p, node, std::move(rec));
+        return Drive::Done;
+      }
+      // Validation before the uncordon: asked in the step's write, named from the generation
+      // read (as AskValidation names it), so a lost write is re-derived with the same name.
+      rec.validation = validation_request_name(set_name, node_name, rec.generation);
     }
     node = patch_node(node_name, record_patch(node, set_name, rec), "record");
   }
@@ -245,6 +278,53 @@ void HostPkgReconciler::create_stage_pod(Pass& p, const std::string& node_name,
   }
   std::lock_guard lock(written_mu_);
   created_pods_.push_back(kube::object_key(settings_.namespace_, pod_name));
+}
+
+// The status counts the node Validating and names its request.
+void HostPkgReconciler::note_validating(Pass& p, const std::string& node_name,
+                                        const std::string& request) {
+  std::lock_guard lock(p.mu);
+  ++p.validating;
+  p.node_messages.push_back(node_name + ": Validating: waiting for certify (ValidationRequest " +
+                            request + ")");
+}
+
+// The node's validation by certify (spec.validation): one request for the node, owned by the
+// set (deleted with it), labelled with the set and the node. Its name is in the record, so
+// creating it again after a restart, or after someone deleted it, is the same request.
+void HostPkgReconciler::create_validation_request(Pass& p, const std::string& node_name,
+                                                  const std::string& name) {
+  core::Value v;
+  v["apiVersion"] = "gpufleet.io/v1alpha1";
+  v["kind"] = "ValidationRequest";
+  v["metadata"]["name"] = name;
+  v["metadata"]["labels"][std::string(kSetLabel)] = label_safe(p.set.name);
+  v["metadata"]["labels"][std::string(kValidationNodeLabel)] = label_safe(node_name);
+  v["metadata"]["annotations"][std::string(kNodeAnnotation)] = node_name;
+  core::Value owner;
+  owner["apiVersion"] = std::string(p.object->get_string({"apiVersion"}));
+  owner["kind"] = "HostPackageSet";
+  owner["name"] = p.set.name;
+  owner["uid"] = std::string(p.object->get_string({"metadata", "uid"}));
+  v["metadata"]["ownerReferences"].push_back(std::move(owner));
+  v["spec"]["nodeNames"].push_back(node_name);
+  core::Value cats = core::Value::list();
+  for (const auto& c : p.set.validation.categories) cats.push_back(c);
+  v["spec"]["categories"] = std::move(cats);
+  v["spec"]["requester"] = "hostpkg";
+  v["spec"]["reason"] =
+      ("HostPackageSet " + p.set.name + " rollout " + p.desired.target).substr(0, 256);
+  v["spec"]["deadline"] = kube::format_rfc3339(Clock::now() + p.set.validation.deadline);
+  try {
+    metrics_.writes->with({"validationrequest"}).inc();
+    client_.create(api::validation_requests(), v, kFieldManager);
+  } catch (const kube::ApiError& e) {
+    if (!e.is(kube::Reason::AlreadyExists)) throw;  // asked before a restart
+  }
+  log::info("hostpkg: validation asked",
+            {{"set", p.set.name}, {"node", node_name}, {"request", name}});
+  record_event(*p.object, kube::EventType::Normal, "NodeValidating",
+               node_name + ": waiting for certify (ValidationRequest " + name + ")");
 }
 
 void HostPkgReconciler::fail_node(Pass& p, const core::Value& node, NodeRecord rec,

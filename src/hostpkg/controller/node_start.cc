@@ -48,6 +48,7 @@ void HostPkgReconciler::start_node(Pass& p, const NodeStart& s, std::string_view
   rec.batch = s.batch;
   rec.epoch = s.epoch;
   rec.failure.clear();
+  rec.validation.clear();
   rec.started = core::Timestamp::now().seconds;
   // Record and cordon share in one write: a node is never out without a record saying why.
   core::Value base = kube::cordon_patch(*node, kOwner).value_or(core::Value::map());

@@ -54,12 +54,64 @@ NodeStep reboot_pod(const NodeStepFacts& f, bool overdue) {
   return s;
 }
 
+// The plan is empty: certify's verdict, when the set asks for one, before the uncordon.
+NodeStep validation_step(const NodeStepFacts& f) {
+  Validation policy;
+  policy.when = f.validate_when;
+  if (!policy.required(f.interrupted)) return step_of(Kind::Finish);
+  if (f.validation.empty()) {
+    NodeStep s = step_of(Kind::AskValidation);
+    s.validation = f.validation_name;
+    return s;
+  }
+  const ValidationSeen& v = f.validation_state;
+  if (f.validation_exists && v.phase == "Passed") return step_of(Kind::Finish);
+  if (f.validation_exists && (v.phase == "Failed" || v.phase == "Expired")) {
+    return fail("validation: ValidationRequest " + f.validation + " " + v.phase +
+                (v.why.empty() ? std::string() : ": " + v.why));
+  }
+  NodeStep s = step_of(f.validation_exists ? Kind::Wait : Kind::CreateValidation);
+  s.validating = true;
+  return s;
+}
+
 }  // namespace
+
+std::string validation_request_name(const std::string& set, const std::string& node,
+                                    std::int64_t generation) {
+  std::string name = "hostpkg-" + set + "-" + node + "-g" + std::to_string(generation);
+  if (name.size() <= 253) return name;
+  // Too long for a name: keep a readable prefix and make it unique with a hash of the whole.
+  std::string prefix = name.substr(0, 253 - 17);
+  while (!prefix.empty() && (prefix.back() == '-' || prefix.back() == '.')) prefix.pop_back();
+  return prefix + "-" + short_hash(name);
+}
+
+ValidationSeen validation_seen(const core::Value& request, const std::string& node) {
+  ValidationSeen out;
+  out.phase = std::string(request.get_string({"status", "phase"}));
+  if (out.phase != "Failed" && out.phase != "Expired") return out;
+  out.why = std::string(request.get_string({"status", "message"}));
+  if (const core::Value* results = request.get({"status", "results"});
+      results && results->is_list()) {
+    for (const auto& r : results->as_list()) {
+      if (r.get_string({"node"}) != node || r.get_string({"verdict"}) != "Failed") continue;
+      std::string why(r.get_string({"category"}));
+      for (std::string_view part : {r.get_string({"reason"}), r.get_string({"message"})}) {
+        if (part.empty()) continue;
+        if (!why.empty()) why += ": ";
+        why += part;
+      }
+      if (!why.empty()) out.why = std::move(why);
+    }
+  }
+  return out;
+}
 
 NodeStep decide_node_step(const NodeStepFacts& f) {
   if (std::optional<NodeStep> gate = before_step(f)) return *gate;
   if (!f.plan.blocked.empty()) return fail("blocked: " + detail::join_first(f.plan.blocked, "; "));
-  if (f.plan.steps.empty()) return step_of(Kind::Finish);
+  if (f.plan.steps.empty()) return validation_step(f);
   const PlannedStep& step = f.plan.steps.front();
   const std::string stage(stage_name(step.stage));
   const bool reboot =

@@ -380,6 +380,7 @@ void HostPkgReconciler::write_status(Pass& p, const RolloutPlan* plan, const std
   f.plan = plan;
   f.drain_blocked = p.drain_blocked;
   f.protected_wait = p.protected_wait;
+  f.validating = p.validating;
   f.node_messages = p.node_messages;
   f.drifted = p.drifted;
   f.drift_messages = p.drift_messages;

@@ -70,6 +70,7 @@ HostPkgReconciler::HostPkgReconciler(controller::Manager& m, ControllerSettings 
       config_maps_(m.cache(kube::resources::config_maps(), stage_pod_cache_options(settings_))),
       pdbs_(m.cache(kube::resources::pod_disruption_budgets())),
       remediations_(m.cache(api::remediations())),
+      validation_requests_(m.cache(api::validation_requests())),
       budget_(m.client()),
       claims_(m.client(), {.namespace_ = m.options().lease_namespace}),
       events_(m.event_recorder("hostpkg")),

@@ -62,6 +62,7 @@ class HostPkgReconciler : public controller::Reconciler {
 
   controller::Cache& sets() { return sets_; }
   controller::Cache& nodes() { return nodes_; }
+  controller::Cache& validation_requests() { return validation_requests_; }
 
   controller::Result reconcile(const controller::Request& req, std::stop_token stop) override;
 
@@ -114,6 +115,8 @@ class HostPkgReconciler : public controller::Reconciler {
   void evict(Pass& p, const std::string& node_name, const std::vector<kube::ObjectPtr>& pods);
   void create_stage_pod(Pass& p, const std::string& node_name, const PlannedStep& step,
                         const std::string& pod_name);
+  void note_validating(Pass& p, const std::string& node_name, const std::string& request);
+  void create_validation_request(Pass& p, const std::string& node_name, const std::string& name);
   void finish_node(Pass& p, const core::Value& node, NodeRecord rec);
   void fail_node(Pass& p, const core::Value& node, NodeRecord rec, const std::string& why);
 
@@ -167,6 +170,7 @@ class HostPkgReconciler : public controller::Reconciler {
   controller::Cache& config_maps_;  // ours (set label, our namespace): create only when absent
   controller::Cache& pdbs_;
   controller::Cache& remediations_;           // sentinel's open incidents count as out
+  controller::Cache& validation_requests_;    // certify's verdicts on nodes validating
   controller::BudgetReader budget_;           // the DisruptionBudget object, when there is one
   controller::DisruptionReservation claims_;  // the lock shared with sentinel and other replicas
   bool warned_both_ = false;                  // one worker: no lock needed
@@ -208,6 +212,7 @@ struct HostPkgReconciler::Pass {
   std::mutex mu;
   std::vector<std::string> node_messages;  // "node: why" for blocked / failed nodes
   std::int64_t drain_blocked = 0, protected_wait = 0;
+  std::int64_t validating = 0;  // nodes waiting on certify's verdict (spec.validation)
   // Re-verification: drifted nodes ("node: package: message"), verify pods running.
   std::int64_t drifted = 0;
   std::vector<std::string> drift_messages;

@@ -161,6 +161,7 @@ SetStatus set_status(SetStatusFacts f) {
   st["nodes"] = n.nodes;
   st["done"] = n.done;
   st["inProgress"] = n.active;
+  st["validating"] = f.validating;
   st["failed"] = n.failed;
   st["pending"] = n.pending;
   st["blocked"] = n.blocked;

@@ -47,6 +47,7 @@ struct SetStatusFacts {
   std::string message;
   const RolloutPlan* plan = nullptr;  // null: nothing was planned
   std::int64_t drain_blocked = 0, protected_wait = 0;
+  std::int64_t validating = 0;             // nodes in progress waiting on certify's verdict
   std::vector<std::string> node_messages;  // "node: why" for blocked and failed nodes
   std::int64_t drifted = 0;
   std::vector<std::string> drift_messages;  // "node: package: message"

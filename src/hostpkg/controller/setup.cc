@@ -175,6 +175,18 @@ void setup_hostpkg(controller::Manager& manager, const ControllerSettings& setti
     for (const auto& s : sets.list()) out.push_back(Request{"", std::string(kube::name_of(*s))});
     return out;
   };
+  // certify's verdict on a node validating: the set that owns the request.
+  controller::MapFunc validation_to_set = [](const core::Value& vr) {
+    std::vector<Request> out;
+    if (const core::Value* owners = vr.get({"metadata", "ownerReferences"});
+        owners && owners->is_list()) {
+      for (const auto& o : owners->as_list()) {
+        if (o.get_string({"kind"}) == "HostPackageSet")
+          out.push_back(Request{"", std::string(o.get_string({"name"}))});
+      }
+    }
+    return out;
+  };
   controller::SourceOptions set_source;
   set_source.cache.compact = false;
   controller::SourceOptions node_source;
@@ -191,6 +203,7 @@ void setup_hostpkg(controller::Manager& manager, const ControllerSettings& setti
       .watches(kube::resources::pods(), stage_pod_to_set, stage_source)
       .watches(kube::resources::pods(), pod_to_sets, pod_source)
       .watches(api::remediations(), incident_to_sets)
+      .watches(api::validation_requests(), validation_to_set)
       // One worker: sets share the cluster budget, so their passes must not interleave.
       .max_concurrent_reconciles(1)
       .complete(rec);

@@ -26,6 +26,13 @@ std::string join(const std::vector<std::string>& v, char sep) {
 
 }  // namespace
 
+std::string label_safe(const std::string& name) {
+  if (name.size() <= 63) return name;
+  std::string prefix = name.substr(0, 63 - 17);
+  while (!prefix.empty() && (prefix.back() == '-' || prefix.back() == '.')) prefix.pop_back();
+  return prefix + "-" + short_hash(name);
+}
+
 std::string stage_pod_name(std::string_view set, std::string_view node, const PlannedStep& step) {
   std::string id(set);
   id += '\n';

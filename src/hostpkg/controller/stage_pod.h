@@ -22,6 +22,10 @@ inline constexpr std::string_view kSetLabel = "hostpkg.gpufleet.io/set";
 inline constexpr std::string_view kStageLabel = "hostpkg.gpufleet.io/stage";
 inline constexpr std::string_view kPackageLabel = "hostpkg.gpufleet.io/package";
 inline constexpr std::string_view kNodeAnnotation = "hostpkg.gpufleet.io/node";
+// A ValidationRequest's node (with kSetLabel, the set): label_safe of the node's name.
+inline constexpr std::string_view kValidationNodeLabel = "hostpkg.gpufleet.io/node";
+// A name as a label value: itself when it fits (63 characters), else a prefix and a hash.
+std::string label_safe(const std::string& name);
 inline constexpr std::string_view kKeyAnnotation = "hostpkg.gpufleet.io/key";
 inline constexpr std::string_view kVersionAnnotation = "hostpkg.gpufleet.io/version";
 inline constexpr std::string_view kInterruptAnnotation = "hostpkg.gpufleet.io/interrupt";

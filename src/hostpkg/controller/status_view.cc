@@ -24,8 +24,8 @@ std::string progress_bar(std::int64_t done, std::int64_t total, int width) {
 }
 
 std::string render_status(const std::vector<core::Value>& sets) {
-  std::vector<std::vector<std::string>> rows = {
-      {"NAME", "PHASE", "PROGRESS", "ACTIVE", "FAILED", "BLOCKED", "DRIFTED", "TARGET"}};
+  std::vector<std::vector<std::string>> rows = {{"NAME", "PHASE", "PROGRESS", "ACTIVE", "FAILED",
+                                                 "BLOCKED", "DRIFTED", "VALIDATING", "TARGET"}};
   for (const auto& s : sets) {
     rows.push_back({std::string(s.get_string({"metadata", "name"})),
                     std::string(s.get_string({"status", "phase"}, "Unknown")),
@@ -34,6 +34,7 @@ std::string render_status(const std::vector<core::Value>& sets) {
                     std::to_string(int_at(s, {"status", "failed"})),
                     std::to_string(int_at(s, {"status", "blocked"})),
                     std::to_string(int_at(s, {"status", "drifted"})),
+                    std::to_string(int_at(s, {"status", "validating"})),
                     std::string(s.get_string({"status", "target"}, "-"))});
   }
   std::vector<std::size_t> widths(rows.front().size(), 0);

@@ -110,6 +110,11 @@ expect yes gpufleet-hostpkg create pods/eviction
 expect yes gpufleet-hostpkg list hostpackagesets.gpufleet.io
 expect yes gpufleet-hostpkg patch hostpackagesets.gpufleet.io/status
 expect yes gpufleet-hostpkg create validationrequests.gpufleet.io
+# spec.validation: one ValidationRequest per node validating, created and watched; deleted
+# with its set by the garbage collector (owner reference), so no delete below; certify's
+# verdict (the status) is never hostpkg's to write.
+for v in get list watch; do expect yes gpufleet-hostpkg "$v" validationrequests.gpufleet.io; done
+expect no gpufleet-hostpkg patch validationrequests.gpufleet.io/status
 expect yes gpufleet-hostpkg watch remediations.gpufleet.io
 expect no gpufleet-hostpkg patch remediations.gpufleet.io
 expect no gpufleet-hostpkg create hostpackagesets.gpufleet.io

@@ -38,10 +38,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# remediation: the controller watches sentinel's incidents and starts only once that cache
-# syncs, so on a fresh control plane without the CRD it never started.
+# remediation, validationrequest: the controller watches sentinel's incidents and certify's
+# requests and starts only once those caches sync, so on a fresh control plane without the
+# CRDs it never started.
 k apply --server-side -f deploy/crds/hostpackageset.yaml -f deploy/crds/deploymentpolicy.yaml \
-  -f deploy/crds/remediation.yaml >/dev/null
+  -f deploy/crds/remediation.yaml -f deploy/crds/validationrequest.yaml >/dev/null
 k wait --for=condition=Established --timeout=60s crd/hostpackagesets.gpufleet.io >/dev/null
 # A set of an earlier, interrupted run would start this one half done.
 k patch hostpackageset gpu-sysctl --type merge -p '{"metadata":{"finalizers":null}}' \

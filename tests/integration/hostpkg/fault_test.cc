@@ -372,5 +372,90 @@ TEST(HostPkgFault, KillNineDuringReverifyNeverRunsARoundTwice) {
   env.remove_set(name);
 }
 
+// kill -9 the controller at random points of a node's rollout up to its validation, and once
+// more while the node waits on its ValidationRequest: after each restart exactly one request
+// exists for the node (the name is in the record before the create, so none is lost or made
+// twice), the node stays cordoned until the test (playing certify) passes it, and the rollout
+// then completes with the node rebooted once.
+TEST(HostPkgFault, KillNineWhileValidatingKeepsOneRequest) {
+  HostPkgEnv env(1, /*controller=*/false);
+  env.pass_validations = false;
+  const std::string node = env.node(0);
+  const std::string boot = env.sim().boot_id_of(node);
+  const std::string set = "validate-kill-" + env.pool();
+  env.apply("apiVersion: gpufleet.io/v1alpha1\nkind: HostPackageSet\nmetadata: {name: " + set +
+            "}\nspec:\n  nodeSelector:\n    matchExpressions:\n    - {key: kubernetes.io/hostname, "
+            "operator: In, values: " +
+            env.node_list(0, 1) +
+            "}\n  packages:\n    k:\n      version: 1.0.0\n      image: example.com/k\n"
+            "      interrupt: {type: reboot}\n");
+  const char* kc = std::getenv("KUBECONFIG");
+  auto controller = [&] {
+    return std::make_unique<ct::Child>(
+        std::vector<std::string>{
+            ct::gpufleet_bin(), "controller", "--controllers=hostpkg", "--kubeconfig", kc ? kc : "",
+            "--metrics-addr", "127.0.0.1:" + std::to_string(ct::free_port()), "--set",
+            "hostpkg.namespace=" + env.stage_namespace(), "--set",
+            "hostpkg.runner-image=example.com/gpufleet:test", "--set", "hostpkg.poll=300ms"},
+        "/tmp/hostpkg-fault-validate-" + std::to_string(::getpid()) + ".log");
+  };
+  auto requests = [&] { return env.validation_requests(node); };
+  auto recorded = [&]() -> std::string {
+    RecordRead rr = read_record(env.get_node(node), set);
+    return rr.record ? rr.record->validation : "";
+  };
+  std::mt19937 rng(static_cast<unsigned>(::getpid()));
+  std::uniform_int_distribution<int> pause_ms(200, 1500);
+  int kills = 0;
+  // Killed at random points until the node waits on its request.
+  while (kills < 12) {
+    auto c = controller();
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(rng)));
+    const bool waiting = !recorded().empty() && requests().size() == 1;
+    c->signal(SIGKILL);
+    c->wait(10s);
+    ++kills;
+    EXPECT_LE(requests().size(), 1U) << "after kill " << kills;
+    if (waiting) break;
+  }
+  std::printf("  %d kill -9s up to the wait on certify\n", kills);
+  // Once more while it waits, and a controller started again.
+  {
+    auto c = controller();
+    ASSERT_TRUE(
+        HostPkgEnv::eventually([&] { return !recorded().empty() && requests().size() == 1; }, 60s));
+    std::this_thread::sleep_for(1s);
+    c->signal(SIGKILL);
+    c->wait(10s);
+    ++kills;
+  }
+  auto c = controller();
+  std::this_thread::sleep_for(3s);  // it has looked at the node again
+  auto vrs = requests();
+  ASSERT_EQ(vrs.size(), 1U);
+  const std::string vr(kube::name_of(vrs.front()));
+  EXPECT_EQ(recorded(), vr);
+  EXPECT_TRUE(kube::node::unschedulable(env.get_node(node))) << "uncordoned before certify";
+  env.answer_validation(vr, node, "Passed");
+  ASSERT_TRUE(HostPkgEnv::eventually(
+      [&] {
+        return env.get_set(set).get_string({"status", "phase"}) == "Complete";
+      },
+      60s))
+      << core::to_json(*env.get_set(set).get({"status"}));
+  c->signal(SIGTERM);
+  c->wait(10s);
+  EXPECT_EQ(requests().size(), 1U);
+  EXPECT_FALSE(kube::node::unschedulable(env.get_node(node)));
+  EXPECT_NE(env.sim().boot_id_of(node), boot);
+  std::string history = env.sim().host_read(node, sim::kHostStepHistory).value_or("");
+  int interrupts = 0;
+  for (auto p = history.find("/interrupt/"); p != std::string::npos;
+       p = history.find("/interrupt/", p + 1))
+    ++interrupts;
+  EXPECT_EQ(interrupts, 1) << history;
+  env.remove_set(set);
+}
+
 }  // namespace
 }  // namespace gpufleet::hostpkg::testing

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "api/resources.h"
 #include "core/yaml.h"
 #include "hostpkg/controller/reconciler.h"
 #include "kube/api/conditions.h"
@@ -68,14 +69,16 @@ HostPkgEnv::HostPkgEnv(int nodes, bool controller, std::string state_dir) {
   const char* kc = std::getenv("KUBECONFIG");
   std::string k = kubectl() + " --kubeconfig '" + (kc ? kc : "") + "'";
   // remediation: sentinel's incidents, which hostpkg reads as nodes out.
-  for (const char* crd : {"hostpackageset", "deploymentpolicy", "remediation"}) {
+  // validationrequest: certify's requests, which hostpkg asks before an uncordon.
+  for (const char* crd :
+       {"hostpackageset", "deploymentpolicy", "remediation", "validationrequest"}) {
     std::string file = std::string(GPUFLEET_SOURCE_DIR) + "/deploy/crds/" + crd + ".yaml";
     if (std::system(
             (k + " apply --server-side --force-conflicts -f " + file + " >/dev/null").c_str()) != 0)
       throw std::runtime_error("cannot apply " + file);
   }
   for (const char* crd : {"hostpackagesets.gpufleet.io", "deploymentpolicies.gpufleet.io",
-                          "remediations.gpufleet.io"}) {
+                          "remediations.gpufleet.io", "validationrequests.gpufleet.io"}) {
     std::system(
         (k + " wait --for=condition=Established --timeout=30s crd/" + crd + " >/dev/null").c_str());
   }
@@ -109,10 +112,29 @@ HostPkgEnv::HostPkgEnv(int nodes, bool controller, std::string state_dir) {
   // 500-node fault runs register for minutes on a loaded machine.
   if (!sim_->wait_registered(60s + nodes * 300ms))
     throw std::runtime_error("fleet did not register");
+  certify_ = std::jthread([this](std::stop_token stop) {
+    while (!stop.stop_requested()) {
+      std::this_thread::sleep_for(200ms);
+      if (!pass_validations) continue;
+      try {
+        kube::ListOptions o;
+        o.label_selector = "hostpkg.gpufleet.io/node";
+        for (const auto& vr : client_->list(api::validation_requests(), "", o).items) {
+          const std::string node(vr.get_string({"metadata", "labels", "hostpkg.gpufleet.io/node"}));
+          if (!node.starts_with(pool_ + "-") || !vr.get_string({"status", "phase"}).empty())
+            continue;
+          answer_validation(std::string(vr.get_string({"metadata", "name"})), node, "Passed");
+        }
+      } catch (const std::exception&) {
+      }
+    }
+  });
   if (controller) start_controller();
 }
 
 HostPkgEnv::~HostPkgEnv() {
+  certify_.request_stop();
+  if (certify_.joinable()) certify_.join();
   stop_controller();
   try {
     client_->remove(kube::resources::namespaces(), "", ns_);
@@ -154,6 +176,30 @@ void HostPkgEnv::stop_controller() {
   stop_.request_stop();
   thread_.join();
   manager_.reset();
+}
+
+std::vector<core::Value> HostPkgEnv::validation_requests(const std::string& node) {
+  kube::ListOptions o;
+  o.label_selector = "hostpkg.gpufleet.io/node=" + node;
+  return client_->list(api::validation_requests(), "", o).items;
+}
+
+void HostPkgEnv::answer_validation(const std::string& request, const std::string& node,
+                                   const std::string& phase, const std::string& category,
+                                   const std::string& reason, const std::string& message) {
+  core::Value result;
+  result["node"] = node;
+  result["verdict"] = phase == "Passed" ? "Passed" : "Failed";
+  if (!category.empty()) result["category"] = category;
+  if (!reason.empty()) result["reason"] = reason;
+  if (!message.empty()) result["message"] = message;
+  core::Value patch;
+  patch["status"]["phase"] = phase;
+  patch["status"]["nodeCount"] = 1;
+  patch["status"]["failedCount"] = phase == "Passed" ? 0 : 1;
+  if (phase != "Expired") patch["status"]["results"].push_back(std::move(result));
+  if (phase == "Expired") patch["status"]["message"] = "no verdict before the deadline";
+  client_->patch(api::validation_requests(), "", request, kube::PatchType::Merge, patch, "status");
 }
 
 void HostPkgEnv::apply(const std::string& yaml) {

@@ -4,6 +4,7 @@
 // own nodes by name, so tests never see each other's sets.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -47,6 +48,19 @@ class HostPkgEnv {
   core::Value get_node(const std::string& name);
   void remove_set(const std::string& name);
 
+  // Certify's part: sets validate interrupting changes by default (spec.validation), and no
+  // certify runs here, so the env passes every ValidationRequest of its own nodes as soon as
+  // it shows (a stand-in that plays certify, as sentinel_env.sh's pass_validation does).
+  // Tests of the validation itself turn it off and answer by hand.
+  std::atomic<bool> pass_validations{true};
+  // This env's node `node`'s ValidationRequests (hostpkg's, by its node label).
+  std::vector<core::Value> validation_requests(const std::string& node);
+  // Writes certify's verdict on a request for one node: phase Passed, Failed or Expired; a
+  // Failed one carries the node's failed result (category, reason, message).
+  void answer_validation(const std::string& request, const std::string& node,
+                         const std::string& phase, const std::string& category = "",
+                         const std::string& reason = "", const std::string& message = "");
+
   static bool eventually(const std::function<bool()>& check, std::chrono::milliseconds timeout);
 
  private:
@@ -55,6 +69,7 @@ class HostPkgEnv {
   std::unique_ptr<controller::Manager> manager_;
   std::stop_source stop_;
   std::thread thread_;
+  std::jthread certify_;  // the stand-in (pass_validations)
   std::string pool_;
   std::string ns_;
 };

@@ -116,7 +116,9 @@ Cluster-wide rules here; leader election Leases are a Role in the release namesp
 - apiGroups: [gpufleet.io]
   resources: [hostpackagesets/status]
   verbs: [get, update, patch]
-# A changed host is certified before it takes work again.
+# A changed host is certified before it takes work again (spec.validation): one
+# ValidationRequest per node validating, owned by the set, so the garbage collector deletes
+# them with it (hostpkg itself never deletes one: no delete).
 - apiGroups: [gpufleet.io]
   resources: [validationrequests]
   verbs: [get, list, watch, create]
