@@ -73,8 +73,10 @@ kubelet=()
 [[ -f $pki/kubelet-serving.crt ]] && kubelet=(--kubelet-listen 127.0.0.1:0
   --kubelet-cert "$pki/kubelet-serving.crt" --kubelet-key "$pki/kubelet-serving.key"
   --kubelet-client-ca "$pki/ca.crt")
+# --time-scale 4: simulated workloads (nccl-tests, DCGM, stage pods) and reboots run four times
+# faster than on real hosts, so the demo's certify, sentinel and hostpkg parts fit in minutes.
 "$gpufleet" sim --fleet examples/fleet-h100.yaml --kubeconfig "$kubeconfig" \
-  --state-dir "$demo_dir/sim" "${kubelet[@]}" --detach
+  --state-dir "$demo_dir/sim" --time-scale 4 "${kubelet[@]}" --detach
 for _ in $(seq 60); do
   ready=$(kubectl --kubeconfig "$kubeconfig" get nodes --no-headers 2>/dev/null | grep -c ' Ready' || true)
   total=$(kubectl --kubeconfig "$kubeconfig" get nodes --no-headers 2>/dev/null | wc -l)

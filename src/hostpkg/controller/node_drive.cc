@@ -72,25 +72,31 @@ NodeStepFacts HostPkgReconciler::observe_step(Pass& p, const core::Value& node,
   f.started = rec.started;
   f.protected_wait = p.set.protected_pod_wait;
   std::vector<kube::ObjectPtr> on_node = pods_.by_index("node", node_name);
-  if (p.set.has_protected_pods) {
-    for (const auto& pod : on_node) {
-      if (kube::pod::terminal(*pod)) continue;
-      Labels labels;
-      if (const core::Value* l = pod->get({"metadata", "labels"}); l && l->is_map()) {
-        for (const auto& [k, v] : l->as_map())
-          if (v.is_string()) labels.emplace(k, v.as_string());
-      }
-      if (p.set.protected_pods.matches(labels))
-        f.protected_running.push_back(kube::object_key(*pod));
-    }
-    if (!f.protected_running.empty()) return f;
-  }
-  for (const auto& pod : on_node) {
-    if (evictable(*pod)) to_evict.push_back(pod);
-  }
-  f.evictions_left = !to_evict.empty();
-  if (f.evictions_left) return f;
   f.plan = plan_node(p.desired, rec);
+  // Everything applied, only certify's verdict left: its validation pods run on this node, so
+  // neither protected pods nor the drain apply any more (a drain would evict the validation).
+  const bool only_validation =
+      f.plan.blocked.empty() && f.plan.steps.empty() && p.set.validation.required(rec.interrupted);
+  if (!only_validation) {
+    if (p.set.has_protected_pods) {
+      for (const auto& pod : on_node) {
+        if (kube::pod::terminal(*pod)) continue;
+        Labels labels;
+        if (const core::Value* l = pod->get({"metadata", "labels"}); l && l->is_map()) {
+          for (const auto& [k, v] : l->as_map())
+            if (v.is_string()) labels.emplace(k, v.as_string());
+        }
+        if (p.set.protected_pods.matches(labels))
+          f.protected_running.push_back(kube::object_key(*pod));
+      }
+      if (!f.protected_running.empty()) return f;
+    }
+    for (const auto& pod : on_node) {
+      if (evictable(*pod)) to_evict.push_back(pod);
+    }
+    f.evictions_left = !to_evict.empty();
+    if (f.evictions_left) return f;
+  }
   if (!f.plan.blocked.empty()) return f;
   if (f.plan.steps.empty()) {
     f.validate_when = p.set.validation.when;
