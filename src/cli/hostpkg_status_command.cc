@@ -6,6 +6,7 @@
 
 #include "api/resources.h"
 #include "cli/command.h"
+#include "cli/hostpkg_driver_set.h"
 #include "core/errors.h"
 #include "core/json.h"
 #include "core/yaml.h"
@@ -57,6 +58,7 @@ void setup_hostpkg(CLI::App& root) {
                  "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)");
   st->add_option("--context", flags->context, "kubeconfig context");
   st->callback([flags] { run_status(*flags); });
+  add_hostpkg_driver_set(*cmd);
 }
 
 const CommandRegistration kHostpkg(setup_hostpkg);

@@ -96,7 +96,7 @@ RecordRead record_from_value(const core::Value& v) noexcept {
                                           "interrupt", "env", "resources"});
         InstalledPackage p;
         p.version = required_string(pm, f, "version");
-        if (!core::SemVer::try_parse(p.version)) {
+        if (!core::is_exact_pin(p.version)) {  // 570.148.08 too, as in spec.cc
           throw core::InvalidInput(f + ".version: \"" + p.version + "\" is not a semantic version");
         }
         p.image = optional_string(pm, f, "image").value_or("");

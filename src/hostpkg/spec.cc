@@ -155,7 +155,9 @@ Package parse_package(const std::string& name, const core::Value& v) {
         f + ".version: \"" + p.version_text +
         "\" is not an exact semantic version; write MAJOR.MINOR.PATCH such as 1.2.0");
   }
-  p.version = core::SemVer::parse(p.version_text);
+  // Lenient only about leading zeros (is_exact_pin wants all three parts): NVIDIA's driver
+  // versions pad the last part (535.230.02, 570.148.08), and those are a package's version.
+  p.version = core::SemVer::parse(p.version_text, true);
   if (!p.version_text.empty() && (p.version_text[0] == 'v' || p.version_text[0] == 'V')) {
     p.version_text = p.version_text.substr(1);
   }

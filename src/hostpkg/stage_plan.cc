@@ -110,7 +110,7 @@ NodePlan plan_node(const DesiredState& desired, const NodeRecord& record) {
       s.timeout = p.timeout(Stage::Apply);
       changes.push_back(std::move(s));
     } else {
-      auto installed = core::SemVer::try_parse(inst->version);
+      auto installed = core::SemVer::try_parse(inst->version, true);
       int cmp = installed ? core::compare(p.version, *installed) : 1;
       if (cmp > 0 || (cmp < 0 && p.downgrade == DowngradeRule::InPlace)) {
         PlannedStep s;
@@ -251,7 +251,7 @@ NodeNeed node_need(const DesiredState& desired, const NodeRecord& record, std::s
     }
     const InstalledPackage& inst = it->second;
     if (inst.version != p.version_text) {
-      auto installed = core::SemVer::try_parse(inst.version);
+      auto installed = core::SemVer::try_parse(inst.version, true);
       if (installed && core::compare(p.version, *installed) < 0 &&
           p.downgrade == DowngradeRule::Refuse) {
         // The same decision and message as plan_node's.

@@ -5,6 +5,7 @@
 
 #include "core/json.h"
 #include "core/semver.h"
+#include "recipe/validate.h"
 
 namespace gpufleet::recipe {
 
@@ -39,6 +40,30 @@ bool same_version(const std::string& a, const std::string& b) {
   return va && vb && *va == *vb && va->build == vb->build;
 }
 
+// The GPU driver each GPU node of a pool runs against the pool's pin (nodePool.driver.version),
+// whoever installs it (the GPU Operator's driver pods, or the host image through a hostpkg
+// rollout): a node that still runs another version, or does not say, is drift. One row per
+// node, so that a rollout in progress shows exactly the nodes it has left.
+void diff_node_drivers(const Recipe& recipe, const Snapshot& s, std::vector<Drift>& out) {
+  std::map<std::string, std::string> pin_of;  // node -> pin, the first pool that selects it
+  for (const NodePool& p : recipe.pools) {
+    const Value* driver = p.settings.find("driver");
+    const Value* version = driver && driver->is_map() ? driver->find("version") : nullptr;
+    const std::string* pin = version ? version->if_string() : nullptr;
+    if (pin == nullptr || pin->empty()) continue;
+    for (const NodeFacts& n : s.nodes) {
+      bool gpu_node = n.gpu_count > 0 || !n.gpu_product.empty();
+      if (gpu_node && selector_matches(p.node_selector, n.labels)) pin_of.emplace(n.name, *pin);
+    }
+  }
+  for (const NodeFacts& n : s.nodes) {
+    auto it = pin_of.find(n.name);
+    if (it == pin_of.end() || same_version(it->second, n.gpu_driver)) continue;
+    out.push_back({"node-driver", n.name, "gpu.driver", it->second,
+                   n.gpu_driver.empty() ? "unknown" : n.gpu_driver});
+  }
+}
+
 }  // namespace
 
 std::vector<Drift> diff_recipe(const Recipe& recipe, const Snapshot& s) {
@@ -71,6 +96,7 @@ std::vector<Drift> diff_recipe(const Recipe& recipe, const Snapshot& s) {
   }
   for (const auto& [key, c] : installed)
     out.push_back({"extra", key, "", "not in recipe", c->chart + " " + c->version});
+  diff_node_drivers(recipe, s, out);
   return out;
 }
 

@@ -13,7 +13,7 @@ namespace gpufleet::recipe {
 
 struct Drift {
   std::string kind;     // missing | extra | version | values | status | kubernetes | node-added |
-                        // node-removed | node
+                        // node-removed | node | node-driver
   std::string subject;  // namespace/name of a component, a node name, "cluster"
   std::string field;    // the value path or fact that differs, if any
   std::string expected;
@@ -21,7 +21,8 @@ struct Drift {
 };
 
 // Components of the recipe against the Helm releases of the snapshot. Values drift compares
-// every leaf the recipe sets with the release's user-supplied values.
+// every leaf the recipe sets with the release's user-supplied values. Each GPU node of a pool
+// that pins a driver (nodePool.driver.version) and runs another is a `node-driver` row.
 std::vector<Drift> diff_recipe(const Recipe& recipe, const Snapshot& snapshot);
 // `before` against `after`.
 std::vector<Drift> diff_snapshots(const Snapshot& before, const Snapshot& after);

@@ -58,6 +58,7 @@ HostEffect parse_effect(const core::Value& v, const std::string& source, const s
     e.package_reboot = pr.boolean("reboot", false);
     pr.done();
   }
+  e.driver = r.string("driver", "");
   r.done();
   return e;
 }
@@ -242,6 +243,15 @@ HostStepOutcome run_host_step(const HostStepRequest& req, const HostStepBehaviou
                           : " should not exist");
         }
       }
+      // The running driver, not the staged one: a driver is only in use after the reboot.
+      if (status == "succeeded" && !e.driver.empty()) {
+        std::string want = replace_version(e.driver, req.version);
+        if (host.driver_version() != want) {
+          status = "check-failed";
+          message = "the " + st + " check of " + req.package + " " + req.version +
+                    " failed: the GPU driver in use is " + host.driver_version() + ", want " + want;
+        }
+      }
     }
     if (message.empty()) message = "verification of " + req.package + " " + req.version + " passed";
   } else if (history_has(host, req.key, "succeeded", nullptr)) {
@@ -288,6 +298,7 @@ HostStepOutcome run_host_step(const HostStepRequest& req, const HostStepBehaviou
           if (!e.kernel_args_add.empty() || !e.kernel_args_remove.empty())
             host.change_kernel_args(e.kernel_args_add, e.kernel_args_remove);
           if (!e.package.empty()) host.install_package(e.package, req.version, e.package_reboot);
+          if (!e.driver.empty()) host.set_driver(replace_version(e.driver, req.version));
         }
       }
       if (message.empty())

@@ -14,7 +14,8 @@
 //     hostStep:
 //       effects:                          # per stage; {version} is replaced
 //         apply:  {sysctls: {vm.max_map_count: "1048576"}, files: {/etc/pkg/version: "{version}"},
-//                  kernelArgs: {add: [iommu=pt]}, package: {name: pkg, reboot: true}}
+//                  kernelArgs: {add: [iommu=pt]}, package: {name: pkg, reboot: true},
+//                  driver: "{version}"}       # the GPU driver, current from the next boot
 //         uninstall: {files: {/etc/pkg/version: null}}
 //       failures:                         # first match wins
 //         - {stage: apply, nodes: "gpu-000[12]", status: check-failed, times: 1, message: "..."}
@@ -49,6 +50,7 @@ struct HostEffect {
   std::vector<std::string> kernel_args_add, kernel_args_remove;
   std::string package;  // installs package=version when set
   bool package_reboot = false;
+  std::string driver;  // the GPU driver version, taking effect at the next boot; "" = unchanged
 };
 
 struct HostStepFailure {
@@ -80,7 +82,8 @@ struct HostStepRequest {
   std::string interrupt;  // interrupt stage: none | reboot | restartServices | restartAllServices
   std::vector<std::string> services;
   // Verify pods (stage "verify", re-verification): the stages whose checks run. The simulated
-  // check of a stage compares the stage's declared effects (sysctls, files) with the host
+  // check of a stage compares the stage's declared effects (sysctls, files, the running
+  // driver) with the host
   // model, so a test drifts a node by changing its host (a `host` event); a failure declared
   // with `stage: verify` fails the check outright.
   std::vector<std::string> verify;

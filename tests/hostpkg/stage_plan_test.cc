@@ -219,5 +219,29 @@ TEST(StagePlan, StepKeysAndTargetAreStable) {
   EXPECT_EQ(p.steps[2].timeout.count(), 300);
 }
 
+// NVIDIA pads a driver version's last part (535.230.02, 570.148.08): such a version is a
+// package's version like any other, ordered numerically (08 < 10), and a lower one is still
+// refused.
+TEST(StagePlan, ZeroPaddedDriverVersionsUpgradeAndRefuseDowngrade) {
+  auto driver = [](const std::string& version) {
+    return set_from_yaml("  packages:\n    nvidia-driver: {version: " + version +
+                         ", image: r/driver, interrupt: {type: reboot}}\n");
+  };
+  NodeRecord rec;
+  converge(driver("570.148.08"), rec);
+  EXPECT_EQ(rec.installed.at("nvidia-driver").version, "570.148.08");
+  NodePlan up = plan_node(digest(driver("570.148.10")), rec);
+  ASSERT_FALSE(up.steps.empty());
+  EXPECT_EQ(up.steps[0].stage, Stage::Upgrade);
+  EXPECT_EQ(up.steps[0].from_version, "570.148.08");
+  EXPECT_EQ(up.interrupt.kind, InterruptKind::Reboot);
+  EXPECT_EQ(driver("570.148.10").packages[0].image, "r/driver:570.148.10");
+  converge(driver("570.148.10"), rec);
+  NodePlan down = plan_node(digest(driver("570.148.09")), rec);
+  EXPECT_TRUE(down.steps.empty());
+  ASSERT_EQ(down.blocked.size(), 1u);
+  EXPECT_NE(down.blocked[0].find("downgrade rule is refuse"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpufleet::hostpkg

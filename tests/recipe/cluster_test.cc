@@ -233,6 +233,40 @@ TEST(DriftTest, RecipeAgainstClusterFindsMissingExtraVersionAndValues) {
   EXPECT_TRUE(drift_to_value(d).find("drift")->as_bool());
 }
 
+TEST(DriftTest, EachGpuNodeOffItsPoolsDriverPinIsDrift) {
+  Recipe rec = eks_recipe();
+  ASSERT_EQ(rec.pools[0].settings.get_string({"driver", "version"}), "580.126.20");
+  auto driver_rows = [](const std::vector<Drift>& d) {
+    std::vector<Drift> out;
+    for (const Drift& x : d) {
+      if (x.kind == "node-driver") out.push_back(x);
+    }
+    return out;
+  };
+  std::vector<Drift> d = driver_rows(diff_recipe(rec, fixture_snapshot()));
+  // gpu-node-1 runs the pin; gpu-node-2 570.133.20; the system node has no GPU.
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].subject, "gpu-node-2");
+  EXPECT_EQ(d[0].field, "gpu.driver");
+  EXPECT_EQ(d[0].expected, "580.126.20");
+  EXPECT_EQ(d[0].actual, "570.133.20");
+
+  // A node that does not report its driver is drift too, "unknown", not a match.
+  Snapshot s = fixture_snapshot();
+  for (NodeFacts& n : s.nodes) {
+    if (n.name == "gpu-node-1") n.gpu_driver.clear();
+    if (n.name == "gpu-node-2") n.gpu_driver = "580.126.20";
+  }
+  d = driver_rows(diff_recipe(rec, s));
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].subject, "gpu-node-1");
+  EXPECT_EQ(d[0].actual, "unknown");
+
+  // A pool that pins no driver (the host image owns it and no one pinned it) has no such rows.
+  rec.pools[0].settings["driver"] = core::Value::map();
+  EXPECT_TRUE(driver_rows(diff_recipe(rec, fixture_snapshot())).empty());
+}
+
 TEST(DriftTest, SnapshotAgainstSnapshot) {
   Snapshot a = fixture_snapshot();
   Snapshot b = a;

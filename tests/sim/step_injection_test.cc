@@ -9,6 +9,7 @@
 #include "core/errors.h"
 #include "core/json.h"
 #include "core/yaml.h"
+#include "sim/host_step.h"
 #include "sim/scenario.h"
 
 namespace gpufleet::sim {
@@ -134,6 +135,41 @@ TEST(StepInjection, ChangesThePlanAndTheResult) {
   EXPECT_EQ(r.get_string({"message"}), "apply.sh exited 3");
   EXPECT_FALSE(host.read("/etc/x")) << "a failed step has no effect";
   EXPECT_THAT(*host.read(kHostStepHistory), HasSubstr("sysctl/apply/1.0.0//g0 failed"));
+}
+
+// A driver package (the host image owns the driver): apply stages the version, it is in use
+// only after the reboot, and the verify check reads the driver in use, so a verify before the
+// reboot fails and one after passes.
+TEST(HostStep, DriverIsStagedUntilTheRebootAndVerifiedInUse) {
+  HostStepBehaviour b = parse_host_step(
+      core::parse_yaml("effects: {apply: {driver: \"{version}\"}}\nrebootDown: 1s\n"), "fleet.yaml",
+      "behaviours[0].hostStep");
+  ASSERT_EQ(b.effects.at("apply").driver, "{version}");
+  HostModel host("6.8.0-60-generic", "570.148.08", "");
+  HostStepRequest apply{
+      "n1", "nvidia-driver", "apply", "580.126.20", "nvidia-driver/apply/580.126.20//g1", "", {},
+      {}};
+  ASSERT_EQ(run_host_step(apply, &b, host).exit_code, 0);
+  EXPECT_EQ(host.driver_version(), "570.148.08") << "staged, not in use before the boot";
+
+  HostStepRequest verify{"n1", "nvidia-driver", "verify", "580.126.20", "", "", {}, {"apply"}};
+  HostStepOutcome early = run_host_step(verify, &b, host);
+  EXPECT_EQ(early.exit_code, 1);
+  EXPECT_THAT(core::parse_json(early.result_json).get_string({"message"}),
+              HasSubstr("the GPU driver in use is 570.148.08, want 580.126.20"));
+
+  host.reboot();
+  EXPECT_EQ(host.driver_version(), "580.126.20");
+  EXPECT_EQ(run_host_step(verify, &b, host).exit_code, 0);
+
+  // A driver that is not a string is named with its field.
+  try {
+    parse_host_step(core::parse_yaml("effects: {apply: {driver: [1]}}\n"), "fleet.yaml",
+                    "behaviours[0].hostStep");
+    FAIL() << "a list was taken as a driver version";
+  } catch (const core::InvalidInput& e) {
+    EXPECT_THAT(e.what(), HasSubstr("effects.apply.driver"));
+  }
 }
 
 }  // namespace
