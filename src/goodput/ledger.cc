@@ -179,6 +179,15 @@ bool Ledger::observe(const Observation& o) {
 bool Ledger::interruption(const InterruptionEvent& e) {
   if (!started_at_ || terminal() || !observed_at_) return false;
   const Ledger before = *this;
+  if (e.fault_at > *observed_at_ && node_matches(nodes_, e.node)) {
+    // A fault after the last observation: the state held until it (the pods did not change).
+    Observation held;
+    held.time = e.fault_at;
+    held.state = state_;
+    held.nodes = nodes_;
+    held.gpus = gpus_;
+    observe(held);
+  }
   const std::int64_t now = *observed_at_;
   if (open_ && !e.incident.empty() && open_->incident == e.incident) {
     // The same incident again, maybe with more of its times known.
@@ -187,7 +196,7 @@ bool Ledger::interruption(const InterruptionEvent& e) {
     if (!open_->stopped_at && open_->ended_at && *open_->ended_at <= now) cancel_open(now);
     return !(before == *this);
   }
-  if (!node_matches(nodes_, e.node) || e.fault_at < run_since_ || e.fault_at > now) return false;
+  if (!node_matches(nodes_, e.node) || e.fault_at < run_since_) return false;
   if (!open_) {
     // The job still runs: the incident may yet stop it. One that ended while the job kept
     // running did not harm it.

@@ -143,9 +143,11 @@ class Ledger {
   // What the pods showed. Returns false (and changes nothing) for an observation older than
   // the last one, the same one again, or one after the job ended.
   bool observe(const Observation& o);
-  // An incident on a node. Returns false when it changes nothing: the job never ran, the
-  // node is not one the job last ran on, the job recovered from it already, it ended
-  // without the job ever stopping, or it was known already with the same times.
+  // An incident on a node. A fault after the last observation first carries the last state
+  // on to the fault (the pods showed no change since), so later observations must not be
+  // older than the fault. Returns false when it changes nothing: the job never ran, the node
+  // is not one the job last ran on, the job recovered from it already, it ended without the
+  // job ever stopping, or it was known already with the same times.
   bool interruption(const InterruptionEvent& e);
 
   // The totals at `now` (the last state held since the last observation; `now` before it is

@@ -151,12 +151,13 @@ TEST(GoodputLedger, AnIncidentLearnedAfterTheStopExplainsIt) {
   ASSERT_EQ(l.history().size(), 1u);
   EXPECT_EQ(l.history()[0].phases, (Phases{30, 20, 300, std::nullopt}));
   EXPECT_EQ(l.summary(T + 800).productive, 450);
-  // An incident that began after the job stopped does not explain it.
+  // An incident that began after the job stopped does not explain it; it is recorded beside.
   Ledger m;
   m.observe(at(0, JobState::Running));
   m.observe(at(500, JobState::Interrupted));
-  EXPECT_FALSE(m.interruption(xid(490 + 20)));
+  EXPECT_TRUE(m.interruption(xid(510)));
   EXPECT_EQ(m.open()->cause, Cause::Unknown);
+  EXPECT_EQ(m.open()->also, (std::vector<std::string>{"node-a-m7kq2"}));
 }
 
 TEST(GoodputLedger, AnIncidentThatEndsWhileTheJobRunsCostsNothing) {
@@ -188,8 +189,16 @@ TEST(GoodputLedger, IgnoredEvents) {
   l.observe(at(100, JobState::Running));
   EXPECT_FALSE(l.interruption(xid(150, {}, "node-z-1", "node-z")));  // not the job's node
   EXPECT_FALSE(l.interruption(xid(50)));                             // before this run began
-  EXPECT_FALSE(l.interruption(xid(200)));                            // after the last observation
   EXPECT_FALSE(l.open());
+  // A fault after the last observation: the job ran on until it, unchanged.
+  EXPECT_TRUE(l.interruption(xid(200, 230)));
+  EXPECT_EQ(l.observed_at(), T + 200);
+  EXPECT_FALSE(l.observe(at(150, JobState::Interrupted)));  // older than the fault now
+  l.observe(at(260, JobState::Interrupted));
+  l.observe(at(300, JobState::Running));
+  ASSERT_EQ(l.history().size(), 1u);
+  EXPECT_EQ(l.history()[0].phases, (Phases{30, 30, 40, std::nullopt}));
+  EXPECT_EQ(l.summary(T + 300).productive, 100);
 }
 
 TEST(GoodputLedger, DuplicateAndOutOfOrderInputChangesNothing) {
