@@ -20,9 +20,10 @@ declare -A allowed=(
   [certify]="core cel kube/api kube api controller agent"
   [sentinel]="core cel kube/api kube api controller agent"
   [hostpkg]="core cel kube/api kube api controller agent"
+  [goodput]="core cel kube/api kube api controller"
   [sim]="core cel kube/api"
   [sim/kubelet]="core cel kube/api kube api controller agent sim"
-  [cli]="core cel kube/api kube api controller agent recipe certify sentinel hostpkg sim sim/kubelet"
+  [cli]="core cel kube/api kube api controller agent recipe certify sentinel hostpkg goodput sim sim/kubelet"
 )
 
 # The module of a path below src/ ("kube/api/x.h" -> kube/api, "cel/stdlib/x.cc" -> cel).
