@@ -111,3 +111,5 @@ kubectl get certification e2e -o jsonpath='{range .status.failedNodes[*]}found: 
 kubectl get certification e2e -o jsonpath='{range .status.infrastructure[*]}infrastructure: {.message}{"\n"}{end}'
 excluded=$(kubectl get certification e2e -o jsonpath='{range .status.excluded[*]}excluded: {.node} {.reason} {.message}{"\n"}{end}')
 head -5 <<<"$excluded"
+# The report an operator reads: every node's verdict, the rounds, tests and wall time.
+"$gpufleet" certify report e2e -n default --kubeconfig "$dir/admin.kubeconfig"
