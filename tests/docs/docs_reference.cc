@@ -29,8 +29,9 @@ using gpufleet::core::Value;
 
 constexpr std::string_view kRegenerate = "scripts/update-docs-reference.sh";
 
-// One line of a Markdown table cell: no newlines, pipes escaped.
-std::string cell(std::string_view text) {
+// One line of a Markdown table cell: no newlines, pipes escaped; outside code spans `<` is
+// written as an entity, so that "<name>" shows instead of being read as an HTML tag.
+std::string cell(std::string_view text, bool in_code = false) {
   std::string out;
   bool space = false;
   for (char c : text) {
@@ -41,13 +42,17 @@ std::string cell(std::string_view text) {
     if (space && !out.empty()) out += ' ';
     space = false;
     if (c == '|') out += '\\';
+    if (c == '<' && !in_code) {
+      out += "&lt;";
+      continue;
+    }
     out += c;
   }
   return out;
 }
 
 std::string code(std::string_view text) {
-  std::string c = cell(text);
+  std::string c = cell(text, true);
   if (c.empty()) return "";
   return c.find('`') == std::string::npos ? "`" + c + "`" : "`` " + c + " ``";
 }
