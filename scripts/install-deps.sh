@@ -24,6 +24,7 @@ packages=(
   libbenchmark-dev                                       # make bench
   openssh-client                                         # ssh-keygen: bundle --sign-key, its tests
   iproute2 strace                                        # the air-gap test: loopback up in unshare -n, connect() audit
+  graphviz                                               # docs diagrams only (scripts/render-diagrams.sh, docs_diagrams test)
 )
 
 missing=()
