@@ -82,7 +82,8 @@ echo "  $(rem status.action.type)      requested $(rem status.action.requestedAt
 vr=$(rem status.validationRequest)
 echo "  validation  ValidationRequest $vr: $(kubectl --kubeconfig "$kubeconfig" get validationrequest "$vr" -o jsonpath='{.status.phase} ({.status.message})' 2>/dev/null)"
 echo "  phase       $(rem status.phase): $(rem status.message)"
-echo "  node now:   unschedulable=$(kubectl --kubeconfig "$kubeconfig" get node "$node" -o jsonpath='{.spec.unschedulable}' | sed 's/^$/false/') taints=[$(kubectl --kubeconfig "$kubeconfig" get node "$node" -o jsonpath='{.spec.taints[*].key}')]"
+unschedulable=$(kubectl --kubeconfig "$kubeconfig" get node "$node" -o jsonpath='{.spec.unschedulable}')
+echo "  node now:   unschedulable=${unschedulable:-false} taints=[$(kubectl --kubeconfig "$kubeconfig" get node "$node" -o jsonpath='{.spec.taints[*].key}')]"
 if $loop_closed; then
   echo "the loop is closed: $node was quarantined, drained, rebooted, certified by certify and returned to service"
 fi

@@ -198,6 +198,7 @@ status:
   compartments:
   - {name: canary, nodes: 2, done: 2, budget: 1, batch: 2, batchSize: 1}
   - {name: default, nodes: 6, done: 1, inProgress: 1, failed: 1, budget: 2, batch: 1, batchSize: 2, stopped: true, stopReason: "1 consecutive failed batches"}
+  - {name: racks-b, nodes: 0, done: 0, budget: 1, batch: 0, batchSize: 1}
   conditions:
   - {type: Stopped, status: "True", reason: FailureThreshold, message: "failing nodes: n3"}
   - {type: Drifted, status: "True", reason: ChecksFailed, message: "n5: p: value is 0"}
@@ -206,6 +207,9 @@ status:
   EXPECT_NE(out.find("gpu-sysctl  Stopped  3/8"), std::string::npos) << out;
   EXPECT_NE(out.find("canary   [####################] 2/2"), std::string::npos) << out;
   EXPECT_NE(out.find("STOPPED: 1 consecutive failed batches"), std::string::npos) << out;
+  // A compartment that selects no node says so, not a 0/0 bar with a batch size.
+  EXPECT_NE(out.find("  racks-b  no nodes selected\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("0/0"), std::string::npos) << out;
   EXPECT_NE(out.find("Stopped: FailureThreshold: failing nodes: n3"), std::string::npos) << out;
   EXPECT_NE(out.find("DRIFTED  VALIDATING  TARGET"), std::string::npos) << out;
   EXPECT_NE(out.find("  2        1           abc"), std::string::npos) << out;

@@ -56,6 +56,10 @@ std::string render_status(const std::vector<core::Value>& sets) {
     for (const auto& c : comps->as_list()) cw = std::max(cw, c.get_string({"name"}).size());
     for (const auto& c : comps->as_list()) {
       std::int64_t done = int_at(c, {"done"}), nodes = int_at(c, {"nodes"});
+      if (nodes == 0) {  // a bar of 0/0 and a batch size would describe a rollout that is not
+        out += "  " + pad(std::string(c.get_string({"name"})), cw + 2) + "no nodes selected\n";
+        continue;
+      }
       std::string line = "  " + pad(std::string(c.get_string({"name"})), cw + 2) +
                          progress_bar(done, nodes) + " " + std::to_string(done) + "/" +
                          std::to_string(nodes);
