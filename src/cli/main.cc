@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/suggest.h"
 #include "core/errors.h"
 #include "kube/errors.h"
 
@@ -29,6 +30,8 @@ int run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // A typo of a flag or subcommand: name the nearest one before CLI11's own message.
+    if (e.get_exit_code() != 0) std::cerr << did_you_mean(app);
     int rc = app.exit(e);
     return rc == 0 ? kExitOk : kExitBadInput;
   } catch (const core::InvalidInput& e) {
