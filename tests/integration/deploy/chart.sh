@@ -77,11 +77,11 @@ echo "chart: $n objects accepted by the API server (dry run)"
 
 q() { kubectl apply --dry-run=server -f "$work/all.yaml" -o jsonpath="$1" 2>/dev/null; }
 deploys="$(q '{range .items[?(@.kind=="Deployment")]}{.metadata.name}:{.spec.replicas}:{.spec.template.spec.securityContext.runAsNonRoot}:{.spec.template.spec.containers[0].securityContext.readOnlyRootFilesystem}:{.spec.template.spec.containers[0].securityContext.allowPrivilegeEscalation}{"\n"}{end}')"
-for c in certify hostpkg sentinel budget; do
+for c in certify hostpkg sentinel budget goodput; do
   grep -qx "gpufleet-$c:2:true:true:false" <<<"$deploys" || fail "Deployment gpufleet-$c is not 2 replicas, non-root, read-only root fs: $deploys"
 done
 pdbs="$(q '{range .items[?(@.kind=="PodDisruptionBudget")]}{.metadata.name}:{.spec.minAvailable}{"\n"}{end}')"
-for c in certify hostpkg sentinel budget; do
+for c in certify hostpkg sentinel budget goodput; do
   grep -qx "gpufleet-$c:1" <<<"$pdbs" || fail "no PDB minAvailable=1 for gpufleet-$c: $pdbs"
 done
 args="$(q '{range .items[?(@.kind=="Deployment")]}{.spec.template.spec.containers[0].args}{"\n"}{end}')"

@@ -24,7 +24,7 @@ trap cleanup EXIT
 [[ -x "$helm" ]] || fail "helm not found at $helm (tools/helm-lint/build.sh builds it; or set HELM_BIN)"
 
 kubectl create namespace "$ns" >/dev/null
-"$helm" template gpufleet "$chart" -n "$ns" --kube-version 1.32.4 --show-only templates/rbac.yaml --show-only templates/hostpkg-rbac.yaml >"$work/rbac.yaml"
+"$helm" template gpufleet "$chart" -n "$ns" --kube-version 1.32.4 --show-only templates/rbac.yaml --show-only templates/hostpkg-rbac.yaml --show-only templates/goodput-rbac.yaml >"$work/rbac.yaml"
 kubectl apply -f "$work/rbac.yaml" >/dev/null
 
 # SubjectAccessReviews as the admin, for the ServiceAccount with its groups: exact, and they
@@ -160,8 +160,25 @@ expect no gpufleet-budget patch nodes
 expect no gpufleet-budget patch remediations.gpufleet.io/status
 expect no gpufleet-budget get secrets "$ns"
 
+# goodput: reads pods and incidents everywhere, writes its ledger ConfigMaps in its namespace only.
+for v in get list watch; do
+  expect yes gpufleet-goodput "$v" pods
+  expect yes gpufleet-goodput "$v" remediations.gpufleet.io
+  expect yes gpufleet-goodput "$v" configmaps "$ns"
+done
+for v in create update patch delete; do expect yes gpufleet-goodput "$v" configmaps "$ns"; done
+expect yes gpufleet-goodput create events.events.k8s.io
+expect no gpufleet-goodput create configmaps default
+expect no gpufleet-goodput delete configmaps kube-system
+expect no gpufleet-goodput list configmaps
+expect no gpufleet-goodput delete pods
+expect no gpufleet-goodput create pods/eviction
+expect no gpufleet-goodput patch nodes
+expect no gpufleet-goodput patch remediations.gpufleet.io
+expect no gpufleet-goodput get secrets "$ns"
+
 # Leader election: each controller its own Lease, in the release namespace only.
-for c in certify sentinel hostpkg budget; do
+for c in certify sentinel hostpkg budget goodput; do
   expect yes "gpufleet-$c" create leases.coordination.k8s.io "$ns"
   expect yes "gpufleet-$c" get leases.coordination.k8s.io "$ns" "gpufleet-$c"
   expect yes "gpufleet-$c" update leases.coordination.k8s.io "$ns" "gpufleet-$c"

@@ -166,6 +166,21 @@ Cluster-wide rules here; leader election Leases are a Role in the release namesp
   verbs: [create, patch]
 {{- end -}}
 
+{{- define "gpufleet.rules.goodput" -}}
+# Jobs are read from their pods (all namespaces), interruptions from sentinel's incidents;
+# nothing of either is written. Its ledger ConfigMaps: the release namespace only
+# (templates/goodput-rbac.yaml).
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list, watch]
+- apiGroups: [gpufleet.io]
+  resources: [remediations]
+  verbs: [get, list, watch]
+- apiGroups: [events.k8s.io]
+  resources: [events]
+  verbs: [create, patch]
+{{- end -}}
+
 {{- define "gpufleet.rules.agent" -}}
 # Its own node's health (the admission policy refuses every other node's).
 - apiGroups: [gpufleet.io]
