@@ -110,8 +110,9 @@ grep -q 'privileged: true' "$work/nokmsg.yaml" && fail "agent.kernelLog=false, a
 grep -q 'hostPID' "$work/nokmsg.yaml" && fail "agent.remediation.enabled=false still shares the host PID namespace"
 grep -q -- '--remediation=off' "$work/nokmsg.yaml" || fail "agent.remediation.enabled=false does not pass --remediation=off"
 grep -q '/dev/kmsg' "$work/nokmsg.yaml" && fail "agent.kernelLog=false still mounts /dev/kmsg"
+# certify, sentinel, hostpkg, budget and goodput: one each.
 "$helm" template gpufleet "$chart" -n "$ns" --kube-version "$kv" --set serviceMonitor.enabled=true >"$work/sm.yaml"
-[[ "$(grep -c '^kind: ServiceMonitor' "$work/sm.yaml")" == 4 ]] || fail "serviceMonitor.enabled=true should render one ServiceMonitor per controller"
+[[ "$(grep -c '^kind: ServiceMonitor' "$work/sm.yaml")" == 5 ]] || fail "serviceMonitor.enabled=true should render one ServiceMonitor per controller"
 [[ "$(grep -c '^kind: PodMonitor' "$work/sm.yaml")" == 1 ]] || fail "serviceMonitor.enabled=true should render a PodMonitor for the agents"
 # The agent serves /metrics on the pod network (not loopback, where nothing could scrape it)
 # and is probed there.
