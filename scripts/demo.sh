@@ -94,6 +94,8 @@ step "gpufleet's controllers and node agents, as the chart runs them"
 stop_background
 kubectl --kubeconfig "$kubeconfig" apply --server-side -f deploy/crds/ >/dev/null
 kubectl --kubeconfig "$kubeconfig" get crds -o name | grep gpufleet.io
+# The chart's namespace: hostpkg's stage pods and goodput's ledgers live there.
+kubectl --kubeconfig "$kubeconfig" create namespace gpufleet-system >/dev/null 2>&1 || true
 # Every registered controller (certify, sentinel, hostpkg, ... and the sample echo) in one
 # process per replica; the chart runs one Deployment per controller instead.
 demo_controllers=$("$gpufleet" controller --list | awk -F'\t' '/^[a-z]/ {print $1}' | paste -sd, -)

@@ -28,6 +28,54 @@ for _ in $(seq 60); do
   sleep 0.5
 done
 echo "policy loaded (generation ${gen%/*}); $(kubectl --kubeconfig "$kubeconfig" get sentinelpolicy default -o jsonpath='{.status.gpuNodes}') GPU nodes governed"
+# A training job runs on the fleet: 2 pods of 8 GPUs, one gang (goodput.gpufleet.io/job), which
+# says when it last checkpointed (docs/goodput.md "The checkpoint contract"). The fault hits
+# the node of its first pod, so goodput has an interruption to account for.
+kubectl --kubeconfig "$kubeconfig" create namespace train >/dev/null 2>&1 || true
+checkpoint=$(date -u -d '-20 seconds' +%Y-%m-%dT%H:%M:%SZ)
+kubectl --kubeconfig "$kubeconfig" -n train apply -f - >/dev/null <<YAML
+apiVersion: batch/v1
+kind: Job
+metadata: {name: llama}
+spec:
+  completions: 2
+  parallelism: 2
+  completionMode: Indexed
+  backoffLimit: 6
+  template:
+    metadata:
+      labels: {goodput.gpufleet.io/job: llama}
+      annotations:
+        goodput.gpufleet.io/last-checkpoint: "$checkpoint"
+        sim.gpufleet.io/duration: forever
+    spec:
+      restartPolicy: Never
+      terminationGracePeriodSeconds: 5
+      tolerations:
+      - {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}
+      containers:
+      - name: train
+        image: example.com/llama-train:1
+        resources:
+          limits: {nvidia.com/gpu: "8"}
+YAML
+train_pods() {  # Running pods of the job, "index node" per line
+  kubectl --kubeconfig "$kubeconfig" -n train get pods -l goodput.gpufleet.io/job=llama \
+    --field-selector=status.phase=Running \
+    -o jsonpath='{range .items[*]}{.metadata.annotations.batch\.kubernetes\.io/job-completion-index} {.spec.nodeName}{"\n"}{end}'
+}
+for _ in $(seq 120); do
+  (($(train_pods | grep -c .) >= 2)) && break
+  sleep 0.5
+done
+train_node=$(train_pods | awk '$1 == 0 {print $2}')
+if [[ -n $train_node ]]; then
+  node=$train_node
+  echo "training job train/llama running: $(train_pods | awk '{printf "%spod %s on %s", sep, $1, $2; sep=", "}'); last checkpoint $checkpoint"
+  sleep 3  # some productive time before the fault
+else
+  echo "training job train/llama not running yet; the fault goes to $node"
+fi
 "$gpufleet" sim inject --state-dir "$demo_dir/sim" --event "{node: $node, type: xid, gpu: 3, code: 79}" >/dev/null
 echo "injected Xid 79 on GPU 3 of $node; its kernel log ($demo_dir/sim/nodes/$node/dev/kmsg) reads:"
 for _ in $(seq 20); do
@@ -88,3 +136,13 @@ if $loop_closed; then
   echo "the loop is closed: $node was quarantined, drained, rebooted, certified by certify and returned to service"
 fi
 "$gpufleet" sentinel status --kubeconfig "$kubeconfig" | sed -n '1,20p'
+# What the fault cost the training job: goodput's ledger (the evicted pod came back on another
+# node; the work since the last checkpoint is redone).
+for _ in $(seq 60); do
+  [[ $(kubectl --kubeconfig "$kubeconfig" -n train get pods -l goodput.gpufleet.io/job=llama \
+    --field-selector=status.phase=Running -o name | grep -c .) -ge 2 ]] && break
+  sleep 0.5
+done
+sleep 2
+echo "goodput of the training job (gpufleet goodput):"
+"$gpufleet" goodput --kubeconfig "$kubeconfig" | sed 's/^/  /'

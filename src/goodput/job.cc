@@ -117,6 +117,10 @@ std::vector<std::string> default_gang_label_keys() {
           "training.kubeflow.org/job-name", "batch.kubernetes.io/job-name"};
 }
 
+std::vector<std::string> default_excluded_label_keys() {
+  return {"gpufleet.io/certify-run", "hostpkg.gpufleet.io/stage"};
+}
+
 std::string_view state_name(JobState s) noexcept {
   switch (s) {
     case JobState::Pending: return "Pending";
@@ -220,6 +224,11 @@ std::vector<Job> group_jobs(const std::vector<core::Value>& pods, const GroupOpt
   std::map<JobKey, Building> jobs;
   for (const auto& pod : pods) {
     if (!pod.is_map() || pod.get_string({"metadata", "name"}).empty()) continue;
+    if (const core::Value* labels = pod.get({"metadata", "labels"}); labels && labels->is_map()) {
+      bool own = std::any_of(options.excluded_label_keys.begin(), options.excluded_label_keys.end(),
+                             [&](const std::string& k) { return labels->find(k) != nullptr; });
+      if (own) continue;
+    }
     std::optional<std::int64_t> gpus;
     std::optional<std::string> gpu_error;
     try {

@@ -68,8 +68,15 @@ struct Job {
   std::vector<std::string> errors;
 };
 
+// Labels of gpufleet's own GPU workloads, which are not users' work: certify's test pods
+// (gpufleet.io/certify-run, also the runs that answer ValidationRequests) and hostpkg's stage
+// pods (hostpkg.gpufleet.io/stage). Their time is the cost of certification and maintenance,
+// which the interruptions of the users' jobs already count.
+std::vector<std::string> default_excluded_label_keys();
+
 struct GroupOptions {
   std::vector<std::string> gang_label_keys = default_gang_label_keys();
+  std::vector<std::string> excluded_label_keys = default_excluded_label_keys();  // any of them
 };
 
 // The pod's effective GPU request, as the scheduler counts it: per container the limit of
@@ -87,7 +94,8 @@ std::optional<std::int64_t> pod_last_checkpoint(const core::Value& pod);
 std::optional<std::pair<std::string, std::string>> gang_of(const core::Value& pod,
                                                            const std::vector<std::string>& keys);
 
-// Groups pods into jobs, sorted by key. A pod without a gang label and without GPUs is no job.
+// Groups pods into jobs, sorted by key. A pod without a gang label and without GPUs is no job,
+// nor is a pod carrying one of the excluded labels.
 // Pods that are not maps or have no metadata.name are skipped.
 std::vector<Job> group_jobs(const std::vector<core::Value>& pods, const GroupOptions& options);
 

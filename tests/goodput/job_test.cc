@@ -50,6 +50,25 @@ TEST(GoodputJob, EachGangLabelKeyGroupsItsPods) {
   }
 }
 
+// certify's test pods and hostpkg's stage pods ask for GPUs and carry a batch Job's label, but
+// they are gpufleet's own work, not a user's job.
+TEST(GoodputJob, GpufleetsOwnWorkloadsAreNoJobs) {
+  auto jobs = group_jobs(
+      {pod("cert-0",
+           R"({"batch.kubernetes.io/job-name":"demo-h100-1","gpufleet.io/certify-run":"u1"})",
+           kGpu8, kRunning),
+       pod("hp-1", R"({"hostpkg.gpufleet.io/stage":"apply"})", kGpu8, kRunning),
+       pod("a", R"({"batch.kubernetes.io/job-name":"llama"})", kGpu8, kRunning)},
+      GroupOptions{});
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].key.name, "llama");
+  GroupOptions all;
+  all.excluded_label_keys.clear();
+  EXPECT_EQ(group_jobs({pod("cert-0", R"({"gpufleet.io/certify-run":"u1"})", kGpu8, kRunning)}, all)
+                .size(),
+            1u);
+}
+
 TEST(GoodputJob, AJobSetWinsOverItsChildJobs) {
   // A JobSet's pods carry the JobSet label and their child Job's: one job, not two.
   const std::string w0 =

@@ -18,6 +18,8 @@ demo_dir=$work  # the part injects through $demo_dir/sim: sentinel_env.sh's $sta
 step() { printf '\n== %s\n' "$*"; }
 cleanup_extra() {
   kubectl delete certifications -l gpufleet.io/validation-request --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  kubectl delete namespace train --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  kubectl delete configmaps -n gpufleet-system -l goodput.gpufleet.io/job-namespace=train --ignore-not-found >/dev/null 2>&1 || true
 }
 
 apply_sentinel_crds
@@ -29,7 +31,8 @@ start_fleet 4 0
 node=${all[0]}
 "$gpufleet" agent --sim-state-dir "$state" --fsync=false >"$work/agent.log" 2>&1 &
 agent_pid=$!
-"$gpufleet" controller --controllers=sentinel,certify --metrics-addr 127.0.0.1:0 \
+kubectl create namespace gpufleet-system --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+"$gpufleet" controller --controllers=sentinel,certify,goodput --metrics-addr 127.0.0.1:0 \
   --set sentinel.sim-state-dir="$state" >"$work/controller.log" 2>&1 &
 controller_pid=$!
 
@@ -61,4 +64,8 @@ latency=$(grep -o 'fault → cordon [0-9]* ms' "$out" | grep -o '[0-9]*' | head 
 ((latency < 5000)) || { show; fail "fault → cordon $latency ms: not the controllers' latency"; }
 grep -q "validation  ValidationRequest .*: Passed" "$out" || { show; fail "certify did not pass the ValidationRequest"; }
 [[ -z $(kubectl get node "$node" -o jsonpath='{.spec.unschedulable}') ]] || fail "$node still cordoned"
-echo "ok: the demo's sentinel part closed the loop; fault → cordon $latency ms"
+# The fault hit the training job's node: goodput shows the job with one GpuXid interruption.
+grep -q "training job train/llama running: pod 0 on $node" "$out" || { show; fail "the fault did not go to the training job's node"; }
+grep -Eq "^  train/llama +Running +16 " "$out" || { show; fail "gpufleet goodput does not show the job running on 16 GPUs"; }
+grep -Eq "^  train/llama .* 1 +GpuXid" "$out" || { show; fail "gpufleet goodput does not show one GpuXid interruption"; }
+echo "ok: the demo's sentinel part closed the loop; fault → cordon $latency ms; goodput saw the interruption"
