@@ -19,6 +19,7 @@ if ! command -v kubectl >/dev/null 2>&1; then
   kubectl() { "$KUBE_LOCAL_BIN" kubectl "$@"; }
 fi
 cleanup() {
+  kubectl delete crd -l gpufleet.io/test=chart-standin --ignore-not-found --wait=false >/dev/null 2>&1 || true
   kubectl delete namespace "$ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true
   rm -rf "$work"
 }
@@ -146,4 +147,105 @@ grep -q 'certify.gpufleet.io' "$work/nocert.yaml" && fail "a disabled certify st
 grep -q 'hostpkg.gpufleet.io' "$work/nocert.yaml" && fail "a disabled hostpkg still has a webhook"
 grep -q 'sentinel.gpufleet.io' "$work/nocert.yaml" || fail "sentinel's webhook went with certify's and hostpkg's"
 grep -qE '^\s*-?\s*(verbs|resources|apiGroups): \[?.*"?\*' "$work/all.yaml" && fail "an RBAC rule uses a wildcard"
-echo "chart: PASS (lint --strict, schema, CRDs identical, server dry-run, rendered promises, webhook)"
+
+# --- Webhook certificate modes (docs/install.md, "The admission webhook's certificate").
+# default: genCA at each render, kept by `lookup` under helm install/upgrade only; `helm
+# template` (Argo CD, Flux) has no cluster to read, so two renders differ: this mode is for
+# helm install. certManager and existingSecret must render byte-identically every time.
+render() {  # out-file --set-args...
+  local out="$1"; shift
+  "$helm" template gpufleet "$chart" -n "$ns" --kube-version "$kv" "$@" >"$out" 2>&1 || fail "helm template $*: $(cat "$out")"
+}
+render "$work/def1.yaml"; render "$work/def2.yaml"
+grep -q '^  ca.crt: ' "$work/def1.yaml" || fail "the default webhook mode renders no CA (ca.crt)"
+cmp -s "$work/def1.yaml" "$work/def2.yaml" && fail "two default renders are identical: expected a new genCA pair each (no lookup under helm template)"
+grep -q 'cert-manager.io' "$work/def1.yaml" && fail "the default webhook mode renders cert-manager objects"
+cm=(--set webhook.certManager.enabled=true)
+render "$work/cm1.yaml" "${cm[@]}"; render "$work/cm2.yaml" "${cm[@]}"
+cmp -s "$work/cm1.yaml" "$work/cm2.yaml" || fail "webhook.certManager.enabled: two renders differ: $(diff "$work/cm1.yaml" "$work/cm2.yaml" | head -20)"
+# A stand-in CA (any base64 PEM: the chart only passes it on).
+ca_own="$(printf -- '-----BEGIN CERTIFICATE-----\nMIIBstandin\n-----END CERTIFICATE-----\n' | base64 -w0)"
+own=(--set webhook.existingSecret=my-webhook-tls --set "webhook.caBundle=$ca_own")
+render "$work/own1.yaml" "${own[@]}"; render "$work/own2.yaml" "${own[@]}"
+cmp -s "$work/own1.yaml" "$work/own2.yaml" || fail "webhook.existingSecret: two renders differ: $(diff "$work/own1.yaml" "$work/own2.yaml" | head -20)"
+for f in cm1 own1; do
+  grep -q '^kind: Secret' "$work/$f.yaml" && fail "$f: a Secret is rendered (cert-manager or the user owns it)"
+  grep -qE 'BEGIN|^ *tls\.key:' "$work/$f.yaml" && fail "$f: key material rendered"
+done
+grep -q 'cert-manager.io' "$work/own1.yaml" && fail "webhook.existingSecret renders cert-manager objects"
+reject webhook.existingSecret=my-tls "at '/webhook/caBundle': minLength: got 0, want 1"
+reject webhook.caBundle=Zm9v "webhook.caBundle is used only with webhook.existingSecret"
+if "$helm" template t "$chart" --kube-version "$kv" "${cm[@]}" "${own[@]}" >"$work/out" 2>&1; then
+  fail "webhook.certManager.enabled with webhook.existingSecret accepted"
+fi
+grep -qF "exclude each other" "$work/out" || fail "certManager+existingSecret refused without the reason: $(cat "$work/out")"
+reject webhook.caBundle='not base64!' "at '/webhook/caBundle'"
+
+# existingSecret: the API server accepts the render; every Deployment mounts that Secret and
+# every webhook trusts the given CA.
+kubectl apply --dry-run=server -f "$work/own1.yaml" >"$work/dry" 2>&1 || fail "existingSecret: server dry-run: $(cat "$work/dry")"
+qj() { kubectl apply --dry-run=server -f "$1" -o jsonpath="$2" 2>/dev/null; }
+mounts="$(qj "$work/own1.yaml" '{range .items[?(@.kind=="Deployment")]}{.spec.template.spec.volumes[?(@.name=="webhook-tls")].secret.secretName}{"\n"}{end}' | sort -u)"
+[[ "$mounts" == my-webhook-tls ]] || fail "existingSecret: Deployments mount '$mounts', not my-webhook-tls"
+bundles="$(qj "$work/own1.yaml" '{range .items[?(@.kind=="ValidatingWebhookConfiguration")]}{range .webhooks[*]}{.clientConfig.caBundle}{"\n"}{end}{end}' | sort -u)"
+[[ "$bundles" == "$ca_own" ]] || fail "existingSecret: webhooks' caBundle is not webhook.caBundle: $bundles"
+
+# certManager: cert-manager's CRDs are not on kube-local, so the shape is checked here (not
+# against cert-manager's own schema): stand-in CRDs (any spec) let the API server take the
+# whole render in a dry run and answer jsonpath queries over it.
+for k in Certificate:certificates Issuer:issuers; do
+  cat <<CRD
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: ${k#*:}.cert-manager.io, labels: {gpufleet.io/test: chart-standin}}
+spec:
+  group: cert-manager.io
+  scope: Namespaced
+  names: {kind: ${k%%:*}, plural: ${k#*:}, singular: $(tr A-Z a-z <<<"${k%%:*}")}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+CRD
+done >"$work/standin-crds.yaml"
+if kubectl get crd certificates.cert-manager.io >/dev/null 2>&1; then
+  standin=0   # a real cert-manager: its own schema checks the objects too
+else
+  standin=1
+  kubectl apply -f "$work/standin-crds.yaml" >/dev/null
+  kubectl wait --for condition=established --timeout=60s crd/certificates.cert-manager.io crd/issuers.cert-manager.io >/dev/null
+fi
+kubectl apply --dry-run=server -f "$work/cm1.yaml" >"$work/dry" 2>&1 || fail "certManager: server dry-run: $(cat "$work/dry")"
+grep -c '^apiVersion: cert-manager.io/' "$work/cm1.yaml" | grep -qx 4 || fail "certManager: expected 4 cert-manager objects"
+grep '^apiVersion: cert-manager.io/' "$work/cm1.yaml" | grep -vqx 'apiVersion: cert-manager.io/v1' && fail "certManager: an object not in cert-manager.io/v1"
+objs="$(qj "$work/cm1.yaml" '{range .items[?(@.apiVersion=="cert-manager.io/v1")]}{.kind}/{.metadata.name}|{.spec.secretName}|{.spec.isCA}|{.spec.issuerRef.kind}/{.spec.issuerRef.name}|{.spec.ca.secretName}|{.spec.selfSigned}{"\n"}{end}' | sort)"
+expected="Certificate/gpufleet-webhook-ca|gpufleet-webhook-ca|true|Issuer/gpufleet-webhook-selfsigned||
+Certificate/gpufleet-webhook|gpufleet-webhook-tls||Issuer/gpufleet-webhook-ca||
+Issuer/gpufleet-webhook-ca|||/|gpufleet-webhook-ca|
+Issuer/gpufleet-webhook-selfsigned|||/||{}"
+[[ "$objs" == "$expected" ]] || fail "certManager: the Issuer/Certificate chain is not selfSigned -> CA -> serving:
+$objs"
+mounts="$(qj "$work/cm1.yaml" '{range .items[?(@.kind=="Deployment")]}{.spec.template.spec.volumes[?(@.name=="webhook-tls")].secret.secretName}{"\n"}{end}' | sort -u)"
+[[ "$mounts" == gpufleet-webhook-tls ]] || fail "certManager: Deployments mount '$mounts', not the serving Certificate's Secret gpufleet-webhook-tls"
+dns="$(qj "$work/cm1.yaml" '{range .items[?(@.kind=="Certificate")]}{.spec.dnsNames[*]}{end}')"
+for svc in certify sentinel hostpkg budget; do
+  grep -qw "gpufleet-$svc-webhook.$ns.svc" <<<"$dns" || fail "certManager: dnsNames lack gpufleet-$svc-webhook.$ns.svc: $dns"
+done
+vwc="$(qj "$work/cm1.yaml" '{range .items[?(@.kind=="ValidatingWebhookConfiguration")]}{.metadata.annotations.cert-manager\.io/inject-ca-from}|{.webhooks[*].clientConfig.caBundle}|{.webhooks[*].name}{end}')"
+[[ "$vwc" == "$ns/gpufleet-webhook||"* && "$vwc" == *certify.gpufleet.io* ]] \
+  || fail "certManager: the webhook configuration is not injected from $ns/gpufleet-webhook without a caBundle: $vwc"
+
+if (( standin )); then kubectl delete -f "$work/standin-crds.yaml" --wait=false >/dev/null 2>&1 || true; fi
+# Pod metadata and priority classes: rendered where asked, accepted by the schema.
+render "$work/meta.yaml" --set controller.podAnnotations.a=b --set controller.podLabels.team=ml \
+  --set controller.priorityClassName=system-cluster-critical --set agent.podAnnotations.c=d \
+  --set agent.podLabels.team=ml --set agent.priorityClassName=""
+meta="$(qj "$work/meta.yaml" '{range .items[?(@.spec.template.metadata)]}{.kind}:{.spec.template.metadata.annotations.a}{.spec.template.metadata.annotations.c}:{.spec.template.metadata.labels.team}:{.spec.template.spec.priorityClassName}{"\n"}{end}' | sort -u)"
+[[ "$meta" == "$(printf 'DaemonSet:d:ml:\nDeployment:b:ml:system-cluster-critical')" ]] || fail "podAnnotations/podLabels/priorityClassName not rendered: $meta"
+pc="$(q '{range .items[?(@.kind=="DaemonSet")]}{.spec.template.spec.priorityClassName}{end}')"
+[[ "$pc" == system-node-critical ]] || fail "the agent's default priority class is '$pc'"
+reject controller.podLabels.app\\.kubernetes\\.io/component=x "invalid propertyName 'app.kubernetes.io/component'"
+reject agent.priorityClassName=Bad_Name "at '/agent/priorityClassName'"
+echo "chart: PASS (lint --strict, schema, CRDs identical, server dry-run, rendered promises, webhook and its certificate modes)"

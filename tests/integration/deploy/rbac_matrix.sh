@@ -17,6 +17,7 @@ if ! command -v kubectl >/dev/null 2>&1; then
 fi
 cleanup() {
   [[ -s "$work/rbac.yaml" ]] && kubectl delete -f "$work/rbac.yaml" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  [[ -s "$work/users.yaml" ]] && kubectl delete -f "$work/users.yaml" --ignore-not-found --wait=false >/dev/null 2>&1 || true
   kubectl delete namespace "$ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true
   rm -rf "$work"
 }
@@ -228,4 +229,72 @@ for i in "${!wants[@]}"; do
   fi
 done
 (( bad == 0 )) || fail "the chart's RBAC differs from the matrix (above)"
-echo "rbac_matrix: PASS (${#wants[@]} access checks over 5 ServiceAccounts)"
+
+# Kubernetes' user-facing roles, through the chart's aggregated ClusterRoles: a user bound to
+# `view` (cluster-wide: most gpufleet.io kinds are cluster-scoped) reads SentinelPolicies but
+# cannot create them; one bound to `edit` in a namespace creates Certifications there, but no
+# status and no cluster-scoped kind (a RoleBinding grants namespaced kinds only).
+cat >"$work/users.yaml" <<USERS
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: $ns-viewer}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: $ns-viewer}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: editor, namespace: $ns}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: $ns-editor}]
+USERS
+kubectl apply -f "$work/users.yaml" >/dev/null
+# The aggregation controller (kube-controller-manager) copies the rules in asynchronously.
+for _ in $(seq 60); do
+  kubectl get clusterrole edit -o jsonpath='{.rules[*].apiGroups}' | grep -q gpufleet.io \
+    && kubectl get clusterrole view -o jsonpath='{.rules[*].apiGroups}' | grep -q gpufleet.io && break
+  sleep 0.5
+done
+# SubjectAccessReviews again (`kubectl auth can-i --as USER` without the CRDs installed asks
+# for the wrong thing: the matrix installs RBAC only).
+uwants=(); ulabels=()
+: >"$work/user-sars.yaml"
+can() {  # yes|no viewer|editor verb resource.group[/subresource] [namespace]
+  local spec="$4" sub="" rg res group
+  rg="${spec%%/*}"; [[ "$spec" == */* ]] && sub="${spec#*/}"
+  res="${rg%%.*}"; group="${rg#*.}"
+  cat >>"$work/user-sars.yaml" <<SAR
+---
+apiVersion: authorization.k8s.io/v1
+kind: SubjectAccessReview
+spec:
+  user: $ns-$2
+  groups: [system:authenticated]
+  resourceAttributes: {verb: "$3", group: "$group", resource: "$res", subresource: "$sub", namespace: "${5:-}"}
+SAR
+  uwants+=("$1")
+  local role=view; [[ "$2" == editor ]] && role=edit
+  ulabels+=("user $2 (bound to $role): may $3 $4${5:+ in $5}")
+}
+can yes viewer list sentinelpolicies.gpufleet.io
+can yes viewer get certifications.gpufleet.io "$ns"
+can yes viewer watch nodehealths.gpufleet.io
+can no viewer create sentinelpolicies.gpufleet.io
+can no viewer delete certifications.gpufleet.io "$ns"
+can yes editor create certifications.gpufleet.io "$ns"
+can yes editor delete workloadruns.gpufleet.io "$ns"
+can yes editor list certifications.gpufleet.io "$ns"
+can no editor update certifications.gpufleet.io/status "$ns"
+can no editor create certifications.gpufleet.io default
+can no editor create sentinelpolicies.gpufleet.io
+mapfile -t got < <(kubectl create -f "$work/user-sars.yaml" -o jsonpath='{.status.allowed}{"\n"}')
+[[ ${#got[@]} -eq ${#uwants[@]} ]] || fail "asked ${#uwants[@]} user access reviews, got ${#got[@]} answers"
+for i in "${!uwants[@]}"; do
+  answer=no; [[ "${got[$i]}" == true ]] && answer=yes
+  if [[ "$answer" != "${uwants[$i]}" ]]; then
+    echo "rbac_matrix: ${ulabels[$i]} is '$answer', want '${uwants[$i]}'" >&2
+    bad=1
+  fi
+done
+users=${#uwants[@]}
+(( bad == 0 )) || fail "Kubernetes' view/edit roles do not cover gpufleet.io as the chart promises (above)"
+echo "rbac_matrix: PASS (${#wants[@]} access checks over 5 ServiceAccounts, $users for users bound to view/edit)"

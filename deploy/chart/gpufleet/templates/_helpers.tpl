@@ -218,3 +218,8 @@ hostpkg: [hostpackagesets, deploymentpolicies]
 budget: [disruptionbudgets]
 {{- end }}
 {{- end -}}
+
+{{/* The Secret the webhook's serving certificate is in (mounted by the controllers). */}}
+{{- define "gpufleet.webhookSecretName" -}}
+{{- .Values.webhook.existingSecret | default "gpufleet-webhook-tls" -}}
+{{- end -}}
