@@ -181,11 +181,11 @@ fi
 grep -qF "exclude each other" "$work/out" || fail "certManager+existingSecret refused without the reason: $(cat "$work/out")"
 reject webhook.caBundle='not base64!' "at '/webhook/caBundle'"
 
-# existingSecret: the API server accepts the render; every Deployment mounts that Secret and
-# every webhook trusts the given CA.
+# existingSecret: the API server accepts the render; every Deployment that serves a webhook
+# mounts that Secret (goodput and budget serve none) and every webhook trusts the given CA.
 kubectl apply --dry-run=server -f "$work/own1.yaml" >"$work/dry" 2>&1 || fail "existingSecret: server dry-run: $(cat "$work/dry")"
 qj() { kubectl apply --dry-run=server -f "$1" -o jsonpath="$2" 2>/dev/null; }
-mounts="$(qj "$work/own1.yaml" '{range .items[?(@.kind=="Deployment")]}{.spec.template.spec.volumes[?(@.name=="webhook-tls")].secret.secretName}{"\n"}{end}' | sort -u)"
+mounts="$(qj "$work/own1.yaml" '{range .items[?(@.kind=="Deployment")]}{.spec.template.spec.volumes[?(@.name=="webhook-tls")].secret.secretName}{"\n"}{end}' | grep . | sort -u)"
 [[ "$mounts" == my-webhook-tls ]] || fail "existingSecret: Deployments mount '$mounts', not my-webhook-tls"
 bundles="$(qj "$work/own1.yaml" '{range .items[?(@.kind=="ValidatingWebhookConfiguration")]}{range .webhooks[*]}{.clientConfig.caBundle}{"\n"}{end}{end}' | sort -u)"
 [[ "$bundles" == "$ca_own" ]] || fail "existingSecret: webhooks' caBundle is not webhook.caBundle: $bundles"
@@ -227,7 +227,7 @@ Issuer/gpufleet-webhook-ca|||/|gpufleet-webhook-ca|
 Issuer/gpufleet-webhook-selfsigned|||/||{}"
 [[ "$objs" == "$expected" ]] || fail "certManager: the Issuer/Certificate chain is not selfSigned -> CA -> serving:
 $objs"
-mounts="$(qj "$work/cm1.yaml" '{range .items[?(@.kind=="Deployment")]}{.spec.template.spec.volumes[?(@.name=="webhook-tls")].secret.secretName}{"\n"}{end}' | sort -u)"
+mounts="$(qj "$work/cm1.yaml" '{range .items[?(@.kind=="Deployment")]}{.spec.template.spec.volumes[?(@.name=="webhook-tls")].secret.secretName}{"\n"}{end}' | grep . | sort -u)"
 [[ "$mounts" == gpufleet-webhook-tls ]] || fail "certManager: Deployments mount '$mounts', not the serving Certificate's Secret gpufleet-webhook-tls"
 dns="$(qj "$work/cm1.yaml" '{range .items[?(@.kind=="Certificate")]}{.spec.dnsNames[*]}{end}')"
 for svc in certify sentinel hostpkg budget; do
