@@ -11,10 +11,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/atomic_file.h"
 #include "core/duration.h"
 #include "core/errors.h"
 #include "core/json.h"
 #include "core/subprocess.h"
+#include "core/time.h"
 
 namespace gpufleet::hostpkg {
 
@@ -65,26 +67,26 @@ Exec run_command(const std::vector<std::string>& argv, const std::vector<std::st
   return out;
 }
 
-std::string now_rfc3339() {
-  auto now = std::chrono::system_clock::now().time_since_epoch();
-  core::Timestamp t;
-  t.seconds = std::chrono::duration_cast<std::chrono::seconds>(now).count();
-  return t.to_rfc3339(core::TimestampPrecision::Seconds);
+core::Value history_entry(const std::string& key, std::string_view event, int attempt) {
+  core::Value e = core::Value::map();
+  e["time"] = core::Timestamp::now().to_rfc3339(core::TimestampPrecision::Seconds);
+  e["key"] = key;
+  e["event"] = std::string(event);
+  e["attempt"] = attempt;
+  return e;
 }
 
 std::string script_name(Stage s, bool check) {
   return std::string(stage_name(s)) + (check ? "-check.sh" : ".sh");
 }
 
-void write_file_atomic(const std::string& path, const std::string& data) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << data;
-    f.flush();
-    if (!f) throw std::runtime_error("cannot write " + tmp);
-  }
-  fs::rename(tmp, path);
+// The result file is written in place, not renamed over: /dev/termination-log is a file the
+// kubelet bind-mounts into the container, and rename(2) onto a mount point fails (EBUSY).
+void write_result(const std::string& path, const std::string& data) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << data;
+  f.flush();
+  if (!f) throw std::runtime_error("cannot write the step result to " + path);
 }
 
 struct History {
@@ -130,7 +132,7 @@ void append_history(const std::string& path, const core::Value& entry) {
     std::string keep;
     for (std::size_t i = lines.size() - kHistoryKeep; i < lines.size(); ++i)
       keep += lines[i] + "\n";
-    write_file_atomic(path, keep);
+    core::write_file_atomic(path, keep);
   }
 }
 
@@ -192,6 +194,213 @@ core::Value result_to_value(const StepRequest& req, const StepResult& r) {
   return v;
 }
 
+namespace {
+
+// The package's scripts this request runs must exist before anything touches the host.
+void require_scripts(const StepRequest& req, bool verify, bool interrupt) {
+  if (verify) {
+    for (Stage st : req.verify) {
+      fs::path p = fs::path(req.package_dir) / script_name(st, true);
+      if (st == Stage::Interrupt || !fs::is_regular_file(p)) {
+        throw core::InvalidInput("pkg-step: the package has no " + p.string() +
+                                 "; verification runs the checks of apply, config and "
+                                 "post-interrupt, which every package ships");
+      }
+    }
+    return;
+  }
+  if (interrupt) return;
+  for (bool check : {false, true}) {
+    fs::path p = fs::path(req.package_dir) / script_name(req.stage, check);
+    if (!fs::is_regular_file(p)) {
+      throw core::InvalidInput(
+          "pkg-step: the package has no " + p.string() +
+          "; every stage needs a script and a -check.sh script in the image's package directory");
+    }
+  }
+}
+
+// Copies the package (or the interrupt script) and its configuration into the host, under
+// `staged` (the host's view of the package directory).
+void stage_on_host(const StepRequest& req, const fs::path& staged, bool verify, bool interrupt) {
+  fs::create_directories(staged);
+  if (!interrupt) {
+    for (const auto& e : fs::directory_iterator(req.package_dir)) {
+      if (!e.is_regular_file()) continue;
+      fs::copy_file(e.path(), staged / e.path().filename(), fs::copy_options::overwrite_existing);
+      fs::permissions(staged / e.path().filename(),
+                      fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                          fs::perms::others_read | fs::perms::others_exec);
+    }
+  } else {
+    core::write_file_atomic((staged / "interrupt.sh").string(), interrupt_script(req.interrupt));
+  }
+  // Verification checks what the config stage left there; it never replaces it.
+  if (!verify) fs::remove_all(staged / "config");
+  fs::create_directories(staged / "config");
+  if (!verify && !req.config_dir.empty() && fs::is_directory(req.config_dir)) {
+    for (const auto& e : fs::directory_iterator(req.config_dir)) {
+      // ConfigMap volumes hold ..data links; only the plain keys are files to hand over.
+      std::string name = e.path().filename().string();
+      if (name.rfind("..", 0) == 0 || fs::is_directory(e.path())) continue;
+      fs::copy_file(e.path(), staged / "config" / name, fs::copy_options::overwrite_existing);
+    }
+  }
+}
+
+// The scripts' environment: exactly this, nothing inherited from the runner's container.
+std::vector<std::string> step_env(const StepRequest& req, const std::string& host_dir,
+                                  int attempt) {
+  std::vector<std::string> env = {
+      "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+      "GPUFLEET_PACKAGE=" + req.package,
+      "GPUFLEET_VERSION=" + req.version,
+      "GPUFLEET_FROM_VERSION=" + req.from_version,
+      "GPUFLEET_STAGE=" + std::string(stage_name(req.stage)),
+      "GPUFLEET_PACKAGE_DIR=" + host_dir,
+      "GPUFLEET_CONFIG_DIR=" + host_dir + "/config",
+      "GPUFLEET_ATTEMPT=" + std::to_string(attempt),
+  };
+  std::string changed;
+  for (const std::string& k : req.changed_keys) changed += (changed.empty() ? "" : " ") + k;
+  env.push_back("GPUFLEET_CHANGED_KEYS=" + changed);
+  for (const auto& [k, v] : req.env) env.push_back(k + "=" + v);
+  return env;
+}
+
+// One step once its scripts are staged: runs them under one deadline and records the outcome
+// (history line, result file) whichever way it ends.
+class StepRun {
+ public:
+  StepRun(const StepRequest& req, std::string key, std::string root, std::string host_dir,
+          StepResult& result)
+      : req_(req),
+        key_(std::move(key)),
+        chroot_dir_(req.host_pid > 0 ? "" : std::move(root)),
+        host_dir_(std::move(host_dir)),
+        result_(result),
+        env_(step_env(req, host_dir_, result.attempt)),
+        start_(Clock::now()),
+        deadline_(start_ + req.timeout) {}
+
+  // Each stage's check with that stage's name in GPUFLEET_STAGE; the first failure wins.
+  StepResult verify() {
+    std::string what = "verification of " + req_.package + " " + req_.version;
+    for (Stage st : req_.verify) {
+      std::vector<std::string> venv = env_;
+      for (std::string& e : venv) {
+        if (e.starts_with("GPUFLEET_STAGE=")) e = "GPUFLEET_STAGE=" + std::string(stage_name(st));
+      }
+      Exec check = run_command(command(script_name(st, true)), venv, chroot_dir_, deadline_);
+      result_.check_output = std::move(check.tail);
+      result_.exit_code = check.exit_code;
+      std::string name(stage_name(st));
+      if (check.timed_out) {
+        return finish(StepStatus::TimedOut, "the " + name + " check in the " + what +
+                                                " did not finish within " +
+                                                core::format_duration(req_.timeout));
+      }
+      if (check.exit_code != 0) {
+        std::string last = result_.check_output;
+        while (!last.empty() && (last.back() == '\n' || last.back() == ' ')) last.pop_back();
+        if (auto nl = last.rfind('\n'); nl != std::string::npos) last = last.substr(nl + 1);
+        return finish(StepStatus::CheckFailed,
+                      "the " + name + " check of " + req_.package + " " + req_.version +
+                          " failed with exit code " + std::to_string(check.exit_code) +
+                          (last.empty() ? "" : ": " + last.substr(0, 300)));
+      }
+    }
+    result_.exit_code = 0;
+    return finish(StepStatus::Succeeded, what + " passed");
+  }
+
+  // The reboot takes this process with it: success is recorded first; the controller
+  // confirms the reboot by the node's boot ID changing.
+  StepResult reboot() {
+    result_.exit_code = 0;
+    finish(StepStatus::Succeeded, "reboot requested");
+    run_command(command("interrupt.sh"), env_, chroot_dir_, deadline_);
+    return result_;
+  }
+
+  // The stage's script, then (except for an interrupt) its check.
+  StepResult stage(bool interrupt) {
+    Exec step = run_command(command(interrupt ? "interrupt.sh" : script_name(req_.stage, false)),
+                            env_, chroot_dir_, deadline_);
+    result_.exit_code = step.exit_code;
+    result_.output = std::move(step.tail);
+    std::string what =
+        std::string(stage_name(req_.stage)) + " of " + req_.package + " " + req_.version;
+    if (step.timed_out) {
+      return finish(StepStatus::TimedOut, what + " did not finish within " +
+                                              core::format_duration(req_.timeout) +
+                                              " and was killed");
+    }
+    if (step.exit_code != 0) {
+      return finish(StepStatus::Failed,
+                    what + " failed with exit code " + std::to_string(step.exit_code));
+    }
+    if (!interrupt) {
+      Exec check =
+          run_command(command(script_name(req_.stage, true)), env_, chroot_dir_, deadline_);
+      result_.check_output = std::move(check.tail);
+      if (check.timed_out) {
+        return finish(StepStatus::TimedOut, "the check of " + what + " did not finish within " +
+                                                core::format_duration(req_.timeout));
+      }
+      if (check.exit_code != 0) {
+        result_.exit_code = check.exit_code;
+        return finish(StepStatus::CheckFailed, what + " ran but its check failed with exit code " +
+                                                   std::to_string(check.exit_code));
+      }
+    }
+    return finish(StepStatus::Succeeded, what + " succeeded");
+  }
+
+ private:
+  std::vector<std::string> command(const std::string& script) const {
+    std::string path = host_dir_ + "/" + script;
+    if (req_.host_pid > 0) {
+      return {"/usr/bin/nsenter",
+              "-t",
+              std::to_string(req_.host_pid),
+              "-m",
+              "-u",
+              "-i",
+              "-n",
+              "-p",
+              "--",
+              "/bin/sh",
+              path};
+    }
+    return {"/bin/sh", path};
+  }
+
+  StepResult finish(StepStatus s, std::string message) {
+    result_.status = s;
+    result_.message = std::move(message);
+    result_.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+    core::Value e = history_entry(
+        key_, s == StepStatus::Succeeded ? "succeeded" : step_status_name(s), result_.attempt);
+    e["message"] = result_.message;
+    append_history(req_.history_path, e);
+    if (!req_.result_path.empty())
+      write_result(req_.result_path, core::to_json(result_to_value(req_, result_)));
+    return result_;
+  }
+
+  const StepRequest& req_;
+  std::string key_;
+  std::string chroot_dir_;  // empty under nsenter
+  std::string host_dir_;
+  StepResult& result_;
+  std::vector<std::string> env_;
+  Clock::time_point start_;
+  Clock::time_point deadline_;
+};
+
+}  // namespace
+
 StepResult run_step(const StepRequest& req) {
   if (req.package.empty() || req.version.empty()) {
     throw core::InvalidInput("pkg-step: --package and --version are required");
@@ -208,186 +417,27 @@ StepResult run_step(const StepRequest& req) {
   const std::string host_dir = std::string(kHostBase) + "/" + req.package + "/" + req.version;
   const bool verify = !req.verify.empty();
   const bool interrupt = !verify && req.stage == Stage::Interrupt;
-  if (verify) {
-    for (Stage st : req.verify) {
-      fs::path p = fs::path(req.package_dir) / script_name(st, true);
-      if (st == Stage::Interrupt || !fs::is_regular_file(p)) {
-        throw core::InvalidInput("pkg-step: the package has no " + p.string() +
-                                 "; verification runs the checks of apply, config and "
-                                 "post-interrupt, which every package ships");
-      }
-    }
-  } else if (!interrupt) {
-    for (bool check : {false, true}) {
-      fs::path p = fs::path(req.package_dir) / script_name(req.stage, check);
-      if (!fs::is_regular_file(p)) {
-        throw core::InvalidInput(
-            "pkg-step: the package has no " + p.string() +
-            "; every stage needs a script and a -check.sh script in the image's package directory");
-      }
-    }
-  }
+  require_scripts(req, verify, interrupt);
 
   StepResult result;
   History h = req.history_path.empty() ? History{} : read_history(req.history_path, key);
   result.attempt = h.attempts + 1;
-  auto entry = [&](std::string_view event) {
-    core::Value e = core::Value::map();
-    e["time"] = now_rfc3339();
-    e["key"] = key;
-    e["event"] = std::string(event);
-    e["attempt"] = result.attempt;
-    return e;
-  };
   if (h.succeeded && !verify) {
     result.status = StepStatus::Skipped;
     result.exit_code = 0;
     result.attempt = h.attempts;
     result.message = "already completed for " + key + "; nothing to do";
     if (!req.result_path.empty())
-      write_file_atomic(req.result_path, core::to_json(result_to_value(req, result)));
+      write_result(req.result_path, core::to_json(result_to_value(req, result)));
     return result;
   }
-  append_history(req.history_path, entry("started"));
+  append_history(req.history_path, history_entry(key, "started", result.attempt));
+  stage_on_host(req, fs::path(root) / host_dir.substr(1), verify, interrupt);
 
-  // Stage the package and its configuration inside the host.
-  fs::path staged = fs::path(root) / host_dir.substr(1);
-  fs::create_directories(staged);
-  if (!interrupt) {
-    for (const auto& e : fs::directory_iterator(req.package_dir)) {
-      if (!e.is_regular_file()) continue;
-      fs::copy_file(e.path(), staged / e.path().filename(), fs::copy_options::overwrite_existing);
-      fs::permissions(staged / e.path().filename(),
-                      fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                          fs::perms::others_read | fs::perms::others_exec);
-    }
-  } else {
-    write_file_atomic((staged / "interrupt.sh").string(), interrupt_script(req.interrupt));
-  }
-  // Verification checks what the config stage left there; it never replaces it.
-  if (!verify) fs::remove_all(staged / "config");
-  fs::create_directories(staged / "config");
-  if (!verify && !req.config_dir.empty() && fs::is_directory(req.config_dir)) {
-    for (const auto& e : fs::directory_iterator(req.config_dir)) {
-      // ConfigMap volumes hold ..data links; only the plain keys are files to hand over.
-      std::string name = e.path().filename().string();
-      if (name.rfind("..", 0) == 0 || fs::is_directory(e.path())) continue;
-      fs::copy_file(e.path(), staged / "config" / name, fs::copy_options::overwrite_existing);
-    }
-  }
-
-  std::vector<std::string> env = {
-      "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-      "GPUFLEET_PACKAGE=" + req.package,
-      "GPUFLEET_VERSION=" + req.version,
-      "GPUFLEET_FROM_VERSION=" + req.from_version,
-      "GPUFLEET_STAGE=" + std::string(stage_name(req.stage)),
-      "GPUFLEET_PACKAGE_DIR=" + host_dir,
-      "GPUFLEET_CONFIG_DIR=" + host_dir + "/config",
-      "GPUFLEET_ATTEMPT=" + std::to_string(result.attempt),
-  };
-  std::string changed;
-  for (const std::string& k : req.changed_keys) changed += (changed.empty() ? "" : " ") + k;
-  env.push_back("GPUFLEET_CHANGED_KEYS=" + changed);
-  for (const auto& [k, v] : req.env) env.push_back(k + "=" + v);
-
-  auto command = [&](const std::string& script) {
-    std::string path = host_dir + "/" + script;
-    if (nsenter) {
-      return std::vector<std::string>{"/usr/bin/nsenter",
-                                      "-t",
-                                      std::to_string(req.host_pid),
-                                      "-m",
-                                      "-u",
-                                      "-i",
-                                      "-n",
-                                      "-p",
-                                      "--",
-                                      "/bin/sh",
-                                      path};
-    }
-    return std::vector<std::string>{"/bin/sh", path};
-  };
-  const std::string chroot_dir = nsenter ? "" : root;
-  auto start = Clock::now();
-  auto deadline = start + req.timeout;
-  auto finish = [&](StepStatus s, std::string message) {
-    result.status = s;
-    result.message = std::move(message);
-    result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    core::Value e = entry(s == StepStatus::Succeeded ? "succeeded" : step_status_name(s));
-    e["message"] = result.message;
-    append_history(req.history_path, e);
-    if (!req.result_path.empty())
-      write_file_atomic(req.result_path, core::to_json(result_to_value(req, result)));
-    return result;
-  };
-
-  if (verify) {
-    // Each stage's check with that stage's name in GPUFLEET_STAGE; the first failure wins.
-    std::string what = "verification of " + req.package + " " + req.version;
-    for (Stage st : req.verify) {
-      std::vector<std::string> venv = env;
-      for (std::string& e : venv) {
-        if (e.starts_with("GPUFLEET_STAGE=")) e = "GPUFLEET_STAGE=" + std::string(stage_name(st));
-      }
-      Exec check = run_command(command(script_name(st, true)), venv, chroot_dir, deadline);
-      result.check_output = std::move(check.tail);
-      result.exit_code = check.exit_code;
-      std::string name(stage_name(st));
-      if (check.timed_out) {
-        return finish(StepStatus::TimedOut, "the " + name + " check in the " + what +
-                                                " did not finish within " +
-                                                core::format_duration(req.timeout));
-      }
-      if (check.exit_code != 0) {
-        std::string last = result.check_output;
-        while (!last.empty() && (last.back() == '\n' || last.back() == ' ')) last.pop_back();
-        if (auto nl = last.rfind('\n'); nl != std::string::npos) last = last.substr(nl + 1);
-        return finish(StepStatus::CheckFailed,
-                      "the " + name + " check of " + req.package + " " + req.version +
-                          " failed with exit code " + std::to_string(check.exit_code) +
-                          (last.empty() ? "" : ": " + last.substr(0, 300)));
-      }
-    }
-    result.exit_code = 0;
-    return finish(StepStatus::Succeeded, what + " passed");
-  }
-  if (interrupt && req.interrupt.kind == InterruptKind::Reboot) {
-    // The reboot takes this process with it: record success first; the controller confirms
-    // the reboot by the node's boot ID changing.
-    result.exit_code = 0;
-    finish(StepStatus::Succeeded, "reboot requested");
-    run_command(command("interrupt.sh"), env, chroot_dir, deadline);
-    return result;
-  }
-  Exec step = run_command(command(interrupt ? "interrupt.sh" : script_name(req.stage, false)), env,
-                          chroot_dir, deadline);
-  result.exit_code = step.exit_code;
-  result.output = std::move(step.tail);
-  std::string what = std::string(stage_name(req.stage)) + " of " + req.package + " " + req.version;
-  if (step.timed_out) {
-    return finish(StepStatus::TimedOut, what + " did not finish within " +
-                                            core::format_duration(req.timeout) + " and was killed");
-  }
-  if (step.exit_code != 0) {
-    return finish(StepStatus::Failed,
-                  what + " failed with exit code " + std::to_string(step.exit_code));
-  }
-  if (!interrupt) {
-    Exec check = run_command(command(script_name(req.stage, true)), env, chroot_dir, deadline);
-    result.check_output = std::move(check.tail);
-    if (check.timed_out) {
-      return finish(StepStatus::TimedOut, "the check of " + what + " did not finish within " +
-                                              core::format_duration(req.timeout));
-    }
-    if (check.exit_code != 0) {
-      result.exit_code = check.exit_code;
-      return finish(StepStatus::CheckFailed, what + " ran but its check failed with exit code " +
-                                                 std::to_string(check.exit_code));
-    }
-  }
-  return finish(StepStatus::Succeeded, what + " succeeded");
+  StepRun run(req, key, root, host_dir, result);
+  if (verify) return run.verify();
+  if (interrupt && req.interrupt.kind == InterruptKind::Reboot) return run.reboot();
+  return run.stage(interrupt);
 }
 
 }  // namespace gpufleet::hostpkg
