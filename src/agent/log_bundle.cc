@@ -116,6 +116,112 @@ std::string filter_kernel_lines(std::string_view text, std::size_t max_bytes, bo
   return out;
 }
 
+namespace {
+
+// The ports of every InfiniBand device (state, rate, counters), bounded; null when the node
+// has none.
+core::Value read_infiniband(const fs::path& ib) {
+  std::error_code ec;
+  if (!fs::is_directory(ib, ec)) return core::Value();
+  auto read_small = [](const fs::path& f) {
+    bool cut = false;
+    std::string s = tail_of(f, 256, cut);
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    return s;
+  };
+  core::Value ports = core::Value::map();
+  std::vector<fs::path> devs;
+  for (const auto& d : fs::directory_iterator(ib, ec)) devs.push_back(d.path());
+  std::sort(devs.begin(), devs.end());
+  for (const auto& d : devs) {
+    if (ports.size() >= 64) break;
+    std::error_code pec;
+    for (const auto& port : fs::directory_iterator(d / "ports", pec)) {
+      core::Value p = core::Value::map();
+      for (const char* f : {"state", "phys_state", "rate"}) {
+        std::error_code fec;
+        if (fs::is_regular_file(port.path() / f, fec)) p[f] = read_small(port.path() / f);
+      }
+      core::Value counters = core::Value::map();
+      std::error_code cec;
+      for (const auto& c : fs::directory_iterator(port.path() / "counters", cec))
+        if (counters.size() < 64) counters[c.path().filename().string()] = read_small(c.path());
+      p["counters"] = std::move(counters);
+      ports[d.filename().string() + "/" + port.path().filename().string()] = std::move(p);
+    }
+  }
+  return ports;
+}
+
+// The GPU state command's output (nvidia-smi -q), within what is left of the deadline.
+core::Value gpu_state(const LogBundleOptions& options, Clock::time_point deadline, bool& cut) {
+  core::SubprocessOptions o;
+  o.timeout =
+      std::max(std::chrono::milliseconds(1),
+               std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+  o.max_output = options.section_bytes;
+  core::SubprocessResult r = core::run_subprocess(options.gpu_state_command, o);
+  if (!r.ok()) throw std::runtime_error(r.describe());
+  cut = r.output.size() >= options.section_bytes;
+  return core::Value(r.output);
+}
+
+core::Value string_list(const std::vector<std::string>& v) {
+  core::Value l = core::Value::list();
+  for (const auto& s : v) l.push_back(s);
+  return l;
+}
+
+// Serializes and compresses `doc` with `sections`; over the bound (kernel text compresses
+// ~10x, so this is rare) the biggest text section is halved from its oldest end until the
+// bundle fits. False when it cannot be made to fit.
+bool pack_within_bound(core::Value& doc, core::Value& sections, LogBundle& out,
+                       std::size_t max_bytes, std::string& raw, std::string& packed) {
+  for (int round = 0; round < 24; ++round) {
+    doc["sections"] = sections;
+    doc["truncated"] = string_list(out.truncated);
+    doc["errors"] = string_list(out.errors);
+    raw = core::to_json(doc);
+    packed = core::gzip(raw);
+    if (packed.size() <= max_bytes) return true;
+    std::string biggest;
+    std::size_t size = 0;
+    for (const auto& [k, v] : sections.as_map())
+      if (v.is_string() && v.as_string().size() > size) {
+        size = v.as_string().size();
+        biggest = k;
+      }
+    if (biggest.empty()) {
+      sections = core::Value::map();  // nothing left to cut: the sections go
+      out.errors.push_back("bundle: sections dropped to stay under " + std::to_string(max_bytes) +
+                           " bytes");
+      continue;
+    }
+    const std::string& text = sections[biggest].as_string();
+    sections[biggest] = text.substr(text.size() / 2);
+    if (std::find(out.truncated.begin(), out.truncated.end(), biggest) == out.truncated.end())
+      out.truncated.push_back(biggest);
+  }
+  return packed.size() <= max_bytes;
+}
+
+// Writes the bundle whole, then keeps only the newest `keep` bundles in `dir` (bounded on
+// disk too).
+void store_bundle(const fs::path& dir, const fs::path& file, const std::string& packed,
+                  std::size_t keep) {
+  fs::create_directories(dir);
+  core::write_file_atomic(file.string(), packed);
+  std::vector<std::pair<fs::file_time_type, fs::path>> all;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().string().ends_with(".json.gz")) all.emplace_back(e.last_write_time(ec), e.path());
+  std::sort(all.begin(), all.end());
+  for (std::size_t i = 0; i + keep < all.size(); ++i)
+    if (all[i].second != file) fs::remove(all[i].second, ec);
+}
+
+}  // namespace
+
 LogBundle collect_log_bundle(const LogBundleSource& source, const fs::path& dir,
                              const std::string& node, const std::string& incident,
                              const LogBundleOptions& options) {
@@ -154,52 +260,9 @@ LogBundle collect_log_bundle(const LogBundleSource& source, const fs::path& dir,
       return core::Value(tail_of(p, options.section_bytes, cut));
     });
   }
-  if (!options.gpu_state_command.empty()) {
-    section("nvidia-smi -q", [&](bool& cut) -> core::Value {
-      core::SubprocessOptions o;
-      o.timeout =
-          std::max(std::chrono::milliseconds(1),
-                   std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
-      o.max_output = options.section_bytes;
-      core::SubprocessResult r = core::run_subprocess(options.gpu_state_command, o);
-      if (!r.ok()) throw std::runtime_error(r.describe());
-      cut = r.output.size() >= options.section_bytes;
-      return core::Value(r.output);
-    });
-  }
-  section("infiniband", [&](bool&) -> core::Value {
-    const fs::path ib = host("/sys/class/infiniband");
-    std::error_code ec;
-    if (!fs::is_directory(ib, ec)) return core::Value();
-    core::Value ports = core::Value::map();
-    std::vector<fs::path> devs;
-    for (const auto& d : fs::directory_iterator(ib, ec)) devs.push_back(d.path());
-    std::sort(devs.begin(), devs.end());
-    for (const auto& d : devs) {
-      if (ports.size() >= 64) break;
-      std::error_code pec;
-      for (const auto& port : fs::directory_iterator(d / "ports", pec)) {
-        core::Value p = core::Value::map();
-        auto read_small = [](const fs::path& f) {
-          bool cut = false;
-          std::string s = tail_of(f, 256, cut);
-          while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-          return s;
-        };
-        for (const char* f : {"state", "phys_state", "rate"}) {
-          std::error_code fec;
-          if (fs::is_regular_file(port.path() / f, fec)) p[f] = read_small(port.path() / f);
-        }
-        core::Value counters = core::Value::map();
-        std::error_code cec;
-        for (const auto& c : fs::directory_iterator(port.path() / "counters", cec))
-          if (counters.size() < 64) counters[c.path().filename().string()] = read_small(c.path());
-        p["counters"] = std::move(counters);
-        ports[d.filename().string() + "/" + port.path().filename().string()] = std::move(p);
-      }
-    }
-    return ports;
-  });
+  if (!options.gpu_state_command.empty())
+    section("nvidia-smi -q", [&](bool& cut) { return gpu_state(options, deadline, cut); });
+  section("infiniband", [&](bool&) { return read_infiniband(host("/sys/class/infiniband")); });
   if (source.node_health) {
     section("nodehealth", [&](bool&) -> core::Value {
       core::Value h = source.node_health();
@@ -214,58 +277,15 @@ LogBundle collect_log_bundle(const LogBundleSource& source, const fs::path& dir,
   doc["node"] = node;
   doc["incident"] = incident;
   doc["collectedAt"] = core::Timestamp::now().to_rfc3339(core::TimestampPrecision::Seconds);
-  doc["sections"] = sections;
-  auto list = [](const std::vector<std::string>& v) {
-    core::Value l = core::Value::list();
-    for (const auto& s : v) l.push_back(s);
-    return l;
-  };
   std::string raw;
   std::string packed;
-  // Over the bound (kernel text compresses ~10x, so this is rare): the kmsg section, then the
-  // others, are halved from their oldest end until the bundle fits.
-  for (int round = 0; round < 24; ++round) {
-    doc["sections"] = sections;
-    doc["truncated"] = list(out.truncated);
-    doc["errors"] = list(out.errors);
-    raw = core::to_json(doc);
-    packed = core::gzip(raw);
-    if (packed.size() <= options.max_bundle_bytes) break;
-    std::string biggest;
-    std::size_t size = 0;
-    for (const auto& [k, v] : sections.as_map())
-      if (v.is_string() && v.as_string().size() > size) {
-        size = v.as_string().size();
-        biggest = k;
-      }
-    if (biggest.empty()) {
-      sections = core::Value::map();  // nothing left to cut: the sections go
-      out.errors.push_back("bundle: sections dropped to stay under " +
-                           std::to_string(options.max_bundle_bytes) + " bytes");
-      continue;
-    }
-    const std::string& text = sections[biggest].as_string();
-    sections[biggest] = text.substr(text.size() / 2);
-    if (std::find(out.truncated.begin(), out.truncated.end(), biggest) == out.truncated.end())
-      out.truncated.push_back(biggest);
-  }
-  if (packed.size() > options.max_bundle_bytes) {
+  if (!pack_within_bound(doc, sections, out, options.max_bundle_bytes, raw, packed)) {
     out.error = "the bundle stays over " + std::to_string(options.max_bundle_bytes) + " bytes";
     return out;
   }
   const fs::path file = dir / (incident + ".json.gz");
   try {
-    fs::create_directories(dir);
-    core::write_file_atomic(file.string(), packed);
-    // Bounded on disk too: the newest `keep` bundles stay.
-    std::vector<std::pair<fs::file_time_type, fs::path>> all;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir, ec))
-      if (e.path().string().ends_with(".json.gz"))
-        all.emplace_back(e.last_write_time(ec), e.path());
-    std::sort(all.begin(), all.end());
-    for (std::size_t i = 0; i + options.keep < all.size(); ++i)
-      if (all[i].second != file) fs::remove(all[i].second, ec);
+    store_bundle(dir, file, packed, options.keep);
   } catch (const std::exception& e) {
     out.error = std::string("cannot write ") + file.string() + ": " + e.what();
     return out;

@@ -115,21 +115,8 @@ NetworkSpec parse_network(FieldReader& pool) {
   return net;
 }
 
-PoolSpec parse_pool(const core::Value& v, const std::string& source, std::size_t i,
-                    const std::string& fleet_name) {
-  std::string path = "spec.pools[" + std::to_string(i) + "]";
-  FieldReader r(v, source, path);
-  PoolSpec p;
-  p.name = r.required_string("name", "name the pool, e.g. h100");
-  if (auto problem = check_dns_subdomain(p.name); !problem.empty() || p.name.size() > 40) {
-    r.fail("name", core::Value(p.name), problem.empty() ? "is longer than 40 characters" : problem,
-           "use a short lower-case name such as h100-a");
-  }
-  p.count = static_cast<int>(
-      r.integer("count", std::nullopt, 0, 20000, "the number of nodes in the pool, e.g. 32"));
-  p.name_pattern = r.string("namePattern", "{pool}-{index:04}");
-
-  // GPUs
+// The pool's gpu: product, count per node, driver and CUDA versions.
+void parse_pool_gpu(FieldReader& r, const std::string& source, PoolSpec& p) {
   const core::Value* gv = r.get("gpu");
   if (gv == nullptr) fail_field(source, r.field("gpu"), "is required", "add gpu: {product: h100}");
   FieldReader g(*gv, source, r.field("gpu"));
@@ -153,8 +140,11 @@ PoolSpec parse_pool(const core::Value& v, const std::string& source, std::size_t
            "write it as major.minor in quotes, e.g. \"12.8\"");
   }
   g.done();
+}
 
-  // NVLink domain and racks
+// NVLink domain, racks and zones.
+void parse_pool_layout(FieldReader& r, const std::string& source, const std::string& fleet_name,
+                       PoolSpec& p) {
   if (const core::Value* dv = r.get("nvlinkDomain")) {
     FieldReader d(*dv, source, r.field("nvlinkDomain"));
     p.nvlink_domain_gpus = static_cast<int>(
@@ -198,8 +188,11 @@ PoolSpec parse_pool(const core::Value& v, const std::string& source, std::size_t
   } else {
     p.zones.push_back(fleet_name + "-zone-a");
   }
+}
 
-  // Host shape
+// The host's shape: CPU, memory, pods, disk, network, kernel, runtime and OS (defaults by
+// architecture).
+void parse_pool_host(FieldReader& r, const std::string& source, PoolSpec& p) {
   bool grace = p.gpu->arch == "arm64";
   p.cpu_cores = static_cast<int>(
       r.integer("cpu", grace ? 144 : 224, 1, 4096, "CPU cores per node, e.g. 224"));
@@ -240,14 +233,10 @@ PoolSpec parse_pool(const core::Value& v, const std::string& source, std::size_t
   if (p.kernel_version.empty()) {
     p.kernel_version = grace ? "6.8.0-1021-nvidia-64k" : "5.15.0-1063-nvidia";
   }
-  p.taints = parse_taints(r);
-  p.labels = r.string_map("labels");
-  check_labels(r, "labels", p.labels);
-  p.annotations = r.string_map("annotations");
-  check_labels(r, "annotations", p.annotations);
-  r.done();
+}
 
-  // The name pattern must give unique, valid names.
+// The name pattern must give unique, valid names.
+void check_name_pattern(const std::string& source, const std::string& path, const PoolSpec& p) {
   bool by_index = p.name_pattern.find("{index") != std::string::npos;
   bool by_rack_slot = p.name_pattern.find("{rack") != std::string::npos &&
                       p.name_pattern.find("{slot") != std::string::npos;
@@ -273,6 +262,33 @@ PoolSpec parse_pool(const core::Value& v, const std::string& source, std::size_t
     fail_field(source, path + ".namePattern", what,
                "use {pool}, {index}, {rack}, {slot}, optionally with a width: {index:04}");
   }
+}
+
+PoolSpec parse_pool(const core::Value& v, const std::string& source, std::size_t i,
+                    const std::string& fleet_name) {
+  std::string path = "spec.pools[" + std::to_string(i) + "]";
+  FieldReader r(v, source, path);
+  PoolSpec p;
+  p.name = r.required_string("name", "name the pool, e.g. h100");
+  if (auto problem = check_dns_subdomain(p.name); !problem.empty() || p.name.size() > 40) {
+    r.fail("name", core::Value(p.name), problem.empty() ? "is longer than 40 characters" : problem,
+           "use a short lower-case name such as h100-a");
+  }
+  p.count = static_cast<int>(
+      r.integer("count", std::nullopt, 0, 20000, "the number of nodes in the pool, e.g. 32"));
+  p.name_pattern = r.string("namePattern", "{pool}-{index:04}");
+
+  parse_pool_gpu(r, source, p);
+  parse_pool_layout(r, source, fleet_name, p);
+  parse_pool_host(r, source, p);
+  p.taints = parse_taints(r);
+  p.labels = r.string_map("labels");
+  check_labels(r, "labels", p.labels);
+  p.annotations = r.string_map("annotations");
+  check_labels(r, "annotations", p.annotations);
+  r.done();
+
+  check_name_pattern(source, path, p);
   return p;
 }
 
