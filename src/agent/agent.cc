@@ -1,4 +1,5 @@
 #include "agent/agent.h"
+#include "core/text.h"
 
 #include <algorithm>
 #include <fstream>
@@ -17,17 +18,12 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
-  return s;
-}
-
 std::string read_small_file(const std::filesystem::path& p) {
   std::ifstream in(p);
   if (!in) return {};
   std::string s;
   std::getline(in, s);
-  return trim(s);
+  return std::string(core::trim_end(s));
 }
 
 void write_small_file(const std::filesystem::path& p, const std::string& text) {

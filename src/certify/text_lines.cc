@@ -17,12 +17,6 @@ std::vector<std::string_view> split_ws(std::string_view line) {
   return out;
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 std::optional<double> to_double(std::string_view s) {
   if (s.empty()) return std::nullopt;
   double v = 0;

@@ -1,3 +1,4 @@
+#include "core/text.h"
 // Line and token helpers shared by the workload output parsers.
 #pragma once
 
@@ -23,7 +24,7 @@ void for_each_line(std::string_view text, F&& f) {
 }
 
 std::vector<std::string_view> split_ws(std::string_view line);
-std::string_view trim(std::string_view s);
+using core::trim;
 // Whole-token numbers; nullopt on anything else (trailing text, inf, nan, empty).
 std::optional<double> to_double(std::string_view s);
 std::optional<std::int64_t> to_int(std::string_view s);

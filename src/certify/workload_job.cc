@@ -1,4 +1,5 @@
 #include "certify/workload_job.h"
+#include "core/text.h"
 
 #include "kube/api/meta.h"
 #include "kube/api/objects.h"
@@ -15,12 +16,6 @@ core::Value common_labels(const JobRequest& r) {
   l["app.kubernetes.io/part-of"] = "gpufleet";
   l["app.kubernetes.io/component"] = "certify-workload";
   return l;
-}
-
-std::string join(const std::vector<std::string>& v, const char* sep) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
-  return out;
 }
 
 }  // namespace
@@ -88,7 +83,7 @@ core::Value workload_container(const JobRequest& r, const std::vector<std::strin
   for (const auto& [k, v] : w.env) add_env(container, k, v);
   // The rendezvous contract of multi-node workloads (docs/certify.md "Launching").
   add_env(container, "GPUFLEET_RANKS", std::to_string(r.nodes.size()));
-  add_env(container, "GPUFLEET_NODES", join(r.nodes, ","));
+  add_env(container, "GPUFLEET_NODES", core::join(r.nodes, ","));
   // A crashed workload still says why: the log tail becomes the termination message.
   container["terminationMessagePolicy"] = "FallbackToLogsOnError";
   if (!plan.result_file.empty()) container["terminationMessagePath"] = plan.result_file;
@@ -142,7 +137,7 @@ core::Value build_job(const JobRequest& r) {
   pod["metadata"]["labels"] = common_labels(r);
   // The simulator's NCCL and training models read the group from here (docs/sim.md); a
   // real cluster ignores it.
-  pod["metadata"]["annotations"]["sim.gpufleet.io/nccl-hosts"] = join(r.nodes, ",");
+  pod["metadata"]["annotations"]["sim.gpufleet.io/nccl-hosts"] = core::join(r.nodes, ",");
   pod["metadata"]["annotations"][kAttemptAnnotation] = std::to_string(r.attempt);
   core::Value& spec = pod["spec"];
   spec["restartPolicy"] = "Never";

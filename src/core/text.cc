@@ -1,5 +1,7 @@
 #include "core/text.h"
 
+#include <charconv>
+
 #include <fnmatch.h>
 
 #include <algorithm>
@@ -21,6 +23,18 @@ std::string_view trim(std::string_view s) noexcept {
   const std::size_t first = s.find_first_not_of(kSpace);
   if (first == std::string_view::npos) return {};
   return s.substr(first, s.find_last_not_of(kSpace) - first + 1);
+}
+
+std::string_view trim_end(std::string_view s) noexcept {
+  const std::size_t last = s.find_last_not_of(" \t\r\n");
+  return last == std::string_view::npos ? std::string_view{} : s.substr(0, last + 1);
+}
+
+std::optional<std::int64_t> parse_int(std::string_view s) noexcept {
+  std::int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return v;
 }
 
 std::vector<std::string_view> split_trimmed(std::string_view line, char sep) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,6 +30,11 @@ std::string join(const Range& items, std::string_view sep = ", ") {
 
 // `s` without leading and trailing spaces, tabs, CR and LF.
 std::string_view trim(std::string_view s) noexcept;
+// `s` without trailing spaces, tabs, CR and LF (leading ones kept: indentation that matters).
+std::string_view trim_end(std::string_view s) noexcept;
+
+// The whole text as a base-10 integer; nullopt for anything else ("", "1x", " 1", "+1").
+std::optional<std::int64_t> parse_int(std::string_view s) noexcept;
 
 // The fields of `line` split at every `sep`, each trimmed ("a, b,,c" -> a, b, "", c): CSV
 // cells of tool output (nvidia-smi --format=csv) where values never hold the separator.

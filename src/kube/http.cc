@@ -1,4 +1,5 @@
 #include "kube/http.h"
+#include "core/text.h"
 
 #include "core/log.h"
 
@@ -138,12 +139,7 @@ bool iequals_prefix(std::string_view line, std::string_view name) {
   return true;
 }
 
-std::string trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == '\r' || s.back() == '\n' || s.back() == ' '))
-    s.remove_suffix(1);
-  return std::string(s);
-}
+std::string trim(std::string_view s) { return std::string(core::trim(s)); }
 
 // Errors that happen before any request byte leaves: the server cannot have acted on it.
 bool before_send(CURLcode code) {

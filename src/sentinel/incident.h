@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/text.h"
 #include "core/value.h"
 #include "sentinel/policy.h"
 #include "sentinel/rules.h"
@@ -22,8 +23,7 @@ std::set<std::string> string_set(const core::Value* list);
 // Items joined with ',' for a message, cut at 400 characters.
 template <typename Items>
 std::string join(const Items& items) {
-  std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : ",") + std::string(i);
+  std::string out = core::join(items, ",");
   return out.size() > 400 ? out.substr(0, 400) + "..." : out;
 }
 

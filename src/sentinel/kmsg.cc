@@ -1,4 +1,5 @@
 #include "sentinel/kmsg.h"
+#include "core/text.h"
 
 #include <cctype>
 #include <charconv>
@@ -27,13 +28,7 @@ bool all_hex(std::string_view s) {
   return true;
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
+using core::trim;
 
 // The kernel escapes non-printable bytes (and the newline) as \xNN.
 std::string unescape(std::string_view s) {

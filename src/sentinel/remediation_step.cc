@@ -1,5 +1,7 @@
 #include "sentinel/remediation_step.h"
 
+#include "core/text.h"
+
 namespace gpufleet::sentinel {
 
 namespace {
@@ -7,8 +9,7 @@ namespace {
 using Kind = RemediationStep::Kind;
 
 std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : ",") + i;
+  std::string out = core::join(items, ",");
   return out.size() > 400 ? out.substr(0, 400) + "..." : out;
 }
 

@@ -1,4 +1,5 @@
 #include "hostpkg/controller/stage_pod.h"
+#include "core/text.h"
 
 #include "core/json.h"
 #include "hostpkg/reverify.h"
@@ -13,15 +14,6 @@ core::Value string_list(std::initializer_list<std::string> items) {
   core::Value l = core::Value::list();
   for (const auto& s : items) l.push_back(s);
   return l;
-}
-
-std::string join(const std::vector<std::string>& v, char sep) {
-  std::string out;
-  for (const auto& s : v) {
-    if (!out.empty()) out += sep;
-    out += s;
-  }
-  return out;
 }
 
 }  // namespace
@@ -88,7 +80,7 @@ core::Value stage_pod(const HostPackageSet& set, const std::string& node, const 
         core::to_json(interrupt_to_value(step.interrupt));
   }
   if (!step.changed_keys.empty()) {
-    meta["annotations"][std::string(kChangedKeysAnnotation)] = join(step.changed_keys, ',');
+    meta["annotations"][std::string(kChangedKeysAnnotation)] = core::join(step.changed_keys, ",");
   }
 
   core::Value& spec = pod["spec"];
@@ -131,7 +123,7 @@ core::Value stage_pod(const HostPackageSet& set, const std::string& node, const 
   }
   if (!step.changed_keys.empty()) {
     args.push_back("--changed-keys");
-    args.push_back(join(step.changed_keys, ','));
+    args.push_back(core::join(step.changed_keys, ","));
   }
   core::Value mounts = core::Value::list();
   core::Value hm;
@@ -145,7 +137,7 @@ core::Value stage_pod(const HostPackageSet& set, const std::string& node, const 
     args.push_back(std::string(interrupt_name(step.interrupt.kind)));
     if (!step.interrupt.services.empty()) {
       args.push_back("--services");
-      args.push_back(join(step.interrupt.services, ','));
+      args.push_back(core::join(step.interrupt.services, ","));
     }
     args.push_back("--package-dir");
     args.push_back("/pkg");

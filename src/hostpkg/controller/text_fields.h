@@ -16,13 +16,7 @@
 
 namespace gpufleet::hostpkg::detail {
 
-// The whole text as a base-10 integer; nullopt for anything else ("", "1x", " 1").
-inline std::optional<std::int64_t> parse_int(std::string_view s) {
-  std::int64_t v = 0;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || ptr != s.data() + s.size() || s.empty()) return std::nullopt;
-  return v;
-}
+using core::parse_int;
 
 // "a, b, c", or "a, b, ... (7 in all)" beyond `max` items.
 inline std::string join_first(const std::vector<std::string>& v, std::string_view sep,

@@ -11,14 +11,7 @@
 namespace gpufleet::kube {
 namespace {
 
-std::string join_owners(const std::vector<std::string>& owners) {
-  std::string out;
-  for (const auto& o : owners) {
-    if (!out.empty()) out += ',';
-    out += o;
-  }
-  return out;
-}
+std::string join_owners(const std::vector<std::string>& owners) { return core::join(owners, ","); }
 
 // {"metadata": {"resourceVersion": rv, "annotations": {key: value-or-null}}, "spec": ...}
 core::Value base_patch(const core::Value& node) {

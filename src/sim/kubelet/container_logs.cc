@@ -1,4 +1,5 @@
 #include "sim/kubelet/container_logs.h"
+#include "core/text.h"
 
 #include <charconv>
 #include <vector>
@@ -17,12 +18,7 @@ std::optional<bool> parse_bool(std::string_view v) {
   return std::nullopt;
 }
 
-std::optional<std::int64_t> parse_int(std::string_view v) {
-  std::int64_t n = 0;
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (v.empty() || ec != std::errc() || end != v.data() + v.size()) return std::nullopt;
-  return n;
-}
+using core::parse_int;
 
 LogAnswer bad(int status, std::string body) { return {status, std::move(body)}; }
 
