@@ -26,6 +26,11 @@ echo "== hostpkg (scripts/bench-hostpkg.sh)"
 scripts/bench-hostpkg.sh 100 batches10
 scripts/bench-hostpkg.sh 5000 exponential
 
+# goodput: ETTR and GPU-hours lost on 1,024 simulated nodes at the Llama 3 fault rate, with and
+# without gpufleet (docs/goodput.md "The goodput benchmark", docs/performance.md).
+echo "== goodput (scripts/bench-goodput.sh build/release)"
+scripts/bench-goodput.sh build/release
+
 # certify end to end: a diagnose Certification of 256 simulated nodes, 4 degraded (docs/performance.md).
 echo "== certify diagnose e2e (scripts/bench-certify-e2e.sh 256 4)"
 scripts/bench-certify-e2e.sh 256 4

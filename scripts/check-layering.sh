@@ -7,7 +7,7 @@ set -euo pipefail
 root="${1:-$(cd "$(dirname "$0")/.." && pwd)}"
 
 # What each module may include besides itself. A folder inside a module (src/cel/stdlib,
-# src/recipe/bundle) belongs to the module unless it is listed here (kube/api, sim/kubelet).
+# src/recipe/bundle) belongs to the module unless it is listed here (kube/api, sim/kubelet, goodput/model).
 declare -A allowed=(
   [core]=""
   [cel]="core"
@@ -21,6 +21,7 @@ declare -A allowed=(
   [sentinel]="core cel kube/api kube api controller agent"
   [hostpkg]="core cel kube/api kube api controller agent"
   [goodput]="core cel kube/api kube api controller"
+  [goodput/model]="core cel kube/api kube api controller agent sentinel goodput sim"
   [sim]="core cel kube/api"
   [sim/kubelet]="core cel kube/api kube api controller agent sim"
   [cli]="core cel kube/api kube api controller agent recipe certify sentinel hostpkg goodput sim sim/kubelet"

@@ -25,6 +25,7 @@ packages=(
   openssh-client                                         # ssh-keygen: bundle --sign-key, its tests
   iproute2 strace                                        # the air-gap test: loopback up in unshare -n, connect() audit
   graphviz                                               # docs diagrams only (scripts/render-diagrams.sh, docs_diagrams test)
+  gnuplot-nox                                            # bench plots only (scripts/bench-goodput.sh: docs/plots/*.svg)
   jq                                                     # integration test scripts read JSON views (goodput_xid_interruption)
 )
 

@@ -32,6 +32,21 @@ constexpr std::string_view kMoreFollowUps = "; and more (see the sentinel.kernel
 
 }  // namespace
 
+XidHealth xid_health(const core::XidCatalog& catalog, int code) {
+  XidHealth h;
+  h.reason = "Xid" + std::to_string(code);
+  const core::XidInfo* x = catalog.find(code);
+  if (x == nullptr) {
+    h.state = "Warning";  // unknown to the catalog: worth a look, not an action
+    return h;
+  }
+  h.state = x->severity == core::XidSeverity::Critical  ? "Fatal"
+            : x->severity == core::XidSeverity::Warning ? "Warning"
+                                                        : "";
+  h.needs_reboot = x->action == core::XidAction::RebootNode;
+  return h;
+}
+
 std::map<std::string, GpuIdentity> parse_gpu_query_csv(std::string_view csv) {
   std::map<std::string, GpuIdentity> out;
   int col_index = -1;
@@ -428,17 +443,15 @@ void KmsgMonitor::handle_event(const KmsgRecord& r, const KernelEvent& ev, agent
   Fault fault;
   fault.entity_kind = entity_kind;
   if (ev.kind == KernelEventKind::Xid) {
-    fault.reason = "Xid" + std::to_string(ev.code);
+    XidHealth health = xid_health(catalog, ev.code);
+    fault.reason = std::move(health.reason);
+    fault.state = std::move(health.state);
+    fault.needs_reboot = health.needs_reboot;
     if (const core::XidInfo* x = catalog.find(ev.code)) {
       severity = core::severity_name(x->severity);
       action = core::action_name(x->action);
       name = x->name;
-      fault.state = x->severity == core::XidSeverity::Critical  ? "Fatal"
-                    : x->severity == core::XidSeverity::Warning ? "Warning"
-                                                                : "";
-      fault.needs_reboot = x->action == core::XidAction::RebootNode;
     } else {
-      fault.state = "Warning";  // unknown to the catalog: worth a look, not an action
       name = "Xid not in the catalog";
     }
     if (ev.code == 154) {

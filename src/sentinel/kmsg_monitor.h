@@ -32,9 +32,21 @@
 
 #include "agent/plugin.h"
 #include "core/value.h"
+#include "core/xid_catalog.h"
 #include "sentinel/kmsg.h"
 
 namespace gpufleet::sentinel {
+
+// The health an Xid gives its GPU entity (check `xid`): the catalog's Critical → Fatal, Warning
+// → Warning, Info → "" (an event, no health change); a code not in the catalog → Warning (worth
+// a look, not an action). Reason "Xid<code>". Xid 154 names its action in the line itself and
+// is read by the monitor, not here.
+struct XidHealth {
+  std::string state;  // Fatal | Warning | ""
+  std::string reason;
+  bool needs_reboot = false;  // the catalog says reboot-node: only a new boot clears it
+};
+XidHealth xid_health(const core::XidCatalog& catalog, int code);
 
 // The typed event kind journalled for every kernel GPU signal (one per burst).
 inline constexpr std::string_view kKernelEventKind = "sentinel.kernel";
