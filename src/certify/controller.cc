@@ -454,6 +454,7 @@ void setup_certify(controller::Manager& manager, const controller::Context& cont
         });
   }
 
+  auto metrics = std::make_shared<CertifyMetrics>(*manager.options().registry);
   for (bool wr : {false, true}) {
     RunKind k{wr ? resources::workload_runs() : resources::certifications(),
               wr ? "WorkloadRun" : "Certification", wr};
@@ -465,7 +466,7 @@ void setup_certify(controller::Manager& manager, const controller::Context& cont
     if (mpijob_cache != nullptr) b.owns(mpijobs(), mpi);
     b.max_concurrent_reconciles(4).complete(std::make_shared<RunReconciler>(
         manager.client(), k, runs, node_cache, job_cache, pod_cache,
-        manager.event_recorder("certify"), mpijob_cache, launcher, overdue_grace, limits));
+        manager.event_recorder("certify"), mpijob_cache, launcher, overdue_grace, limits, metrics));
   }
   controller::SourceOptions requests;
   controller::Cache& vr_cache = manager.cache(resources::validation_requests(), requests.cache);

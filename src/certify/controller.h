@@ -17,6 +17,7 @@
 #include <string>
 
 #include "api/resources.h"
+#include "certify/metrics.h"
 #include "certify/mpijob.h"
 #include "certify/node_selection.h"
 #include "certify/run_limits.h"
@@ -72,7 +73,7 @@ class RunReconciler : public controller::Reconciler {
                 const controller::Cache& pods, kube::EventRecorder& events,
                 const controller::Cache* mpijobs = nullptr, Launcher launcher = Launcher::Job,
                 std::chrono::milliseconds overdue_grace = std::chrono::minutes(2),
-                RunLimits limits = {});
+                RunLimits limits = {}, std::shared_ptr<CertifyMetrics> metrics = nullptr);
   controller::Result reconcile(const controller::Request& request, std::stop_token stop) override;
 
  private:
@@ -120,6 +121,7 @@ class RunReconciler : public controller::Reconciler {
   std::chrono::milliseconds overdue_grace_;
   RunLimits limits_;
   controller::StatusWriter status_;
+  std::shared_ptr<CertifyMetrics> metrics_;  // null: not counted
 };
 
 // Index of the certify job cache by the run's uid (label gpufleet.io/certify-run).

@@ -41,6 +41,13 @@ constexpr std::size_t kStatusListMax = 100;
 // wait this long before judging the group WorkloadFailed.
 constexpr auto kPodGrace = 30s;
 
+// From the object's creation to now; -1 when its creationTimestamp cannot be read.
+double seconds_since_creation(const core::Value& obj) {
+  const auto created = kube::parse_rfc3339(obj.get_string({"metadata", "creationTimestamp"}));
+  if (!created) return -1;
+  return std::chrono::duration<double>(std::chrono::system_clock::now() - *created).count();
+}
+
 core::Value owner_ref(const RunKind& k, const core::Value& obj) {
   core::Value r;
   r["apiVersion"] = k.resource.api_version();
@@ -140,7 +147,8 @@ RunReconciler::RunReconciler(kube::Client& client, RunKind kind, const controlle
                              const controller::Cache& nodes, const controller::Cache& jobs,
                              const controller::Cache& pods, kube::EventRecorder& events,
                              const controller::Cache* mpijobs, Launcher launcher,
-                             std::chrono::milliseconds overdue_grace, RunLimits limits)
+                             std::chrono::milliseconds overdue_grace, RunLimits limits,
+                             std::shared_ptr<CertifyMetrics> metrics)
     : client_(client),
       kind_(std::move(kind)),
       events_(events),
@@ -152,7 +160,8 @@ RunReconciler::RunReconciler(kube::Client& client, RunKind kind, const controlle
       launcher_(mpijobs != nullptr ? launcher : Launcher::Job),
       overdue_grace_(overdue_grace),
       limits_(limits),
-      status_(client, kind_.resource, kind_.kind, kFieldManager) {}
+      status_(client, kind_.resource, kind_.kind, kFieldManager),
+      metrics_(std::move(metrics)) {}
 
 kube::ObjectPtr RunReconciler::workload(const std::string& ns, const std::string& name) const {
   const std::string key = kube::object_key(ns, name);
@@ -182,6 +191,7 @@ void RunReconciler::reject(Run& run, std::string_view reason, const std::string&
   out["message"] = cut(message, 1024);
   out["conditions"] = conds;
   status_.apply(run.ns, run.name, out);
+  if (metrics_) metrics_->run_ended(kind_.kind, "Failed", seconds_since_creation(*run.obj));
   event(run, kube::EventType::Warning, "Rejected", "Accept", message);
 }
 
@@ -257,6 +267,7 @@ controller::Result RunReconciler::reconcile(const controller::Request& request,
       return {};
     }
     write_map(client_, kind_, *obj, targets_config_map(run.store), nodes_to_value(sel), "");
+    if (metrics_) metrics_->run_started(kind_.kind);
     targets.data = nodes_to_value(sel);
     event(run, kube::EventType::Normal, "Accepted", "Accept",
           std::to_string(sel.nodes.size()) + " nodes selected, " +
@@ -320,6 +331,7 @@ controller::Result RunReconciler::reconcile(const controller::Request& request,
   }
   write_status(run);
   if (run.phase != "Running" && phase != run.phase) {
+    if (metrics_) metrics_->run_ended(kind_.kind, run.phase, seconds_since_creation(*obj));
     std::size_t bad = 0;
     for (const auto& st : run.states) bad += st.failed.size();
     event(run, run.phase == "Passed" ? kube::EventType::Normal : kube::EventType::Warning,
@@ -398,6 +410,7 @@ void RunReconciler::start_category(Run& run, int index) {
   CategoryState& st = start.state;
   st.start_time = now_rfc3339();
   write_map(client_, kind_, *run.obj, state_config_map(run.store, index), st.to_value(), "");
+  if (metrics_) metrics_->isolation_rounds(plan.name, st.rounds);
   event(run, kube::EventType::Normal, "CategoryStarted", "Run",
         plan.name + ": " + std::to_string(start.runnable) + " nodes, " +
             (start.scale == Scale::Diagnose ? "diagnose round 1, " : "") +
@@ -583,6 +596,11 @@ void RunReconciler::store_category(Run& run, int index, const std::vector<std::s
   const CategoryState& st = run.states.back();
   write_map(client_, kind_, *run.obj, state_config_map(run.store, index), st.to_value(),
             run.versions.back());
+  // Stored: what this pass changed is counted once (a failed write throws before this).
+  if (metrics_) {
+    metrics_->isolation_rounds(plan.name, st.rounds - rounds_before);
+    if (st.done()) metrics_->category_ended(st);
+  }
   for (const auto& note : retried)
     event(run, kube::EventType::Warning, "GroupRetried", "Run", plan.name + ": " + note);
   if (planner && !planner->done() && st.rounds > rounds_before)

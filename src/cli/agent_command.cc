@@ -22,6 +22,7 @@
 #include "core/errors.h"
 #include "core/http_server.h"
 #include "core/log.h"
+#include "core/process_metrics.h"
 #include "core/text.h"
 #include "kube/client.h"
 #include "kube/config.h"
@@ -44,6 +45,7 @@ constexpr const char* kDefaultAgentMetrics = "127.0.0.1:9464";
 std::unique_ptr<core::HttpServer> serve_metrics(const std::string& address,
                                                 const agent::AgentPool& pool) {
   if (address.empty()) return nullptr;
+  core::metrics::register_process_metrics(core::metrics::default_registry());
   core::BindAddress bind = core::parse_bind_address(address);
   core::HttpServerOptions so;
   so.address = bind.address;

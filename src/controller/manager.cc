@@ -10,6 +10,7 @@
 #include "core/file_reader.h"
 #include "core/http_server.h"
 #include "core/log.h"
+#include "core/process_metrics.h"
 #include "kube/leader_election.h"
 
 namespace gpufleet::controller {
@@ -139,6 +140,7 @@ Manager::Manager(kube::Client& client, ManagerOptions options)
   if (options_.registry == nullptr) {
     throw core::InvalidInput("manager " + options_.name + ": registry must not be null");
   }
+  core::metrics::register_process_metrics(*options_.registry);
   if (!options_.metrics_address.empty()) core::parse_bind_address(options_.metrics_address);
   if (!options_.webhook_address.empty()) {
     core::parse_bind_address(options_.webhook_address);

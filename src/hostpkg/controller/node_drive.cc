@@ -145,6 +145,9 @@ HostPkgReconciler::Drive HostPkgReconciler::drive_node(Pass& p, const std::strin
       if (step.result.empty()) return;
       const std::string stage(stage_name(f.plan.steps.front().stage));
       metrics_.steps->with({set_name, stage, step.result}).inc();
+      if (f.pod_created && f.now >= *f.pod_created)
+        metrics_.stage_duration->with({set_name, stage})
+            .observe(std::chrono::duration<double>(f.now - *f.pod_created).count());
     };
     switch (step.kind) {
       case NodeStep::Kind::Cordon: {

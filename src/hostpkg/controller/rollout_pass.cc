@@ -352,6 +352,7 @@ Result HostPkgReconciler::conclude(Pass& p, RolloutPlan& plan, bool waiting,
     metrics_.nodes->remove_matching("set", p.set.name);
     metrics_.stopped->remove_matching("set", p.set.name);
     metrics_.steps->remove_matching("set", p.set.name);
+    metrics_.stage_duration->remove_matching("set", p.set.name);
     metrics_.interrupts->remove_matching("set", p.set.name);
     metrics_.verifications->remove_matching("set", p.set.name);
     metrics_.drift->remove_matching("set", p.set.name);

@@ -22,6 +22,10 @@ Metrics register_metrics(core::metrics::Registry& r) {
                        {"set"});
   m.steps = &r.counter("gpufleet_hostpkg_stage_results_total",
                        "Stage pods finished, by stage and result.", {"set", "stage", "result"});
+  // 1 s to 2.3 h: a package check to a driver build.
+  m.stage_duration = &r.histogram("gpufleet_hostpkg_stage_duration_seconds",
+                                  "Stage pods from creation to their result, by stage",
+                                  core::metrics::exponential_buckets(1, 2, 14), {"set", "stage"});
   m.interrupts = &r.counter("gpufleet_hostpkg_interrupts_total",
                             "Interrupts delivered (reboots verified by boot ID).", {"set", "kind"});
   m.writes = &r.counter("gpufleet_hostpkg_api_writes_total",

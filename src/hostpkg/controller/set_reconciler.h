@@ -47,6 +47,7 @@ struct Metrics {
   core::metrics::Gauge* nodes = nullptr;
   core::metrics::Gauge* stopped = nullptr;
   core::metrics::Counter* steps = nullptr;
+  core::metrics::Histogram* stage_duration = nullptr;
   core::metrics::Counter* interrupts = nullptr;
   core::metrics::Counter* writes = nullptr;
   core::metrics::Counter* verifications = nullptr;

@@ -9,6 +9,7 @@
 #include "core/http_server.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "core/process_metrics.h"
 #include "kube/config.h"
 #include "sim/scenario.h"
 
@@ -46,6 +47,7 @@ int run_simulation(const SimRunOptions& options, const std::atomic<bool>& stop) 
   std::unique_ptr<core::HttpServer> http;
   if (!options.listen.empty()) {
     core::BindAddress bind = core::parse_bind_address(options.listen);
+    core::metrics::register_process_metrics(core::metrics::default_registry());
     core::HttpServerOptions ho;
     ho.address = bind.address;
     ho.port = bind.port;
