@@ -1,5 +1,7 @@
 #include "goodput/job.h"
 
+#include "kube/api/job_disruption.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -112,13 +114,11 @@ JobState state_of(const std::vector<PodFacts>& pods) {
 
 }  // namespace
 
-std::vector<std::string> default_gang_label_keys() {
-  return {std::string(kJobLabel), "jobset.sigs.k8s.io/jobset-name",
-          "training.kubeflow.org/job-name", "batch.kubernetes.io/job-name"};
-}
+// One list for goodput and for the disruption decision: a job is the same gang to both.
+std::vector<std::string> default_gang_label_keys() { return kube::default_gang_label_keys(); }
 
 std::vector<std::string> default_excluded_label_keys() {
-  return {"gpufleet.io/certify-run", "hostpkg.gpufleet.io/stage"};
+  return kube::default_excluded_job_label_keys();
 }
 
 std::string_view state_name(JobState s) noexcept {
