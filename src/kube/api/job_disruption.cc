@@ -119,7 +119,11 @@ std::vector<JobDecision> decide_jobs(const JobDisruptionInput& in) {
   }
 
   std::vector<JobDecision> out;
-  for (const auto& [key, g] : gangs) {
+  for (const auto& entry : gangs) {
+    // Named references, not a structured binding: lambdas below capture them (C++20 clang
+    // rejects capturing a binding).
+    const GangKey& key = entry.first;
+    const Gang& g = entry.second;
     if (!g.on_node) continue;
     const JobRecord* rec = nullptr;
     for (const auto& r : in.records)
