@@ -126,10 +126,13 @@ all_dashboards="gpufleet-certify-dashboard gpufleet-controllers-dashboard gpufle
 [[ "$(dashboards --set controllers.hostpkg.enabled=false)" == "${all_dashboards/gpufleet-hostpkg-dashboard /}" ]] \
   || fail "controllers.hostpkg.enabled=false still renders its dashboard: $(dashboards --set controllers.hostpkg.enabled=false)"
 [[ -z "$(dashboards --set dashboards.enabled=false)" ]] || fail "dashboards.enabled=false renders $(dashboards --set dashboards.enabled=false)"
+labelled="$(q '{range .items[?(@.metadata.labels.grafana_dashboard=="1")]}{.metadata.name}{" "}{end}')"
+[[ "$labelled" == "$all_dashboards" ]] || fail "ConfigMaps labelled grafana_dashboard: \"1\": [$labelled], want [$all_dashboards]"
 for d in certify controllers goodput hostpkg sentinel; do
-  q "{range .items[?(@.metadata.name==\"gpufleet-$d-dashboard\")]}{.metadata.labels.grafana_dashboard}|{.data.gpufleet-$d\.json}{end}" >"$work/dash-$d"
-  [[ "$(head -c 2 "$work/dash-$d")" == '1|' ]] || fail "gpufleet-$d-dashboard lacks the label grafana_dashboard: \"1\""
-  cmp -s <(tail -c +3 "$work/dash-$d"; echo) "$chart/dashboards/$d.json" \
+  # The block scalar under data.gpufleet-<d>.json, its 4-space indent removed.
+  awk -v key="  gpufleet-$d.json: |-" '$0 == key {f=1; next} f && !/^    /{f=0} f {print substr($0, 5)}' \
+    "$work/all.yaml" >"$work/dash-$d.json"
+  cmp -s "$work/dash-$d.json" "$chart/dashboards/$d.json" \
     || fail "gpufleet-$d-dashboard's gpufleet-$d.json differs from dashboards/$d.json"
 done
 "$helm" template gpufleet "$chart" -n "$ns" --kube-version "$kv" --set dashboards.annotations.grafana_folder=gpufleet \
