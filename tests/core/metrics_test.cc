@@ -54,6 +54,22 @@ TEST(Metrics, ExpositionGolden) {
   EXPECT_DOUBLE_EQ(h.sum(), 102.15);
 }
 
+// A labelled family is on the page from its registration, before any series: dashboards and
+// alerts can name it (tests/integration/dashboards), as with the Prometheus client libraries.
+// Its last series removed, it stays there too.
+TEST(Metrics, LabelledFamilyWithoutSeriesKeepsItsHeader) {
+  Registry r;
+  (void)r.counter("c_total", "Counted.", {"kind"});
+  (void)r.histogram("h_seconds", "Latency.", {1}, {"stage"});
+  auto& g = r.gauge("g", "Gauged.", {"set"});
+  g.with({"a"}).set(1);
+  EXPECT_TRUE(g.remove({"a"}));
+  EXPECT_EQ(r.render(),
+            "# HELP c_total Counted.\n# TYPE c_total counter\n"
+            "# HELP g Gauged.\n# TYPE g gauge\n"
+            "# HELP h_seconds Latency.\n# TYPE h_seconds histogram\n");
+}
+
 TEST(Metrics, UnlabeledHistogramAndSpecialValues) {
   Registry r;
   auto& h = r.histogram("h", "x", {1, std::numeric_limits<double>::infinity()});

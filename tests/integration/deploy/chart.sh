@@ -115,6 +115,28 @@ grep -q '/dev/kmsg' "$work/nokmsg.yaml" && fail "agent.kernelLog=false still mou
 "$helm" template gpufleet "$chart" -n "$ns" --kube-version "$kv" --set serviceMonitor.enabled=true >"$work/sm.yaml"
 [[ "$(grep -c '^kind: ServiceMonitor' "$work/sm.yaml")" == 5 ]] || fail "serviceMonitor.enabled=true should render one ServiceMonitor per controller"
 [[ "$(grep -c '^kind: PodMonitor' "$work/sm.yaml")" == 1 ]] || fail "serviceMonitor.enabled=true should render a PodMonitor for the agents"
+# Grafana dashboards: one ConfigMap per dashboards/*.json for the sidecar, carrying the file as
+# it is; a controller's dashboard only while the controller is enabled.
+dashboards() {  # helm --set args...: the dashboard ConfigMaps rendered
+  "$helm" template gpufleet "$chart" -n "$ns" --kube-version "$kv" "$@" |
+    awk '/^kind: ConfigMap/{cm=1} /^---/{cm=0} cm && /^  name: gpufleet-.*-dashboard$/{print $2}' | sort | tr '\n' ' '
+}
+all_dashboards="gpufleet-certify-dashboard gpufleet-controllers-dashboard gpufleet-goodput-dashboard gpufleet-hostpkg-dashboard gpufleet-sentinel-dashboard "
+[[ "$(dashboards)" == "$all_dashboards" ]] || fail "dashboard ConfigMaps: [$(dashboards)], want [$all_dashboards]"
+[[ "$(dashboards --set controllers.hostpkg.enabled=false)" == "${all_dashboards/gpufleet-hostpkg-dashboard /}" ]] \
+  || fail "controllers.hostpkg.enabled=false still renders its dashboard: $(dashboards --set controllers.hostpkg.enabled=false)"
+[[ -z "$(dashboards --set dashboards.enabled=false)" ]] || fail "dashboards.enabled=false renders $(dashboards --set dashboards.enabled=false)"
+labelled="$(q '{range .items[?(@.metadata.labels.grafana_dashboard=="1")]}{.metadata.name}{" "}{end}')"
+[[ "$labelled" == "$all_dashboards" ]] || fail "ConfigMaps labelled grafana_dashboard: \"1\": [$labelled], want [$all_dashboards]"
+for d in certify controllers goodput hostpkg sentinel; do
+  # The block scalar under data.gpufleet-<d>.json, its 4-space indent removed.
+  awk -v key="  gpufleet-$d.json: |-" '$0 == key {f=1; next} f && !/^    /{f=0} f {print substr($0, 5)}' \
+    "$work/all.yaml" >"$work/dash-$d.json"
+  cmp -s "$work/dash-$d.json" "$chart/dashboards/$d.json" \
+    || fail "gpufleet-$d-dashboard's gpufleet-$d.json differs from dashboards/$d.json"
+done
+"$helm" template gpufleet "$chart" -n "$ns" --kube-version "$kv" --set dashboards.annotations.grafana_folder=gpufleet \
+  | grep -c '^    grafana_folder: gpufleet$' | grep -qx 5 || fail "dashboards.annotations not on the 5 dashboard ConfigMaps"
 # The agent serves /metrics on the pod network (not loopback, where nothing could scrape it)
 # and is probed there.
 agent="$(q '{range .items[?(@.kind=="DaemonSet")]}{.spec.template.spec.containers[0].args}|{.spec.template.spec.containers[0].ports[0].containerPort}|{.spec.template.spec.containers[0].readinessProbe.httpGet.path}{end}')"
