@@ -141,7 +141,10 @@ void HostPkgReconciler::wait_for_cache() {
     while (std::chrono::steady_clock::now() < deadline && !done())
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
   };
-  for (const auto& [name, rv] : written_) {
+  for (const auto& entry : written_) {
+    // Named, not bound: C++20 clang does not let a lambda capture a structured binding.
+    const auto& name = entry.first;
+    const auto& rv = entry.second;
     wait_until([&] {
       kube::CompactPtr n = nodes_.get_compact(name);
       return n == nullptr || seen(n->resource_version(), rv);
