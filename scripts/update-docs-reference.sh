@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 build=${1:-build/asan}
 export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
 if [[ ! -f $build/build.ninja ]]; then
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGPUFLEET_SANITIZE=address >/dev/null
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGPUFLEET_SANITIZE=address \
+    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 >/dev/null
 fi
 ninja -C "$build" docs_reference gpufleet
 "$build/tests/docs/docs_reference" --write docs/reference --crds deploy/crds \
