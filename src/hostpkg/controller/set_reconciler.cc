@@ -65,6 +65,7 @@ bool seen(std::string_view cached, std::string_view written) {
 
 HostPkgReconciler::HostPkgReconciler(controller::Manager& m, ControllerSettings settings)
     : client_(m.client()),
+      clock_(m.clock()),
       settings_(std::move(settings)),
       sets_(m.cache(api::host_package_sets(), full_cache_options())),
       policies_(m.cache(api::deployment_policies(), full_cache_options())),
