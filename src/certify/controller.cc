@@ -37,7 +37,9 @@ std::string storage_name(bool workload_run, std::string_view name) {
 
 namespace detail {
 
-std::string now_rfc3339() { return kube::format_rfc3339(std::chrono::system_clock::now()); }
+std::string now_rfc3339(const controller::Clock& clock) {
+  return kube::format_rfc3339(clock.now());
+}
 
 std::string cut(std::string s, std::size_t n) {
   if (s.size() > n) {
@@ -181,12 +183,14 @@ std::optional<CategoryState> read_category(kube::Client& client, std::string_vie
 
 ValidationReconciler::ValidationReconciler(kube::Client& client, const controller::Cache& requests,
                                            const controller::Cache& certifications, std::string ns,
-                                           kube::EventRecorder& events)
+                                           kube::EventRecorder& events,
+                                           const controller::Clock& clock)
     : client_(client),
       requests_(requests),
       certs_(certifications),
       ns_(std::move(ns)),
       events_(events),
+      clock_(clock),
       status_(client, resources::validation_requests(), "ValidationRequest", kFieldManager) {}
 
 std::string ValidationReconciler::certification_name(std::string_view request) {
@@ -219,7 +223,7 @@ controller::Result ValidationReconciler::reconcile(const controller::Request& re
   s["certification"] = ns_ + "/" + cert_name;
   s["nodeCount"] = static_cast<std::int64_t>(nodes.size());
   std::string start = cur ? std::string(cur->get_string({"startTime"})) : "";
-  s["startTime"] = start.empty() ? now_rfc3339() : start;
+  s["startTime"] = start.empty() ? now_rfc3339(clock_) : start;
   core::Value conds;
   if (cur != nullptr)
     if (const core::Value* c = cur->find("conditions")) conds = *c;
@@ -228,11 +232,11 @@ controller::Result ValidationReconciler::reconcile(const controller::Request& re
   std::string cert_phase = cert ? std::string(cert->get_string({"status", "phase"})) : "";
   bool final = cert_phase == "Passed" || cert_phase == "Failed";
   auto deadline = kube::parse_rfc3339(vr->get_string({"spec", "deadline"}));
-  if (!final && deadline && std::chrono::system_clock::now() > *deadline) {
+  if (!final && deadline && clock_.now() > *deadline) {
     s["phase"] = "Expired";
     s["message"] =
         "no verdict by the deadline " + std::string(vr->get_string({"spec", "deadline"}));
-    s["completionTime"] = now_rfc3339();
+    s["completionTime"] = now_rfc3339(clock_);
     kube::set_condition(conds, {"Answered", "False", "Expired", s["message"].as_string(), gen, {}});
     s["conditions"] = conds;
     status_.apply("", request.name, s);
@@ -275,7 +279,7 @@ controller::Result ValidationReconciler::reconcile(const controller::Request& re
         s["phase"] = "Failed";
         s["message"] = cut(std::string("cannot run the requested categories: ") + e.what(), 1024);
         s["failedCount"] = static_cast<std::int64_t>(nodes.size());
-        s["completionTime"] = now_rfc3339();
+        s["completionTime"] = now_rfc3339(clock_);
         kube::set_condition(
             conds, {"Answered", "True", "InvalidCategories", s["message"].as_string(), gen, {}});
         s["conditions"] = conds;
@@ -338,7 +342,7 @@ controller::Result ValidationReconciler::reconcile(const controller::Request& re
   s["message"] = failed == 0 ? "every node passed"
                              : std::to_string(failed) + " of " + std::to_string(nodes.size()) +
                                    " nodes failed";
-  s["completionTime"] = now_rfc3339();
+  s["completionTime"] = now_rfc3339(clock_);
   kube::set_condition(
       conds, {"Answered", "True", s["phase"].as_string(), s["message"].as_string(), gen, {}});
   s["conditions"] = conds;
@@ -464,9 +468,10 @@ void setup_certify(controller::Manager& manager, const controller::Context& cont
     controller::ControllerBuilder b = manager.controller(wr ? "certify-workloadrun" : "certify");
     b.for_resource(k.resource, k.kind, primary).owns(kube::resources::jobs(), jobs);
     if (mpijob_cache != nullptr) b.owns(mpijobs(), mpi);
-    b.max_concurrent_reconciles(4).complete(std::make_shared<RunReconciler>(
-        manager.client(), k, runs, node_cache, job_cache, pod_cache,
-        manager.event_recorder("certify"), mpijob_cache, launcher, overdue_grace, limits, metrics));
+    b.max_concurrent_reconciles(4).complete(
+        std::make_shared<RunReconciler>(manager.client(), k, runs, node_cache, job_cache, pod_cache,
+                                        manager.event_recorder("certify"), manager.clock(),
+                                        mpijob_cache, launcher, overdue_grace, limits, metrics));
   }
   controller::SourceOptions requests;
   controller::Cache& vr_cache = manager.cache(resources::validation_requests(), requests.cache);
@@ -486,7 +491,8 @@ void setup_certify(controller::Manager& manager, const controller::Context& cont
           certs)
       .max_concurrent_reconciles(2)
       .complete(std::make_shared<ValidationReconciler>(manager.client(), vr_cache, cert_cache,
-                                                       vr_ns, manager.event_recorder("certify")));
+                                                       vr_ns, manager.event_recorder("certify"),
+                                                       manager.clock()));
 }
 
 }  // namespace gpufleet::certify

@@ -24,6 +24,7 @@
 #include "certify/run_spec.h"
 #include "certify/run_state.h"
 #include "controller/cache.h"
+#include "controller/clock.h"
 #include "controller/reconciler.h"
 #include "controller/status.h"
 #include "kube/client.h"
@@ -71,7 +72,8 @@ class RunReconciler : public controller::Reconciler {
   RunReconciler(kube::Client& client, RunKind kind, const controller::Cache& runs,
                 const controller::Cache& nodes, const controller::Cache& jobs,
                 const controller::Cache& pods, kube::EventRecorder& events,
-                const controller::Cache* mpijobs = nullptr, Launcher launcher = Launcher::Job,
+                const controller::Clock& clock, const controller::Cache* mpijobs = nullptr,
+                Launcher launcher = Launcher::Job,
                 std::chrono::milliseconds overdue_grace = std::chrono::minutes(2),
                 RunLimits limits = {}, std::shared_ptr<CertifyMetrics> metrics = nullptr);
   controller::Result reconcile(const controller::Request& request, std::stop_token stop) override;
@@ -112,6 +114,7 @@ class RunReconciler : public controller::Reconciler {
   kube::Client& client_;
   RunKind kind_;
   kube::EventRecorder& events_;
+  const controller::Clock& clock_;  // the Manager's: never the wall clock directly
   const controller::Cache& runs_;
   const controller::Cache& nodes_;
   const controller::Cache& jobs_;
@@ -131,7 +134,7 @@ class ValidationReconciler : public controller::Reconciler {
  public:
   ValidationReconciler(kube::Client& client, const controller::Cache& requests,
                        const controller::Cache& certifications, std::string ns,
-                       kube::EventRecorder& events);
+                       kube::EventRecorder& events, const controller::Clock& clock);
   controller::Result reconcile(const controller::Request& request, std::stop_token stop) override;
   // The Certification answering request `name` (in the controller's namespace).
   static std::string certification_name(std::string_view request);
@@ -142,6 +145,7 @@ class ValidationReconciler : public controller::Reconciler {
   const controller::Cache& certs_;
   std::string ns_;
   kube::EventRecorder& events_;
+  const controller::Clock& clock_;
   controller::StatusWriter status_;
 };
 

@@ -15,13 +15,15 @@
 
 namespace gpufleet::controller {
 class Cache;
-}
+class Clock;
+}  // namespace gpufleet::controller
 
 namespace gpufleet::certify::detail {
 
 inline constexpr auto kPoll = std::chrono::seconds(5);
 
-std::string now_rfc3339();
+// The clock's time as status fields write it.
+std::string now_rfc3339(const controller::Clock& clock);
 // `s` cut to at most n bytes, ending in "..." when cut (status fields, Event notes).
 std::string cut(std::string s, std::size_t n);
 // What an Event is about: cached objects may lack apiVersion/kind, the recorder needs them.

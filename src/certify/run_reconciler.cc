@@ -41,11 +41,11 @@ constexpr std::size_t kStatusListMax = 100;
 // wait this long before judging the group WorkloadFailed.
 constexpr auto kPodGrace = 30s;
 
-// From the object's creation to now; -1 when its creationTimestamp cannot be read.
-double seconds_since_creation(const core::Value& obj) {
+// From the object's creation to `now`; -1 when its creationTimestamp cannot be read.
+double seconds_since_creation(const core::Value& obj, std::chrono::system_clock::time_point now) {
   const auto created = kube::parse_rfc3339(obj.get_string({"metadata", "creationTimestamp"}));
   if (!created) return -1;
-  return std::chrono::duration<double>(std::chrono::system_clock::now() - *created).count();
+  return std::chrono::duration<double>(now - *created).count();
 }
 
 core::Value owner_ref(const RunKind& k, const core::Value& obj) {
@@ -146,12 +146,13 @@ struct RunReconciler::Run {
 RunReconciler::RunReconciler(kube::Client& client, RunKind kind, const controller::Cache& runs,
                              const controller::Cache& nodes, const controller::Cache& jobs,
                              const controller::Cache& pods, kube::EventRecorder& events,
-                             const controller::Cache* mpijobs, Launcher launcher,
-                             std::chrono::milliseconds overdue_grace, RunLimits limits,
-                             std::shared_ptr<CertifyMetrics> metrics)
+                             const controller::Clock& clock, const controller::Cache* mpijobs,
+                             Launcher launcher, std::chrono::milliseconds overdue_grace,
+                             RunLimits limits, std::shared_ptr<CertifyMetrics> metrics)
     : client_(client),
       kind_(std::move(kind)),
       events_(events),
+      clock_(clock),
       runs_(runs),
       nodes_(nodes),
       jobs_(jobs),
@@ -191,7 +192,8 @@ void RunReconciler::reject(Run& run, std::string_view reason, const std::string&
   out["message"] = cut(message, 1024);
   out["conditions"] = conds;
   status_.apply(run.ns, run.name, out);
-  if (metrics_) metrics_->run_ended(kind_.kind, "Failed", seconds_since_creation(*run.obj));
+  if (metrics_)
+    metrics_->run_ended(kind_.kind, "Failed", seconds_since_creation(*run.obj, clock_.now()));
   event(run, kube::EventType::Warning, "Rejected", "Accept", message);
 }
 
@@ -279,7 +281,7 @@ controller::Result RunReconciler::reconcile(const controller::Request& request,
 
   // The run's wall-time bound, from its creation (so a restart does not extend it).
   const auto created = kube::parse_rfc3339(obj->get_string({"metadata", "creationTimestamp"}));
-  const auto now = std::chrono::system_clock::now();
+  const auto now = clock_.now();
   const auto deadline = created ? *created + bound : now + bound;
   const bool overdue = now >= deadline;
   for (std::size_t i = 0; i < run.spec.categories.size(); ++i) {
@@ -331,7 +333,8 @@ controller::Result RunReconciler::reconcile(const controller::Request& request,
   }
   write_status(run);
   if (run.phase != "Running" && phase != run.phase) {
-    if (metrics_) metrics_->run_ended(kind_.kind, run.phase, seconds_since_creation(*obj));
+    if (metrics_)
+      metrics_->run_ended(kind_.kind, run.phase, seconds_since_creation(*obj, clock_.now()));
     std::size_t bad = 0;
     for (const auto& st : run.states) bad += st.failed.size();
     event(run, run.phase == "Passed" ? kube::EventType::Normal : kube::EventType::Warning,
@@ -388,7 +391,7 @@ void RunReconciler::step_category(Run& run, int index, std::stop_token stop) {
     if (outcome.message) st.message = std::move(*outcome.message);
     st.failed = std::move(outcome.failed);
     st.phase = std::move(outcome.phase);
-    st.completion_time = now_rfc3339();
+    st.completion_time = now_rfc3339(clock_);
     seen.changed = true;
   }
   if (seen.changed)
@@ -408,7 +411,7 @@ void RunReconciler::start_category(Run& run, int index) {
   const CategoryPlan& plan = run.spec.categories[static_cast<std::size_t>(index)];
   CategoryStart start = start_category_state(plan, run.targets.nodes);
   CategoryState& st = start.state;
-  st.start_time = now_rfc3339();
+  st.start_time = now_rfc3339(clock_);
   write_map(client_, kind_, *run.obj, state_config_map(run.store, index), st.to_value(), "");
   if (metrics_) metrics_->isolation_rounds(plan.name, st.rounds);
   event(run, kube::EventType::Normal, "CategoryStarted", "Run",
@@ -427,7 +430,7 @@ RunReconciler::Observed RunReconciler::observe_groups(Run& run, int index,
   const CategoryPlan& plan = run.spec.categories[static_cast<std::size_t>(index)];
   CategoryState& st = run.states.back();
   Observed seen;
-  auto now = std::chrono::system_clock::now();
+  auto now = clock_.now();
   for (auto& g : st.groups) {
     std::string jname = job_name(run.name, run.uid, index, g.id, g.attempt);
     if (g.attempt > 1) {
@@ -694,7 +697,7 @@ void RunReconciler::write_status(Run& run) {
   s["phase"] = run.phase;
   s["observedGeneration"] = gen;
   std::string start = cur ? std::string(cur->get_string({"startTime"})) : "";
-  s["startTime"] = start.empty() ? now_rfc3339() : start;
+  s["startTime"] = start.empty() ? now_rfc3339(clock_) : start;
   std::set<std::string> failed_nodes;
   core::Value failed_list = core::Value::list();
   core::Value cats = core::Value::list();
@@ -783,7 +786,7 @@ void RunReconciler::write_status(Run& run) {
   bool final = run.phase != "Running";
   if (final) {
     std::string end = cur ? std::string(cur->get_string({"completionTime"})) : "";
-    s["completionTime"] = end.empty() ? now_rfc3339() : end;
+    s["completionTime"] = end.empty() ? now_rfc3339(clock_) : end;
   }
   kube::set_condition(conds, {"Accepted", "True", "Accepted", "spec accepted", gen, {}});
   kube::set_condition(conds, {"Complete",

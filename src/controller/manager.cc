@@ -129,6 +129,7 @@ Controller& ControllerBuilder::complete(std::shared_ptr<Reconciler> reconciler) 
 Manager::Manager(kube::Client& client, ManagerOptions options)
     : client_(client),
       options_(std::move(options)),
+      clock_(options_.clock != nullptr ? options_.clock : &system_clock()),
       leader_gauge_(options_.registry
                         ->gauge("gpufleet_controller_leader",
                                 "1 while this process leads (always 1 without leader election).",

@@ -29,6 +29,7 @@
 
 #include "controller/admission.h"
 #include "controller/cache.h"
+#include "controller/clock.h"
 #include "controller/controller.h"
 #include "controller/mapping.h"
 #include "controller/predicates.h"
@@ -67,6 +68,9 @@ struct ManagerOptions {
   // How often the two files are compared with the pair in use (a rotated pair is served
   // without a restart).
   std::chrono::milliseconds webhook_reload_period{10000};
+  // The time the reconcilers see (clock.h); not owned, must outlive the Manager. null = the
+  // system clock. Tests pass a FakeClock. Leader election and the queues keep real time.
+  Clock* clock = nullptr;
 };
 
 // Where a controller's events come from and how they are filtered.
@@ -127,6 +131,8 @@ class Manager {
   [[nodiscard]] kube::Client& client() noexcept { return client_; }
   [[nodiscard]] const ManagerOptions& options() const noexcept { return options_; }
   [[nodiscard]] const std::string& identity() const noexcept { return options_.identity; }
+  // What reconcilers read the time from (ManagerOptions::clock, else the system clock).
+  [[nodiscard]] Clock& clock() const noexcept { return *clock_; }
 
   // The shared cache of `resource` with these options (created on first use).
   Cache& cache(const kube::ResourceId& resource, const CacheOptions& options = {});
@@ -164,6 +170,7 @@ class Manager {
 
   kube::Client& client_;
   ManagerOptions options_;
+  Clock* clock_;
   core::metrics::Gauge::Handle leader_gauge_;
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<Cache>> caches_;  // by Cache::sharing_key

@@ -83,6 +83,7 @@ class GoodputReconciler : public controller::Reconciler {
   GoodputReconciler(controller::Manager& m, controller::Cache& pods, controller::Cache& rems,
                     controller::Cache& cms, std::string ns, std::int64_t retention)
       : client_(m.client()),
+        clock_(m.clock()),
         events_(m.event_recorder("goodput")),
         pods_(pods),
         rems_(rems),
@@ -112,7 +113,7 @@ class GoodputReconciler : public controller::Reconciler {
   }
 
   controller::Result reconcile(const controller::Request& req, std::stop_token) override {
-    const std::int64_t now = core::Timestamp::now().seconds;
+    const std::int64_t now = clock_.unix_seconds();
     const std::string jk = req.namespace_ + "/" + req.name;
     // observe: the job's pods, its ledger ConfigMaps (one per gang label with this name).
     std::vector<core::Value> pods;
@@ -296,6 +297,7 @@ class GoodputReconciler : public controller::Reconciler {
   }
 
   kube::Client& client_;
+  const controller::Clock& clock_;  // the Manager's: never the wall clock directly
   kube::EventRecorder& events_;
   controller::Cache& pods_;
   controller::Cache& rems_;

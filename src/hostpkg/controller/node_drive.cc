@@ -22,7 +22,6 @@ namespace gpufleet::hostpkg::detail {
 namespace {
 
 namespace log = core::log;
-using Clock = std::chrono::system_clock;
 
 }  // namespace
 
@@ -52,7 +51,7 @@ bool HostPkgReconciler::waits_on_stage_pod(Pass& p, const std::string& node_name
   if (pod == nullptr) return false;
   std::string_view phase = pod->root().get_string({"status", "phase"});
   auto created = kube::parse_rfc3339(pod->root().get_string({"metadata", "creationTimestamp"}));
-  bool overdue = created && Clock::now() > *created + step.timeout + kStagePodGrace;
+  bool overdue = created && clock_.now() > *created + step.timeout + kStagePodGrace;
   bool drained = true;
   for (const auto& other : pods_.by_index("node", node_name))
     drained = drained && !evictable(*other);
@@ -66,7 +65,7 @@ NodeStepFacts HostPkgReconciler::observe_step(Pass& p, const core::Value& node,
                                               std::vector<kube::ObjectPtr>& to_evict) {
   const std::string node_name(kube::name_of(node));
   NodeStepFacts f;
-  f.now = Clock::now();
+  f.now = clock_.now();
   f.cordoned = kube::cordon_state(node).unschedulable;
   if (!f.cordoned) return f;
   f.started = rec.started;
@@ -323,7 +322,7 @@ void HostPkgReconciler::create_validation_request(Pass& p, const std::string& no
   v["spec"]["requester"] = "hostpkg";
   v["spec"]["reason"] =
       ("HostPackageSet " + p.set.name + " rollout " + p.desired.target).substr(0, 256);
-  v["spec"]["deadline"] = kube::format_rfc3339(Clock::now() + p.set.validation.deadline);
+  v["spec"]["deadline"] = kube::format_rfc3339(clock_.now() + p.set.validation.deadline);
   try {
     metrics_.writes->with({"validationrequest"}).inc();
     client_.create(api::validation_requests(), v, kFieldManager);
@@ -355,7 +354,7 @@ void HostPkgReconciler::finish_node(Pass& p, const core::Value& node, NodeRecord
   mark_node_done(rec, p.desired);
   rec.started = 0;
   // The change's checks just ran: the next re-verification is an interval from now.
-  if (p.set.reverify.enabled()) rec.verified = core::Timestamp::now().seconds;
+  if (p.set.reverify.enabled()) rec.verified = clock_.unix_seconds();
   core::Value base = kube::uncordon_patch(node, kOwner).value_or(core::Value::map());
   patch_node(node_name, record_patch(node, set_name, rec, std::move(base)), "done");
   // The node's stage pods have served their purpose: one DELETE of the collection (this set's

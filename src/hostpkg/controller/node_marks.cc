@@ -112,7 +112,7 @@ void HostPkgReconciler::sync_drift_conditions(const std::vector<NodeScan>& nodes
       // An invalid set reports itself; its drift shows once it is valid again.
     }
   }
-  const auto now = std::chrono::system_clock::now();
+  const auto now = clock_.now();
   for (const NodeScan& n : nodes) {
     std::optional<core::Value> patch =
         drift_condition_patch(n.records, reporting, n.drift_condition, now);

@@ -49,7 +49,7 @@ void HostPkgReconciler::start_node(Pass& p, const NodeStart& s, std::string_view
   rec.epoch = s.epoch;
   rec.failure.clear();
   rec.validation.clear();
-  rec.started = core::Timestamp::now().seconds;
+  rec.started = clock_.unix_seconds();
   // Record and cordon share in one write: a node is never out without a record saying why.
   core::Value base = kube::cordon_patch(*node, kOwner).value_or(core::Value::map());
   patch_node(s.node, record_patch(*node, p.set.name, rec, std::move(base)), "start");

@@ -51,7 +51,7 @@ std::int64_t HostPkgReconciler::reverify(Pass& p) {
   const bool enabled = p.set.reverify.enabled() && !p.deleting;
   Verifying v;
   v.interval = reverify_interval(p.set);
-  v.now = core::Timestamp::now().seconds;
+  v.now = clock_.unix_seconds();
   // Picked out in place: only verify pods are rebuilt as Values, not every stage pod per pass.
   std::vector<std::string> verify_keys;
   stage_pods_.for_each_compact([&](const kube::CompactObject& sp) {
@@ -137,8 +137,8 @@ void HostPkgReconciler::verify_node(Pass& p, Verifying& v, const std::string& no
     }
     round.push_back(std::move(f));
   }
-  const VerifyRound r = decide_verify_round(round, v.in_flight < settings_.reverify_max_in_flight,
-                                            std::chrono::system_clock::now());
+  const VerifyRound r =
+      decide_verify_round(round, v.in_flight < settings_.reverify_max_in_flight, clock_.now());
   for (std::size_t i = 0; i < r.looked_at; ++i) v.expected.insert(round[i].pod_name);
   if (r.kind == VerifyRound::Kind::Create) {
     StagePodOptions o{settings_.namespace_, settings_.runner_image, ""};

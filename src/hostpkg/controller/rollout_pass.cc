@@ -286,7 +286,7 @@ std::size_t HostPkgReconciler::drive_in_progress(Pass& p, std::stop_token stop, 
 // node changed elsewhere meanwhile is as stale as in any pass: its start carries the Node's
 // resourceVersion and gets 409.
 Result HostPkgReconciler::replan_after_batch(Pass& p, const Request& req, std::stop_token stop) {
-  auto planned_from = std::chrono::steady_clock::now();
+  auto planned_from = clock_.steady_now();
   Rescan rescan;
   rescan.keys = std::move(p.keys);
   rescan.nodes = std::move(p.nodes);
@@ -306,7 +306,7 @@ Result HostPkgReconciler::replan_after_batch(Pass& p, const Request& req, std::s
   log::info("hostpkg: batch over, planned the next",
             {{"set", p.set.name},
              {"replan_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::steady_clock::now() - planned_from)
+                               clock_.steady_now() - planned_from)
                                .count()}});
   return r;
 }
@@ -365,7 +365,7 @@ Result HostPkgReconciler::conclude(Pass& p, RolloutPlan& plan, bool waiting,
   rf.verifying = p.verifying;
   rf.waiting_on_cluster_budget = plan.waiting_on_cluster_budget;
   rf.next_verify = next_verify;
-  rf.now_s = core::Timestamp::now().seconds;
+  rf.now_s = clock_.unix_seconds();
   rf.poll = settings_.poll;
   return pass_requeue(rf);
 }
@@ -390,7 +390,7 @@ void HostPkgReconciler::write_status(Pass& p, const RolloutPlan* plan, const std
   f.reverify = p.set.reverify.enabled();
   f.on_drift = p.set.reverify.on_drift;
   if (const core::Value* c = obj.get({"status", "conditions"})) f.conditions = *c;
-  f.now = std::chrono::system_clock::now();
+  f.now = clock_.now();
   const SetStatus st = set_status(std::move(f));
 
   // Events on transitions the status shows for the first time.

@@ -65,6 +65,7 @@ bool seen(std::string_view cached, std::string_view written) {
 
 HostPkgReconciler::HostPkgReconciler(controller::Manager& m, ControllerSettings settings)
     : client_(m.client()),
+      clock_(m.clock()),
       settings_(std::move(settings)),
       sets_(m.cache(api::host_package_sets(), full_cache_options())),
       policies_(m.cache(api::deployment_policies(), full_cache_options())),
@@ -134,7 +135,8 @@ core::Value HostPkgReconciler::patch_node(const std::string& name, const core::V
 // started here would look free there and a budget could be exceeded; and the stage pods and
 // config maps it created, or it creates them again (AlreadyExists: a wasted write each, seen
 // once nodes were driven at once and their creates all landed at the end of a pass). Watch
-// latency is milliseconds; the wait is bounded.
+// latency is milliseconds; the wait is bounded. Real time, not clock_: it waits on the watch,
+// and decides nothing (a FakeClock standing still would never end it).
 void HostPkgReconciler::wait_for_cache() {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   auto wait_until = [&](const auto& done) {

@@ -162,6 +162,7 @@ class HostPkgReconciler : public controller::Reconciler {
   }
 
   kube::Client& client_;
+  const controller::Clock& clock_;  // the Manager's: never the wall clock directly
   ControllerSettings settings_;
   controller::Cache& sets_;
   controller::Cache& policies_;

@@ -160,6 +160,7 @@ void HostPkgEnv::start_controller() {
   mo.name = "hostpkg-itest";
   mo.metrics_address = "";
   mo.shutdown_grace = 2s;
+  mo.clock = clock;
   manager_ = std::make_unique<controller::Manager>(*client_, mo);
   ControllerSettings s;
   s.namespace_ = ns_;

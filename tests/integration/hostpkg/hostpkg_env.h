@@ -40,6 +40,9 @@ class HostPkgEnv {
   // > 0: the controller's hostpkg.reverify-interval (replaces every set's reverify interval,
   // which the schema keeps at 1m or more), set before start_controller().
   std::chrono::milliseconds reverify_interval{0};
+  // The controller's clock (ManagerOptions::clock; null: the system clock), set before
+  // start_controller(): tests move a FakeClock instead of waiting.
+  controller::Clock* clock = nullptr;
   void start_controller();
   void stop_controller();
 

@@ -13,6 +13,8 @@
 #include <atomic>
 #include <thread>
 
+#include "api/resources.h"
+#include "controller/clock.h"
 #include "core/json.h"
 #include "hostpkg/controller/record_store.h"
 #include "hostpkg/controller/stage_pod.h"
@@ -291,6 +293,71 @@ TEST(HostPkgReverify, RestartAdoptsTheRoundsPodAndCleansOrphans) {
   EXPECT_EQ(count(env.sim().host_read(n0, sim::kHostStepHistory), key + " "), 1)
       << "the round's check ran twice";
   EXPECT_FALSE(read_record(env.get_node(n0), name).record->drift);
+  env.remove_set(name);
+}
+
+// The interval is counted on the Manager's clock (controller/clock.h), not the wall clock's:
+// with a FakeClock (two hours behind, so the API server's timestamps never look old to it) the
+// record stamps the clock's time, nothing is checked again while the clock stands still or
+// stands two seconds before the node is due (1h + its jitter), and moving it past that runs
+// the checks at once.
+TEST(HostPkgReverify, IntervalIsCountedOnTheInjectedClock) {
+  controller::FakeClock clock(std::chrono::system_clock::now() - 2h);  // outlives the env
+  HostPkgEnv env(1, false);
+  env.clock = &clock;  // no reverify_interval override: the set's 1h holds
+  env.start_controller();
+  const std::string n0 = env.node(0);
+  const std::string name = set_name(env, "clock");
+  env.apply("apiVersion: gpufleet.io/v1alpha1\nkind: HostPackageSet\nmetadata: {name: " + name +
+            "}\nspec:\n  nodeSelector:\n    matchExpressions:\n    - {key: kubernetes.io/hostname, "
+            "operator: In, values: " +
+            env.node_list(0, 1) +
+            "}\n  reverify: {interval: 1h, onDrift: Report}\n  packages:\n    tune:\n      "
+            "version: 1.0.0\n      image: example.com/tune\n");
+  ASSERT_TRUE(HostPkgEnv::eventually(
+      [&] {
+        return env.get_set(name).get_string({"status", "phase"}) == "Complete";
+      },
+      30s))
+      << dump(env, name);
+  auto verified = [&] {
+    RecordRead rr = read_record(env.get_node(n0), name);
+    return rr.record ? rr.record->verified : -1;
+  };
+  const std::int64_t first = verified();
+  EXPECT_EQ(first, clock.unix_seconds()) << "done stamps the clock's time, not the wall clock's";
+
+  NodeRecord stamped;
+  stamped.verified = first;
+  const std::int64_t due = reverify_due(stamped, name, n0, 1h);
+  ASSERT_GE(due, first + 3600);
+  auto touch = [&](const std::string& v) {  // wakes the set (its requeue is an hour away)
+    core::Value patch;
+    patch["metadata"]["annotations"]["clock-test/touch"] = v;
+    env.client().patch(api::host_package_sets(), "", name, kube::PatchType::Merge, patch);
+    std::this_thread::sleep_for(1500ms);  // a pass
+  };
+  auto checks = [&] {
+    return count(env.sim().host_read(n0, sim::kHostStepHistory), "tune/verify/");
+  };
+  std::this_thread::sleep_for(2s);  // real time passes, the clock's does not
+  touch("still");
+  EXPECT_EQ(checks(), 0) << "checked again while the clock stood still";
+  clock.advance(std::chrono::seconds(due - first - 2));
+  touch("before-due");
+  EXPECT_EQ(checks(), 0) << "checked again 2 s before the node was due on the clock";
+  EXPECT_EQ(verified(), first);
+
+  clock.advance(3s);
+  touch("due");
+  EXPECT_TRUE(HostPkgEnv::eventually(
+      [&] {
+        return count(env.sim().host_read(n0, sim::kHostStepHistory), "tune/verify/") > 0 &&
+               verified() > first;
+      },
+      20s))
+      << "the clock passed the 1h interval and no check ran: " << dump(env, name);
+  EXPECT_LE(verified(), clock.unix_seconds());
   env.remove_set(name);
 }
 
