@@ -57,11 +57,6 @@ spec:
   validation: {categories: [diagnostics/dcgm-r1], newNodes: false, deadlineSeconds: 600}
 YAML
 }
-policy_loaded() {
-  local gen
-  gen=$(kubectl get sentinelpolicy "$policy" -o jsonpath='{.metadata.generation}/{.status.observedGeneration}')
-  [[ ${gen%/*} == "${gen#*/}" ]]
-}
 apply_policy 120
 until_ok 60 "SentinelPolicy $policy loaded" policy_loaded
 

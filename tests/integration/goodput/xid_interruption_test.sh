@@ -50,11 +50,6 @@ spec:
   remediation: {defaultAction: reboot, maxAttempts: 2, timeoutSeconds: 60}
   validation: {categories: [diagnostics/dcgm-r1], newNodes: false, deadlineSeconds: 600}
 YAML
-policy_loaded() {
-  local gen
-  gen=$(kubectl get sentinelpolicy "$policy" -o jsonpath='{.metadata.generation}/{.status.observedGeneration}')
-  [[ ${gen%/*} == "${gen#*/}" ]]
-}
 until_ok 60 "SentinelPolicy $policy loaded" policy_loaded
 
 kubectl apply -n "$jobns" -f - >/dev/null <<'YAML'
