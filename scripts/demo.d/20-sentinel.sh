@@ -126,6 +126,9 @@ count() {  # a count of the incident's record; 0 when not written
 echo "the incident's record (each step written before it was taken):"
 echo "  quarantined $(rem status.quarantinedAt) (fault → cordon $(rem status.cordonLatencyMs) ms)"
 echo "  drain       $(rem status.drainStartedAt): evicted $(count status.drain.evicted), deleted $(count status.drain.deleted), forced $(count status.drain.forced)"
+if [[ -n $(rem 'status.jobs[*].name') ]]; then  # the job-aware drain: a gang goes as one unit
+  echo "  jobs        $(rem 'status.jobs[*].namespace')/$(rem 'status.jobs[*].name') disrupted as one unit ($(rem 'status.jobs[*].reason')): $(rem 'status.jobs[*].pods[*].name')"
+fi
 echo "  $(rem status.action.type)      requested $(rem status.action.requestedAt), attempt $(rem status.action.attempt) → $(rem status.action.result)"
 vr=$(rem status.validationRequest)
 echo "  validation  ValidationRequest $vr: $(kubectl --kubeconfig "$kubeconfig" get validationrequest "$vr" -o jsonpath='{.status.phase} ({.status.message})' 2>/dev/null)"
@@ -136,8 +139,8 @@ if $loop_closed; then
   echo "the loop is closed: $node was quarantined, drained, rebooted, certified by certify and returned to service"
 fi
 "$gpufleet" sentinel status --kubeconfig "$kubeconfig" | sed -n '1,20p'
-# What the fault cost the training job: goodput's ledger (the evicted pod came back on another
-# node; the work since the last checkpoint is redone).
+# What the fault cost the training job: goodput's ledger (its evicted pods came back on other
+# nodes; the work since the last checkpoint is redone).
 for _ in $(seq 60); do
   [[ $(kubectl --kubeconfig "$kubeconfig" -n train get pods -l goodput.gpufleet.io/job=llama \
     --field-selector=status.phase=Running -o name | grep -c .) -ge 2 ]] && break

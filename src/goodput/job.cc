@@ -91,6 +91,12 @@ JobState state_of(const std::vector<PodFacts>& pods) {
   for (const auto& p : pods)
     if (!terminal(p)) active.push_back(&p);
   if (active.empty()) {
+    // Failed pods still being deleted were evicted (a drain takes a job's whole gang at once)
+    // or deleted: the job's controller replaces them, so the job is interrupted, not over.
+    if (std::any_of(pods.begin(), pods.end(), [](const PodFacts& p) {
+          return p.phase == "Failed" && p.terminating && p.has_run;
+        }))
+      return JobState::Interrupted;
     // Failed pods of earlier attempts linger (a batch Job with restartPolicy Never keeps
     // them): the job succeeded when some pod succeeded and every failed pod was created
     // before the first successful one.

@@ -4,6 +4,7 @@
 
 #include "controller/manager.h"
 #include "core/json.h"
+#include "kube/api/job_disruption.h"
 #include "kube/api/meta.h"
 #include "kube/api/objects.h"
 #include "kube/client.h"
@@ -61,6 +62,17 @@ controller::MapFunc to_node(std::initializer_list<std::string_view> path) {
     }
     if (!v->is_string() || v->as_string().empty()) return {};
     return {Request{"", v->as_string()}};
+  };
+}
+
+// A pod is an event for its node, and for the nodes whose drain waits for its gang's
+// checkpoint (the job's answer usually comes on a pod on another node).
+controller::MapFunc pod_to_nodes(std::shared_ptr<State> state) {
+  return [state, own = to_node({"spec", "nodeName"})](const core::Value& pod) {
+    std::vector<Request> out = own(pod);
+    if (auto gang = kube::gang_key_of(pod))
+      for (auto& n : state->gang_waits.nodes(gang->index())) out.push_back(Request{"", n});
+    return out;
   };
 }
 
@@ -126,6 +138,8 @@ void setup_sentinel(controller::Manager& manager, SentinelOptions options) {
   controller::SourceOptions pods_src;
   controller::Cache& pods = manager.cache(kube::resources::pods(), pods_src.cache);
   pods.add_index("node", index_spec_node);
+  // A drain looks at the whole gang of each training job on its node (job-aware drain).
+  pods.add_index(std::string(kGangIndex), kube::gang_index);
   controller::Cache& vreqs = manager.cache(api::validation_requests());
 
   auto node_rec =
@@ -138,7 +152,7 @@ void setup_sentinel(controller::Manager& manager, SentinelOptions options) {
           .for_resource(kube::resources::nodes(), "Node", nodes_src)
           .watches(api::node_healths(), controller::mapping::to_self())
           .watches(api::remediations(), to_node({"spec", "nodeName"}))
-          .watches(kube::resources::pods(), to_node({"spec", "nodeName"}), pods_src)
+          .watches(kube::resources::pods(), pod_to_nodes(state), pods_src)
           .watches(api::validation_requests(), to_node({"metadata", "labels", kNodeLabel}), vr_src)
           .max_concurrent_reconciles(options.workers)
           .complete(node_rec);

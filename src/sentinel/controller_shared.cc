@@ -59,6 +59,14 @@ Metrics::Metrics(core::metrics::Registry& r)
                             {"action"})),
       remediation_requests(r.counter("gpufleet_sentinel_remediation_requests_total",
                                      "Remediation actions requested", {"action"})),
+      job_decisions(r.counter("gpufleet_sentinel_job_decisions_total",
+                              "Training jobs' drain decisions recorded: RequestCheckpoint (the "
+                              "job asked to checkpoint), DrainGang (its gang evicted together)",
+                              {"action"})),
+      jobs_disrupted(r.counter("gpufleet_sentinel_jobs_disrupted_total",
+                               "Training jobs whose gang the drain evicted, by why it went then "
+                               "(Acknowledged, DeadlineExceeded, NoContract, NoWait)",
+                               {"reason"})),
       rule_problems(r.counter("gpufleet_sentinel_rule_problems_total",
                               "Rule evaluation failures reported (each distinct once)")),
       breaker_tripped(r.gauge("gpufleet_sentinel_breaker_tripped",
@@ -77,6 +85,33 @@ Metrics::Metrics(core::metrics::Registry& r)
       cordon_latency(r.histogram("gpufleet_sentinel_fault_to_cordon_seconds",
                                  "From the fault's transition in NodeHealth to sentinel's cordon",
                                  {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30})) {}
+
+void GangWaits::set(const std::string& node, std::set<std::string> gangs) {
+  std::lock_guard lock(mu_);
+  auto it = by_node_.find(node);
+  if (it == by_node_.end() && gangs.empty()) return;
+  if (it != by_node_.end()) {
+    for (const auto& g : it->second) {
+      auto b = by_gang_.find(g);
+      if (b == by_gang_.end()) continue;
+      b->second.erase(node);
+      if (b->second.empty()) by_gang_.erase(b);
+    }
+  }
+  for (const auto& g : gangs) by_gang_[g].insert(node);
+  if (gangs.empty()) {
+    by_node_.erase(node);
+  } else {
+    by_node_[node] = std::move(gangs);
+  }
+}
+
+std::vector<std::string> GangWaits::nodes(const std::string& gang) const {
+  std::lock_guard lock(mu_);
+  auto it = by_gang_.find(gang);
+  if (it == by_gang_.end()) return {};
+  return {it->second.begin(), it->second.end()};
+}
 
 bool outranks(const PolicyState& a, const PolicyState& b) {
   if (a.policy.priority != b.policy.priority) return a.policy.priority > b.policy.priority;

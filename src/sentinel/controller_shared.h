@@ -28,6 +28,8 @@ class Controller;
 namespace gpufleet::sentinel::detail {
 
 inline constexpr std::string_view kGpuLabel = "nvidia.com/gpu.present";
+// The Pod cache's index by training job (kube::gang_index).
+inline constexpr std::string_view kGangIndex = "gang";
 
 std::int64_t now_ms();
 std::string rfc3339(std::int64_t ms);
@@ -47,6 +49,8 @@ struct Metrics {
   core::metrics::Counter& incidents_ended;
   core::metrics::Counter& pod_actions;
   core::metrics::Counter& remediation_requests;
+  core::metrics::Counter& job_decisions;   // by action: RequestCheckpoint, DrainGang
+  core::metrics::Counter& jobs_disrupted;  // by reason
   core::metrics::Counter& rule_problems;
   core::metrics::Gauge& breaker_tripped;    // by policy
   core::metrics::Gauge& breaker_nodes;      // by policy
@@ -98,7 +102,23 @@ PolicyPtr governing_policy(const std::map<std::string, PolicyPtr>& policies,
 // Whether `a` outranks `b` as the governing policy of a node both select.
 bool outranks(const PolicyState& a, const PolicyState& b);
 
+// The gangs whose checkpoint each node's drain waits for (GangKey::index()): an event of a pod of
+// such a gang is an event for the node too, since the answer usually comes on a pod elsewhere.
+// Each look at a node sets its gangs (none, outside a Draining incident's wait); a restart loses
+// nothing, every node is looked at on start.
+class GangWaits {
+ public:
+  void set(const std::string& node, std::set<std::string> gangs);
+  [[nodiscard]] std::vector<std::string> nodes(const std::string& gang) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::set<std::string>> by_node_;
+  std::map<std::string, std::set<std::string>> by_gang_;
+};
+
 struct State {
+  GangWaits gang_waits;
   std::mutex mu;
   std::condition_variable saved_cv;  // a breaker save finished
   // Every followed policy that exists, by name (loaded or not).

@@ -1,7 +1,10 @@
 #include "sentinel/node_reconciler.h"
 
+#include <algorithm>
+
 #include "controller/cache.h"
 #include "core/log.h"
+#include "kube/api/job_disruption.h"
 #include "kube/api/meta.h"
 #include "kube/api/objects.h"
 #include "kube/client.h"
@@ -132,19 +135,29 @@ Result NodeReconciler::drive_quarantined(const Look& l) {
 
 Result NodeReconciler::drive_draining(const Look& l) {
   if (l.recovered) {
+    state_->gang_waits.set(l.node_name, {});
     finish(l.rem, "Released", "every faulty entity recovered during the drain; drain cancelled",
            &l.node);
     return {};
   }
   std::vector<kube::ObjectPtr> keep;
-  const std::int64_t started = ms_of(l.rem.get_string({"status", "drainStartedAt"}));
-  DrainPlan plan =
-      plan_drain(pods_on(l.node_name, keep), l.policy.drain, started > 0 ? started : l.now, l.now);
+  const std::vector<const core::Value*> on_node = pods_on(l.node_name, keep);
+  std::optional<core::Value> written;
+  const JobDrain jobs = drain_jobs(l, on_node, keep, written);
+  const core::Value& rem = written ? *written : l.rem;
+  const std::int64_t started = ms_of(rem.get_string({"status", "drainStartedAt"}));
+  DrainPlan plan = plan_drain(on_node, l.policy.drain, started > 0 ? started : l.now, l.now, jobs);
   if (plan.done()) {
-    set_phase(l.rem, "Remediating", "drained");
+    state_->gang_waits.set(l.node_name, {});
+    set_phase(rem, "Remediating", "drained");
     return {};
   }
-  core::Value s = status_of(l.rem);
+  // The pods of the jobs disrupted, whose every eviction is logged (the gang's, on any node).
+  std::set<std::string> job_pods;
+  for (const auto& r : jobs.records)
+    if (r.disrupted_ms > 0)
+      for (const auto& p : r.pods) job_pods.insert(p.uid);
+  core::Value s = status_of(rem);
   core::Value counts = s.find("drain") ? *s.find("drain") : core::Value::map();
   auto bump = [&](const char* k) {
     const core::Value* v = counts.find(k);
@@ -172,6 +185,14 @@ Result NodeReconciler::drive_draining(const Look& l) {
           break;
       }
       metrics_.pod_actions.with({pod_action_name(step.action)}).inc();
+      if (job_pods.contains(step.uid)) {
+        core::log::info("sentinel: job pod evicted",
+                        {{"incident", l.name},
+                         {"pod", step.namespace_ + "/" + step.name},
+                         {"uid", step.uid},
+                         {"node", step.node.empty() ? l.node_name : step.node},
+                         {"action", std::string(pod_action_name(step.action))}});
+      }
     } catch (const kube::ApiError& err) {
       if (err.is(kube::Reason::EvictionBlocked) || err.code() == 429) {
         ++blocked;  // a PodDisruptionBudget says not now: next look
@@ -182,12 +203,135 @@ Result NodeReconciler::drive_draining(const Look& l) {
   }
   counts["pending"] = static_cast<std::int64_t>(plan.steps.size());
   counts["blockedByPDB"] = blocked;
-  const core::Value* old = s.find("drain");
-  if (old == nullptr || !(*old == counts)) {
-    s["drain"] = std::move(counts);
-    write_status(l.rem, std::move(s));
+  counts["heldForCheckpoint"] = static_cast<std::int64_t>(plan.held());
+  // While jobs checkpoint, the message says which and until when.
+  std::string waits;
+  std::size_t waiting = 0;
+  for (const auto& d : jobs.decisions) {
+    if (d.action != kube::JobAction::RequestCheckpoint && d.action != kube::JobAction::Wait)
+      continue;
+    if (++waiting <= 3)
+      waits += (waits.empty() ? "" : ", ") + d.key.display() + " until " + rfc3339(d.deadline_ms);
   }
-  return {.requeue_after = 1s};
+  if (waiting > 3) waits += ", ...";
+  const std::string message =
+      waiting == 0 ? "draining the node's pods"
+                   : "draining the node's pods; " + std::to_string(waiting) +
+                         " job(s) asked to checkpoint first (request " + l.name + "): " + waits;
+  const core::Value* old = s.find("drain");
+  if (old == nullptr || !(*old == counts) || s.get_string({"message"}) != message) {
+    s["drain"] = std::move(counts);
+    s["message"] = message.substr(0, 1000);
+    write_status(rem, std::move(s));
+  }
+  // A wait needs another look at its deadline (an answer is an event for the node).
+  const std::int64_t next = kube::next_job_deadline(jobs.decisions);
+  const auto until = std::chrono::milliseconds(std::max<std::int64_t>(next - l.now, 0) + 100);
+  if (plan.only_held()) return {.requeue_after = until};
+  return {.requeue_after = next > 0 ? std::min<std::chrono::milliseconds>(until, 1s) : 1s};
+}
+
+JobDrain NodeReconciler::drain_jobs(const Look& l, const std::vector<const core::Value*>& on_node,
+                                    std::vector<kube::ObjectPtr>& keep,
+                                    std::optional<core::Value>& written) {
+  JobDrain jobs;
+  jobs.pods = on_node;
+  std::set<std::string> gangs;
+  for (const core::Value* p : on_node)
+    if (auto k = kube::gang_key_of(*p)) gangs.insert(k->index());
+  for (const auto& g : gangs) {
+    for (auto& p : pods_.by_index(std::string(kGangIndex), g)) {
+      if (p->get_string({"spec", "nodeName"}) == l.node_name) continue;  // listed already
+      jobs.pods.push_back(p.get());
+      keep.push_back(std::move(p));
+    }
+  }
+  kube::JobDisruptionInput in;
+  in.node = l.node_name;
+  in.pods = jobs.pods;
+  in.records = kube::read_job_records(l.rem.get({"status", "jobs"}));
+  // The incident's name: a restarted controller asks with the same id.
+  in.request_id = l.name;
+  in.checkpoint_timeout_s = l.policy.drain.checkpoint_timeout_s;
+  in.skip_namespaces = l.policy.drain.system_namespaces;
+  in.now_ms = l.now;
+  jobs.decisions = kube::decide_jobs(in);
+  jobs.records = in.records;
+  bool recorded = false;
+  std::set<std::string> waiting;
+  for (const auto& d : jobs.decisions) {
+    kube::record_decision(jobs.records, d, in);
+    recorded = recorded || d.action == kube::JobAction::RequestCheckpoint ||
+               d.action == kube::JobAction::DrainGang;
+    if (d.action == kube::JobAction::RequestCheckpoint || d.action == kube::JobAction::Wait)
+      waiting.insert(d.key.index());
+  }
+  state_->gang_waits.set(l.node_name, std::move(waiting));
+  if (recorded) {
+    // Recorded before anything is done (a compare-and-swap: a stale copy gets 409 and looks
+    // again), so a restart resumes the same wait and disrupts each job once.
+    core::Value s = status_of(l.rem);
+    s["jobs"] = kube::job_records_value(jobs.records);
+    written = write_status(l.rem, std::move(s));
+    for (const auto& d : jobs.decisions) record_job_decision(l, d, jobs.records);
+  }
+  for (const auto& d : jobs.decisions) {
+    if (d.annotate.empty()) continue;
+    const core::Value patch = kube::checkpoint_request_patch(d.request_id, d.deadline_ms);
+    for (const auto& r : d.annotate) {
+      try {
+        client_.patch(kube::resources::pods(), r.ns, r.name, kube::PatchType::Merge, patch);
+      } catch (const kube::ApiError& err) {
+        if (!err.is(kube::Reason::NotFound)) throw;  // gone: nothing to ask
+      }
+    }
+  }
+  return jobs;
+}
+
+// The Event, log line and counters of a decision just recorded.
+void NodeReconciler::record_job_decision(const Look& l, const kube::JobDecision& d,
+                                         const std::vector<kube::JobRecord>& records) {
+  if (d.action != kube::JobAction::RequestCheckpoint && d.action != kube::JobAction::DrainGang)
+    return;
+  const core::Value subject = regarding(l.rem, "gpufleet.io/v1alpha1", "Remediation");
+  std::size_t pods = 0;
+  std::set<std::string> nodes;
+  for (const auto& r : records) {
+    if (!(r.key == d.key)) continue;
+    pods = r.pods.size();
+    for (const auto& p : r.pods)
+      if (!p.node.empty()) nodes.insert(p.node);
+  }
+  if (d.action == kube::JobAction::RequestCheckpoint) {
+    const std::string note = "job " + d.key.display() + " (" + std::to_string(d.annotate.size()) +
+                             " pod(s)) asked to checkpoint by " + rfc3339(d.deadline_ms) +
+                             " (request " + d.request_id + "); its pods on " + l.node_name +
+                             " wait";
+    events_.record(subject, kube::EventType::Normal, "CheckpointRequested", "Drain", note);
+    core::log::info("sentinel: checkpoint requested", {{"incident", l.name},
+                                                       {"job", d.key.display()},
+                                                       {"request", d.request_id},
+                                                       {"deadline", rfc3339(d.deadline_ms)}});
+  } else {
+    const std::string why = d.reason == "Acknowledged"       ? "the job acknowledged its checkpoint"
+                            : d.reason == "DeadlineExceeded" ? "no checkpoint by the deadline"
+                            : d.reason == "NoWait"           ? "the policy waits for no checkpoint"
+                                                             : "the job has no checkpoint contract";
+    const std::string note = "job " + d.key.display() + " disrupted as one unit (" + d.reason +
+                             ": " + why + "): " + std::to_string(pods) + " pod(s) evicted on " +
+                             join(nodes);
+    events_.record(
+        subject,
+        d.reason == "DeadlineExceeded" ? kube::EventType::Warning : kube::EventType::Normal,
+        "JobDisrupted", "Drain", note.substr(0, 1000));
+    core::log::info("sentinel: job disrupted", {{"incident", l.name},
+                                                {"job", d.key.display()},
+                                                {"reason", d.reason},
+                                                {"pods", static_cast<std::int64_t>(pods)}});
+    metrics_.jobs_disrupted.with({d.reason}).inc();
+  }
+  metrics_.job_decisions.with({kube::job_action_name(d.action)}).inc();
 }
 
 // --- example begin ---

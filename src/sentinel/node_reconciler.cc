@@ -71,6 +71,8 @@ Result NodeReconciler::reconcile(const Request& req, std::stop_token) {
     }
     if (active == nullptr || kube::name_of(*r) < kube::name_of(*active)) active = r;
   }
+  // Only a Draining incident's look at the node says which gangs it waits for.
+  if (active == nullptr || phase_of(*active) != "Draining") state_->gang_waits.set(req.name, {});
   // At start, and just after a policy is created or deleted, the policy that governs the
   // node is not known yet: acting under a lower-ranked one would be acting wrongly.
   if (!policies_settled()) return {.requeue_after = 200ms};
@@ -461,10 +463,10 @@ std::optional<core::Value> NodeReconciler::create_incident(
 // Writes the Remediation's status with a compare-and-swap on its resourceVersion: a stale
 // cache copy gets 409 and the key is looked at again from the newer copy, so a step is never
 // taken twice on an outdated view.
-void NodeReconciler::write_status(const core::Value& rem, core::Value status) {
+core::Value NodeReconciler::write_status(const core::Value& rem, core::Value status) {
   core::Value obj = rem;
   obj["status"] = std::move(status);
-  client_.update_status(api::remediations(), obj);
+  return client_.update_status(api::remediations(), obj);
 }
 
 void NodeReconciler::set_phase(const core::Value& rem, const std::string& phase,

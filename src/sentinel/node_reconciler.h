@@ -22,6 +22,7 @@
 #include "kube/api/disruption.h"
 #include "kube/api/store.h"
 #include "sentinel/controller_shared.h"
+#include "sentinel/drain.h"
 #include "sentinel/quarantine.h"
 #include "sentinel/remediation_step.h"
 
@@ -104,7 +105,8 @@ class NodeReconciler final : public controller::Reconciler {
       const std::string& reason, const std::set<std::string>& entities,
       const std::vector<std::string>& rules, bool cordon, const std::vector<Taint>& taints,
       const std::string& action, const core::Value* escalation = nullptr);
-  void write_status(const core::Value& rem, core::Value status);
+  // The Remediation as written (its new resourceVersion, for a second write in one look).
+  core::Value write_status(const core::Value& rem, core::Value status);
   void set_phase(const core::Value& rem, const std::string& phase, const std::string& message,
                  const std::function<void(core::Value&)>& extra = nullptr);
   // Ends the incident: sentinel's marks off the node first (when it is there and the phase
@@ -138,6 +140,14 @@ class NodeReconciler final : public controller::Reconciler {
   controller::Result drive_detected(const Look& l);
   controller::Result drive_quarantined(const Look& l);
   controller::Result drive_draining(const Look& l);
+  // Draining, before the pods go: the training jobs with a pod on the node (kube::decide_jobs
+  // over the node's pods and their gangs'), their new records persisted in status.jobs before
+  // anything is done, then the checkpoint requests. `written`: the Remediation as written, when
+  // it was.
+  JobDrain drain_jobs(const Look& l, const std::vector<const core::Value*>& on_node,
+                      std::vector<kube::ObjectPtr>& keep, std::optional<core::Value>& written);
+  void record_job_decision(const Look& l, const kube::JobDecision& d,
+                           const std::vector<kube::JobRecord>& records);
   controller::Result drive_remediating(const Look& l);
   controller::Result drive_validating(const Look& l);
   // Remediating: observe, then act on decide_remediation's step.

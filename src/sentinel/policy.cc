@@ -7,6 +7,10 @@
 namespace gpufleet::sentinel {
 namespace {
 
+// An hour: a larger value is most likely a unit slip (milliseconds for seconds), and a drain that
+// waits longer for a job on a faulty node is a drain that does not happen.
+constexpr std::int64_t kMaxCheckpointTimeoutS = 3600;
+
 const core::Value* field(const core::Value& v, std::string_view key) {
   const core::Value* f = v.is_map() ? v.find(key) : nullptr;
   return f != nullptr && !f->is_null() ? f : nullptr;
@@ -109,6 +113,16 @@ Policy Policy::from_spec(const core::Value& spec) {
     p.drain.default_mode = mode_of(field(*d, "defaultMode"), DrainMode::Evict, at + ".defaultMode");
     p.drain.deadline_s = int_field(*d, "deadlineSeconds", 600, 1, 604800, at);
     p.drain.terminating_timeout_s = int_field(*d, "terminatingTimeoutSeconds", 120, 1, 86400, at);
+    if (const core::Value* c = field(*d, "checkpointTimeoutSeconds")) {
+      if (!c->is_int() || c->as_int() < 0 || c->as_int() > kMaxCheckpointTimeoutS) {
+        throw core::InvalidInput(
+            at + ".checkpointTimeoutSeconds: " + core::to_json(*c) +
+            " is not a number of seconds in [0, " + std::to_string(kMaxCheckpointTimeoutS) +
+            "]; give how long a job may take to checkpoint before its pods are evicted, e.g. 300 "
+            "(0: do not wait for checkpoints)");
+      }
+      p.drain.checkpoint_timeout_s = c->as_int();
+    }
     if (const core::Value* ns = field(*d, "systemNamespaces"); ns && ns->is_list()) {
       for (const auto& n : ns->as_list()) {
         if (n.is_string()) p.drain.system_namespaces.push_back(n.as_string());

@@ -31,6 +31,9 @@ struct DrainPolicy {
   DrainMode default_mode = DrainMode::Evict;
   std::int64_t deadline_s = 600;             // graceful -> forced
   std::int64_t terminating_timeout_s = 120;  // stuck Terminating -> force delete
+  // How long a training job that opted into the checkpoint contract may take to checkpoint
+  // before its gang is drained (kube/api/job_disruption.h); 0: no job is waited for.
+  std::int64_t checkpoint_timeout_s = 300;
   std::vector<std::string> system_namespaces = {"kube-system", "kube-public", "kube-node-lease"};
   std::vector<DrainRule> modes;
 };

@@ -216,6 +216,14 @@ TEST(GoodputJob, States) {
   EXPECT_EQ(state({early, pod("a", l, kGpu8, done)}), JobState::Succeeded);
   // Finished pods beside running ones: the live ones decide.
   EXPECT_EQ(state({early, pod("a", l, kGpu8, kRunning)}), JobState::Running);
+  // The whole gang evicted at once (a job-aware drain): failed while being deleted, the pods
+  // are replaced by the job's controller, so the job is interrupted, not over.
+  const std::string deleting = R"(,"deletionTimestamp":"2025-03-01T11:00:00Z")";
+  EXPECT_EQ(state({pod("a", l, kGpu8, failed, deleting), pod("b", l, kGpu8, failed, deleting)}),
+            JobState::Interrupted);
+  EXPECT_EQ(state({pod("a", l, kGpu8, failed, deleting), pod("b", l, kGpu8, failed)}),
+            JobState::Interrupted);
+  EXPECT_EQ(state({pod("a", l, kGpu8, failed), pod("b", l, kGpu8, failed)}), JobState::Failed);
 }
 
 TEST(GoodputJob, LiveGpusAndNodes) {

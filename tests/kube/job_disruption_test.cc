@@ -181,6 +181,38 @@ TEST(JobDisruption, WaitsUntilTheDeadlineAndAsksPodsTheRequestMissed) {
             core::to_json(job_records_value(f.in.records)));
 }
 
+TEST(JobDisruption, AnotherDisruptionsLiveRequestIsNotOverwritten) {
+  Fixture f;
+  core::Value other = pod({.name = "b", .node = "n2", .opted = true, .requested = "inc-2"});
+  other["metadata"]["annotations"][kCheckpointDeadlineAnnotation] = "2023-11-14T22:14:00Z";
+  core::Value expired = pod({.name = "c", .node = "n3", .opted = true, .requested = "inc-3"});
+  expired["metadata"]["annotations"][kCheckpointDeadlineAnnotation] = "2023-11-14T22:13:00Z";
+  f.pods = {pod({.name = "a", .node = "n1", .opted = true, .requested = "inc-1"}), std::move(other),
+            std::move(expired)};
+  f.in.records = {requested(kNow - 10'000, kNow + 50'000)};
+  auto d = f.decide();
+  ASSERT_EQ(d.size(), 1U);
+  EXPECT_EQ(d[0].action, JobAction::Wait);
+  // b's request (another node's incident) runs until 22:14:00, after now; c's has expired.
+  EXPECT_EQ(names(d[0].annotate), (std::vector<std::string>{"c"}));
+}
+
+TEST(JobDisruption, NoCheckpointTimeoutDrainsAtOnce) {
+  Fixture f;
+  f.in.checkpoint_timeout_s = 0;
+  f.pods = {pod({.name = "a", .node = "n1", .opted = true}),
+            pod({.name = "b", .node = "n2", .opted = true})};
+  auto d = f.decide();
+  ASSERT_EQ(d.size(), 1U);
+  EXPECT_EQ(d[0].action, JobAction::DrainGang);
+  EXPECT_EQ(d[0].reason, "NoWait");
+  EXPECT_TRUE(d[0].annotate.empty());
+  EXPECT_EQ(names(d[0].evict), (std::vector<std::string>{"b"}));
+  // A request recorded before the policy changed runs to its deadline.
+  f.in.records = {requested(kNow - 10'000, kNow + 50'000)};
+  EXPECT_EQ(f.decide()[0].action, JobAction::Wait);
+}
+
 TEST(JobDisruption, AStaleCheckpointIsNoAnswer) {
   Fixture f;
   // 2023-11-14T22:13:00Z: before the request (22:13:10).

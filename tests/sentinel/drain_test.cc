@@ -82,6 +82,155 @@ TEST(Drain, StuckTerminatingIsForceDeletedAfterTheTimeout) {
   EXPECT_EQ(force.steps[0].action, PodAction::ForceDelete);
 }
 
+// ---- training jobs folded into the drain (kube/api/job_disruption.h) ----
+
+core::Value job_pod(std::string_view name, std::string_view node, std::string_view extra = "") {
+  core::Value p = pod("train", name,
+                      std::string(R"(,"labels":{"goodput.gpufleet.io/job":"llama"},)"
+                                  R"("annotations":{"goodput.gpufleet.io/checkpoint":)"
+                                  R"("on-request"})") +
+                          std::string(extra));
+  p["spec"]["nodeName"] = node;
+  return p;
+}
+
+// What the controller does in one look: decide, record, fold into the drain of n1.
+struct JobLook {
+  std::vector<kube::JobRecord> records;
+  std::int64_t timeout_s = 60;
+  JobDrain jobs;
+  DrainPlan look(const std::vector<const core::Value*>& on_node,
+                 const std::vector<const core::Value*>& all, std::int64_t started_ms,
+                 std::int64_t now_ms, const DrainPolicy& dp = policy()) {
+    kube::JobDisruptionInput in;
+    in.node = "n1";
+    in.pods = all;
+    in.records = records;
+    in.request_id = "n1-incident";
+    in.checkpoint_timeout_s = timeout_s;
+    in.skip_namespaces = dp.system_namespaces;
+    in.now_ms = now_ms;
+    jobs.decisions = kube::decide_jobs(in);
+    for (const auto& d : jobs.decisions) kube::record_decision(records, d, in);
+    jobs.records = records;
+    jobs.pods = all;
+    return plan_drain(on_node, dp, started_ms, now_ms, jobs);
+  }
+};
+
+const PodStep* step_for(const DrainPlan& plan, std::string_view name) {
+  for (const auto& s : plan.steps)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+TEST(JobDrain, WithoutJobsThePlanIsTheSame) {
+  core::Value web = pod("team", "web");
+  core::Value train = pod("team", "train", R"(,"labels":{"workload":"training"})");
+  for (std::int64_t at : {0, 60, 120, 300}) {
+    DrainPlan a = plan_drain({&web, &train}, policy(), 0, at * 1000);
+    DrainPlan b = plan_drain({&web, &train}, policy(), 0, at * 1000, JobDrain{});
+    ASSERT_EQ(a.steps.size(), b.steps.size());
+    for (std::size_t i = 0; i < a.steps.size(); ++i) {
+      EXPECT_EQ(a.steps[i].action, b.steps[i].action) << at;
+      EXPECT_EQ(a.steps[i].mode, b.steps[i].mode) << at;
+    }
+  }
+}
+
+TEST(JobDrain, AJobCheckpointingHoldsItsPodsAndNothingElse) {
+  core::Value a = job_pod("a", "n1");
+  core::Value b = job_pod("b", "n2");
+  core::Value web = pod("team", "web");
+  JobLook j;
+  j.timeout_s = 300;
+  DrainPlan plan = j.look({&a, &web}, {&a, &b, &web}, 0, 1000);
+  ASSERT_EQ(j.jobs.decisions.size(), 1u);
+  EXPECT_EQ(j.jobs.decisions[0].action, kube::JobAction::RequestCheckpoint);
+  ASSERT_NE(step_for(plan, "a"), nullptr);
+  EXPECT_EQ(step_for(plan, "a")->action, PodAction::Wait);
+  EXPECT_TRUE(step_for(plan, "a")->held);
+  EXPECT_EQ(step_for(plan, "web")->action, PodAction::Evict);
+  EXPECT_EQ(step_for(plan, "b"), nullptr);  // the gang elsewhere is not touched while it waits
+  EXPECT_EQ(plan.held(), 1u);
+  EXPECT_FALSE(plan.only_held());
+  // web gone: only the wait is left; past the drain deadline the held pod is still not deleted.
+  plan = j.look({&a}, {&a, &b}, 0, 150'000);
+  EXPECT_EQ(j.jobs.decisions[0].action, kube::JobAction::Wait);
+  EXPECT_TRUE(plan.only_held());
+  EXPECT_EQ(step_for(plan, "a")->action, PodAction::Wait);
+}
+
+TEST(JobDrain, TheGangGoesTogetherOnEveryNodeWithDeadlinesFromItsDisruption) {
+  core::Value a = job_pod("a", "n1");
+  core::Value b = job_pod("b", "n2");
+  JobLook j;
+  (void)j.look({&a}, {&a, &b}, 0, 1000);  // request at 1 s, deadline 61 s
+  // The drain's own deadline (100 s) passes while the job may still checkpoint...
+  DrainPlan plan = j.look({&a}, {&a, &b}, 0, 61'000);
+  ASSERT_EQ(j.jobs.decisions[0].action, kube::JobAction::DrainGang);
+  EXPECT_EQ(j.jobs.decisions[0].reason, "DeadlineExceeded");
+  ASSERT_EQ(plan.steps.size(), 2u);
+  EXPECT_EQ(step_for(plan, "a")->action, PodAction::Evict);
+  EXPECT_EQ(step_for(plan, "a")->node, "");
+  EXPECT_EQ(step_for(plan, "b")->action, PodAction::Evict);
+  EXPECT_EQ(step_for(plan, "b")->node, "n2");
+  EXPECT_EQ(step_for(plan, "b")->uid, "u-b");
+  EXPECT_EQ(plan.held(), 0u);
+  // ...so 100 s after the disruption (161 s), not at the drain's 100 s, PDB refusals are deleted.
+  plan = j.look({&a}, {&a, &b}, 0, 120'000);
+  EXPECT_EQ(j.jobs.decisions[0].action, kube::JobAction::Disrupted);
+  EXPECT_EQ(step_for(plan, "a")->action, PodAction::Evict);
+  EXPECT_EQ(step_for(plan, "b")->action, PodAction::Evict);
+  plan = j.look({&a}, {&a, &b}, 0, 161'000);
+  EXPECT_EQ(step_for(plan, "a")->action, PodAction::Delete);
+  EXPECT_EQ(step_for(plan, "b")->action, PodAction::Delete);
+}
+
+TEST(JobDrain, TheGangsPodsElsewhereFollowTheirModes) {
+  core::Value a = job_pod("a", "n1");
+  core::Value b = job_pod("b", "n2");
+  for (core::Value* p : {&a, &b}) {
+    (*p)["metadata"]["labels"]["workload"] = "training";
+    (*p)["metadata"]["annotations"] = core::Value::map();  // no contract: drained at once
+  }
+  JobLook j;
+  DrainPlan plan = j.look({&a}, {&a, &b}, 0, 1000);
+  EXPECT_EQ(j.jobs.decisions[0].reason, "NoContract");
+  // AllowCompletion (50 s) for both, on either node.
+  EXPECT_EQ(step_for(plan, "a")->action, PodAction::Wait);
+  EXPECT_EQ(step_for(plan, "b")->action, PodAction::Wait);
+  EXPECT_FALSE(step_for(plan, "b")->held);
+  plan = j.look({&a}, {&a, &b}, 0, 52'000);
+  EXPECT_EQ(step_for(plan, "a")->action, PodAction::Evict);
+  EXPECT_EQ(step_for(plan, "b")->action, PodAction::Evict);
+}
+
+TEST(JobDrain, EvictedPodsLeaveThePlanAndReplacementsNeverJoinIt) {
+  core::Value a = job_pod("a", "n1");
+  core::Value b = job_pod("b", "n2");
+  JobLook j;
+  j.timeout_s = 0;  // no wait: drained at once
+  DrainPlan plan = j.look({&a}, {&a, &b}, 0, 1000);
+  EXPECT_EQ(j.jobs.decisions[0].reason, "NoWait");
+  EXPECT_EQ(plan.steps.size(), 2u);
+  // b is going; a is gone; b's replacement (another uid) runs on n3.
+  b["metadata"]["deletionTimestamp"] = "2023-11-14T22:13:00Z";
+  core::Value b2 = job_pod("b2", "n3");
+  plan = j.look({}, {&b, &b2}, 0, 2000);
+  EXPECT_TRUE(j.jobs.decisions.empty());  // no pod of the job on the node: nothing to decide
+  EXPECT_TRUE(plan.done());
+  // A recorded pod the cache lost is still evicted by name and uid.
+  j.jobs.decisions = {kube::JobDecision{}};
+  j.jobs.decisions[0].action = kube::JobAction::Disrupted;
+  j.jobs.decisions[0].evict = {{"train", "gone", "u-gone", "n4"}};
+  j.jobs.pods = {};
+  plan = plan_drain({}, policy(), 0, 3000, j.jobs);
+  ASSERT_EQ(plan.steps.size(), 1u);
+  EXPECT_EQ(plan.steps[0].action, PodAction::Evict);
+  EXPECT_EQ(plan.steps[0].node, "n4");
+}
+
 TEST(Policy, DefaultsAndErrorsNameTheField) {
   Policy p = Policy::from_spec(core::parse_yaml("rules: [{name: r, when: 'true', cordon: true}]"));
   EXPECT_EQ(p.remediation.default_action, "reboot");
@@ -311,6 +460,29 @@ TEST(BreakerCounts, AnAdmittedNodeIsKnownUntilItLeavesTheWindow) {
   EXPECT_FALSE(b.counts("n2"));
   b.tick(5000);
   EXPECT_FALSE(b.counts("n1"));
+}
+
+TEST(Policy, CheckpointTimeout) {
+  EXPECT_EQ(Policy::from_spec(core::parse_yaml("rules: [{name: r, when: 'true', cordon: true}]"))
+                .drain.checkpoint_timeout_s,
+            300);
+  EXPECT_EQ(Policy::from_spec(core::parse_yaml("rules: [{name: r, when: 'true', cordon: true}]\n"
+                                               "drain: {checkpointTimeoutSeconds: 0}"))
+                .drain.checkpoint_timeout_s,
+            0);
+  EXPECT_EQ(Policy::from_spec(core::parse_yaml("rules: [{name: r, when: 'true', cordon: true}]\n"
+                                               "drain: {checkpointTimeoutSeconds: 900}"))
+                .drain.checkpoint_timeout_s,
+            900);
+  for (const char* bad : {"-1", "3601", "300000", "'5m'", "1.5"}) {
+    const std::string e =
+        policy_error(std::string("rules: [{name: r, when: 'true', cordon: true}]\n"
+                                 "drain: {checkpointTimeoutSeconds: ") +
+                     bad + "}");
+    EXPECT_NE(e.find("spec.drain.checkpointTimeoutSeconds: "), std::string::npos) << bad << e;
+    EXPECT_NE(e.find("is not a number of seconds in [0, 3600]"), std::string::npos) << e;
+    EXPECT_NE(e.find("e.g. 300 (0: do not wait for checkpoints)"), std::string::npos) << e;
+  }
 }
 
 }  // namespace

@@ -165,6 +165,8 @@ std::vector<JobDecision> decide_jobs(const JobDisruptionInput& in) {
     };
     if (!opted) {
       drain("NoContract");
+    } else if ((rec == nullptr || rec->requested_ms == 0) && in.checkpoint_timeout_s <= 0) {
+      drain("NoWait");  // the policy waits for no checkpoint
     } else if (rec == nullptr || rec->requested_ms == 0) {
       d.action = JobAction::RequestCheckpoint;
       d.request_id = in.request_id;
@@ -181,11 +183,17 @@ std::vector<JobDecision> decide_jobs(const JobDisruptionInput& in) {
       d.request_id = rec->request_id;
       d.deadline_ms = rec->deadline_ms;
       // A pod the request did not reach (a restart between the record and the annotations,
-      // or a pod created since) is asked again, with the same id.
-      for (const core::Value* p : g.live)
-        if (!terminating(*p) &&
-            core::trim(annotation(*p, kCheckpointRequestedAnnotation)) != rec->request_id)
-          d.annotate.push_back(ref_of(*p));
+      // or a pod created since) is asked again, with the same id; not one that carries
+      // another disruption's request whose deadline is still ahead (a second node of the job
+      // taken away meanwhile): two controllers would overwrite each other's request.
+      for (const core::Value* p : g.live) {
+        if (terminating(*p)) continue;
+        const std::string_view asked = core::trim(annotation(*p, kCheckpointRequestedAnnotation));
+        if (asked == rec->request_id) continue;
+        if (!asked.empty() && ms_of(annotation(*p, kCheckpointDeadlineAnnotation)) > in.now_ms)
+          continue;
+        d.annotate.push_back(ref_of(*p));
+      }
       hold();
     }
     out.push_back(std::move(d));

@@ -16,7 +16,8 @@
 //    `goodput.gpufleet.io/checkpoint-deadline: <RFC 3339>`;
 //  - the job answers with `goodput.gpufleet.io/checkpoint-acknowledged: <request id>`, or by
 //    writing `goodput.gpufleet.io/last-checkpoint` at or after the request's time;
-//  - without an answer the deadline ends the wait. A job that did not opt in is not waited for.
+//  - without an answer the deadline ends the wait. A job that did not opt in is not waited for,
+//    nor any job when the controller's checkpoint timeout is 0.
 #pragma once
 
 #include <cstdint>
@@ -77,7 +78,7 @@ struct JobRecord {
   std::int64_t requested_ms = 0;  // 0: no request
   std::int64_t deadline_ms = 0;
   std::int64_t disrupted_ms = 0;  // 0: the gang is not disrupted yet
-  std::string reason;             // Acknowledged | DeadlineExceeded | NoContract
+  std::string reason;             // Acknowledged | DeadlineExceeded | NoContract | NoWait
   std::vector<PodRef> pods;       // the gang as it was disrupted (evicted once each)
 };
 
@@ -92,11 +93,11 @@ std::string_view job_action_name(JobAction a) noexcept;
 struct JobDecision {
   GangKey key;
   JobAction action = JobAction::Disrupted;
-  std::string reason;                  // DrainGang: Acknowledged | DeadlineExceeded | NoContract
-  std::string request_id;              // RequestCheckpoint, Wait: the id the pods are asked with
-  std::int64_t deadline_ms = 0;        // RequestCheckpoint, Wait
-  std::vector<PodRef> annotate;        // RequestCheckpoint, Wait: live pods without the request
-  std::vector<PodRef> evict;           // DrainGang, Disrupted: recorded, live, not terminating
+  std::string reason;            // DrainGang: Acknowledged | DeadlineExceeded | NoContract | NoWait
+  std::string request_id;        // RequestCheckpoint, Wait: the id the pods are asked with
+  std::int64_t deadline_ms = 0;  // RequestCheckpoint, Wait
+  std::vector<PodRef> annotate;  // RequestCheckpoint, Wait: live pods without the request
+  std::vector<PodRef> evict;     // DrainGang, Disrupted: recorded, live, not terminating
   std::vector<std::string> held_uids;  // RequestCheckpoint, Wait: the node's pods not to drain
 };
 
@@ -105,7 +106,8 @@ struct JobDisruptionInput {
   std::vector<const core::Value*> pods;      // the node's pods and every pod of their gangs
   std::vector<JobRecord> records;            // persisted for this disruption
   std::string request_id;                    // the id a new request carries
-  std::int64_t checkpoint_timeout_s = 300;   // policy: how long a job may take to checkpoint
+  std::int64_t checkpoint_timeout_s = 300;   // policy: how long a job may take to checkpoint (0:
+                                             // none is asked, the job is drained at once)
   std::vector<std::string> skip_namespaces;  // never drained (system namespaces)
   std::int64_t now_ms = 0;
 };

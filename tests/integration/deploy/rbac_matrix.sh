@@ -84,6 +84,9 @@ expect no gpufleet-certify create daemonsets.apps "$ns"
 expect yes gpufleet-sentinel patch nodes
 expect yes gpufleet-sentinel create pods/eviction
 expect yes gpufleet-sentinel delete pods
+expect yes gpufleet-sentinel patch pods
+expect no gpufleet-sentinel update pods
+expect no gpufleet-sentinel patch pods/status
 expect yes gpufleet-sentinel watch nodehealths.gpufleet.io
 expect yes gpufleet-sentinel create remediations.gpufleet.io
 expect yes gpufleet-sentinel patch remediations.gpufleet.io/status

@@ -2,8 +2,9 @@
 # Goodput measured on a live cluster: a 2-pod indexed Job (8 GPUs a pod, labelled
 # goodput.gpufleet.io/job=llama, reporting checkpoints) runs on the simulated fleet under the
 # sentinel and goodput controllers. A Fatal Xid on one pod's node: sentinel cordons and drains
-# it, the Job recreates the pod on another node, and `gpufleet goodput -o json` shows one
-# GpuXid interruption with lost time. Then the controller is killed with SIGKILL and started
+# it (the job-aware drain evicts both pods, the job has no checkpoint contract), the Job
+# recreates them off the node, and `gpufleet goodput -o json` shows one GpuXid interruption
+# with lost time. Then the controller is killed with SIGKILL and started
 # again: the interruption is counted once and the lost time is unchanged.
 # Usage: xid_interruption_test.sh REPO_ROOT (env: KUBECONFIG, GPUFLEET_BIN, KUBE_LOCAL_BIN).
 set -euo pipefail
@@ -49,11 +50,6 @@ spec:
   remediation: {defaultAction: reboot, maxAttempts: 2, timeoutSeconds: 60}
   validation: {categories: [diagnostics/dcgm-r1], newNodes: false, deadlineSeconds: 600}
 YAML
-policy_loaded() {
-  local gen
-  gen=$(kubectl get sentinelpolicy "$policy" -o jsonpath='{.metadata.generation}/{.status.observedGeneration}')
-  [[ ${gen%/*} == "${gen#*/}" ]]
-}
 until_ok 60 "SentinelPolicy $policy loaded" policy_loaded
 
 kubectl apply -n "$jobns" -f - >/dev/null <<'YAML'

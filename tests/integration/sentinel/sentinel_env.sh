@@ -87,6 +87,11 @@ phase_in() {  # node phase...
   for want in "$@"; do [[ $p == "$want" ]] && return 0; done
   return 1
 }
+policy_loaded() {  # the controller looked at SentinelPolicy $policy at its current generation
+  local gen
+  gen=$(kubectl get sentinelpolicy "$policy" -o jsonpath='{.metadata.generation}/{.status.observedGeneration}')
+  [[ ${gen%/*} == "${gen#*/}" ]]
+}
 incidents() { kubectl get remediations -l "sentinel.gpufleet.io/node=$1" --no-headers 2>/dev/null | wc -l; }
 annotation() { kubectl get node "$1" -o jsonpath="{.metadata.annotations.${2//./\\.}}"; }
 pass_validation() {  # play certify: the node's ValidationRequest passes

@@ -85,10 +85,11 @@ Cluster-wide rules here; leader election Leases are a Role in the release namesp
 - apiGroups: [""]
   resources: [nodes]
   verbs: [get, list, watch, patch]
-# Drain: evict (PDB-aware), delete pods past their deadline or stuck Terminating.
+# Drain: evict (PDB-aware), delete pods past their deadline or stuck Terminating; patch a
+# training job's pods to ask it to checkpoint first (annotations, docs/goodput.md).
 - apiGroups: [""]
   resources: [pods]
-  verbs: [get, list, watch, delete]
+  verbs: [get, list, watch, patch, delete]
 - apiGroups: [""]
   resources: [pods/eviction]
   verbs: [create]
