@@ -105,10 +105,12 @@ core::Value ensure(kube::Client& client, const core::Value& desired, Clock::time
       } catch (const kube::ApiError& e) {
         if (!e.is(kube::Reason::NotFound) && !e.is(kube::Reason::Conflict)) throw;
       }
-      // The old run's deletion has its own bound: garbage collection of its Jobs and
-      // ConfigMaps takes seconds on a busy control plane, and a short --performance-timeout
-      // bounds the new run, not the removal of the last one.
-      const Clock::time_point deletion_deadline = std::max(deadline, Clock::now() + 30s);
+      // The old run's deletion has its own bound: garbage collection of its Jobs, their pods
+      // (each with a 30 s termination grace period by default) and its ConfigMaps takes tens
+      // of seconds on a busy control plane (30 s was exceeded in CI), and a short
+      // --performance-timeout bounds the new run, not the removal of the last one.
+      progress << "performance: waiting up to 2 min for its deletion (its Jobs and pods first)\n";
+      const Clock::time_point deletion_deadline = std::max(deadline, Clock::now() + 120s);
       while (client.try_get(kCertifications, ns, name)) {
         if (Clock::now() >= deletion_deadline) {
           throw std::runtime_error(
